@@ -1,0 +1,56 @@
+/* Shared definitions for the metriclust C core.
+ *
+ * C99 + OpenMP, no Python headers. Every kernel returns an int status
+ * (ML_OK or a negative ML_ERR_*); sizes are ptrdiff_t because N * p passes
+ * 2^31 on real data. Callers (the Cython bridges) validate shapes first. */
+#ifndef METRICLUST_COMMON_H
+#define METRICLUST_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define ML_OK 0
+#define ML_ERR_ALLOC (-1)     /* malloc failed */
+#define ML_ERR_ARG (-2)       /* a size or index out of range */
+#define ML_ERR_NUMERIC (-3)   /* non-finite intermediate result */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ML_RESTRICT __restrict__
+#else
+#define ML_RESTRICT
+#endif
+
+/* BLAS is supplied by the caller (scipy.linalg.cython_blas) as a function
+ * pointer, so the C core links against no BLAS of its own and stays testable
+ * in isolation. Fortran calling convention. */
+typedef void (*ml_dgemm_fn)(char *transa, char *transb, int *m, int *n, int *k,
+                            double *alpha, double *a, int *lda, double *b,
+                            int *ldb, double *beta, double *c, int *ldc);
+typedef void (*ml_sgemm_fn)(char *transa, char *transb, int *m, int *n, int *k,
+                            float *alpha, float *a, int *lda, float *b,
+                            int *ldb, float *beta, float *c, int *ldc);
+
+/* Number of threads for a parallel region: n_threads <= 0 means "OpenMP's
+ * default", which honours OMP_NUM_THREADS and threadpoolctl. */
+static inline int ml_threads(int n_threads) {
+#ifdef _OPENMP
+    return n_threads > 0 ? n_threads : omp_get_max_threads();
+#else
+    (void)n_threads;
+    return 1;
+#endif
+}
+
+static inline int ml_thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+#endif

@@ -1,0 +1,2 @@
+/* Filled in by the gram kernel work. */
+#include "common.h"

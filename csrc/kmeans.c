@@ -1,0 +1,2 @@
+/* Filled in by the kmeans kernel work. */
+#include "common.h"

@@ -1,0 +1,2 @@
+/* Filled in by the pairwise kernel work. */
+#include "common.h"

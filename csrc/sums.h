@@ -1,0 +1,21 @@
+/* Per-cluster sums and the contingency table. */
+#ifndef METRICLUST_SUMS_H
+#define METRICLUST_SUMS_H
+#include "common.h"
+
+/* out[k, :] = sum over i with labels[i] == k of X[i, :]  (out is K x p, zeroed here).
+ * labels must lie in [0, K); returns ML_ERR_ARG on the first label outside.
+ * Per-thread partial sums over fixed row blocks, reduced in block order:
+ * the result does not depend on the thread count. */
+int ml_cluster_sums_f64(const double *X, ptrdiff_t n, ptrdiff_t p,
+                        const int64_t *labels, ptrdiff_t K, double *out,
+                        int n_threads);
+int ml_cluster_sums_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                        const int64_t *labels, ptrdiff_t K, double *out,
+                        int n_threads);
+
+/* table[a[i], b[i]] += 1 for i < n; table is ka x kb (zeroed here).
+ * Codes must lie in [0, ka) and [0, kb). */
+int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,
+                   ptrdiff_t ka, ptrdiff_t kb, int64_t *table);
+#endif

@@ -1,0 +1,40 @@
+"""Thread count for the OpenMP kernels, and BLAS held to one thread around them.
+
+The default follows OpenMP's own: ``OMP_NUM_THREADS`` and
+``threadpoolctl.threadpool_limits(limits=n, user_api="openmp")`` both set it,
+as they do for scikit-learn.
+"""
+
+import contextlib
+import numbers
+
+from .._kernels._openmp import openmp_max_threads
+
+__all__ = ["effective_n_threads", "single_blas_thread"]
+
+
+def effective_n_threads(n_threads=None):
+    """Number of OpenMP threads a kernel will use.
+
+    None means OpenMP's current maximum. A positive int is used as given;
+    a negative int counts back from the maximum (-1 = all, -2 = all but one).
+    """
+    max_threads = openmp_max_threads()
+    if n_threads is None:
+        return max_threads
+    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+        raise TypeError(f"n_threads must be None or an int, got {n_threads!r}.")
+    if n_threads == 0:
+        raise ValueError("n_threads must not be 0.")
+    if n_threads < 0:
+        return max(1, max_threads + 1 + int(n_threads))
+    return int(n_threads)
+
+
+@contextlib.contextmanager
+def single_blas_thread():
+    """Hold BLAS to one thread, e.g. while OpenMP threads each call it."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

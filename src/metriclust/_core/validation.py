@@ -1,0 +1,267 @@
+"""Input validation shared by every estimator and function.
+
+Errors name the parameter and, for non-finite values, the first bad position,
+so that a user can find the offending entry without a debugger.
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "check_array",
+    "check_labels",
+    "check_n_clusters",
+    "check_n_features",
+    "check_pairs",
+    "check_random_state",
+    "check_sample_weight",
+    "check_scalar",
+]
+
+_FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def _is_sparse(X):
+    # Duck-typed so that scipy.sparse is not imported for dense input.
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
+def check_array(
+    X,
+    *,
+    name="X",
+    dtype=_FLOAT_DTYPES,
+    ensure_2d=True,
+    ensure_min_samples=1,
+    ensure_min_features=1,
+    ensure_finite=True,
+    copy=False,
+):
+    """Validate an array-like of numbers and return a C-contiguous ndarray.
+
+    Parameters
+    ----------
+    X : array-like
+        The input. Lists, tuples and array-likes are accepted; sparse matrices
+        and complex values are refused.
+    name : str
+        The parameter's name, used in every error message.
+    dtype : dtype or tuple of dtypes
+        Accepted floating dtypes. With a tuple, an input already of one of them
+        keeps it (float32 stays float32); anything else becomes the first.
+    ensure_2d : bool
+        Require a 2-D array (``(n_samples, n_features)``).
+    ensure_min_samples, ensure_min_features : int
+        Minimum number of rows and columns.
+    ensure_finite : bool
+        Refuse NaN and infinity, naming the first bad position.
+    copy : bool
+        Always return a new array.
+
+    Returns
+    -------
+    ndarray
+        C-contiguous array; copied only when needed (or when ``copy=True``).
+    """
+    if _is_sparse(X):
+        raise TypeError(
+            f"{name} is a sparse matrix; metriclust does not support sparse input. "
+            "Convert it with .toarray() if it fits in memory."
+        )
+    dtypes = dtype if isinstance(dtype, tuple) else (dtype,)
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported in {name}.")
+    if arr.dtype.kind == "O":
+        # float() raises TypeError on non-numbers, which is what a user expects.
+        arr = arr.astype(np.float64)
+    elif arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold numbers, got an array of dtype {arr.dtype} "
+            "(strings and other objects are not converted)."
+        )
+    target = arr.dtype if arr.dtype in dtypes else np.dtype(dtypes[0])
+    if ensure_2d:
+        if arr.ndim != 2:
+            raise ValueError(
+                f"Expected a 2D array for {name}, got a {arr.ndim}D array of shape "
+                f"{arr.shape}. Reshape with X.reshape(-1, 1) for a single feature "
+                "or X.reshape(1, -1) for a single sample."
+            )
+        n_samples, n_features = arr.shape
+        if n_samples < ensure_min_samples:
+            raise ValueError(
+                f"{name} has n_samples={n_samples}, while a minimum of "
+                f"{ensure_min_samples} is required."
+            )
+        if n_features < ensure_min_features:
+            raise ValueError(
+                f"{name} has n_features={n_features}, while a minimum of "
+                f"{ensure_min_features} is required."
+            )
+    out = np.array(arr, dtype=target, order="C", copy=True) if copy else (
+        np.ascontiguousarray(arr, dtype=target)
+    )
+    if ensure_finite and out.dtype.kind == "f":
+        _check_finite(out, name)
+    return out
+
+
+def _check_finite(arr, name):
+    # np.isfinite on a sum is one cheap pass; the positional search runs only on failure.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = arr.sum(dtype=np.float64)
+    if np.isfinite(total):
+        return
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size == 0:  # the sum overflowed but every entry is finite
+        return
+    pos = tuple(int(i) for i in bad[0])
+    kind = "NaN" if np.isnan(arr[pos]) else "infinity"
+    where = f"row {pos[0]}, column {pos[1]}" if len(pos) == 2 else f"position {pos}"
+    raise ValueError(
+        f"Input {name} contains {kind} at {where} ({len(bad)} non-finite value(s) in all)."
+    )
+
+
+def check_n_clusters(n_clusters, n_samples, *, name="n_clusters"):
+    """Check that ``n_clusters`` is an integer in ``[1, n_samples]``."""
+    check_scalar(n_clusters, name, numbers.Integral, min_val=1)
+    if n_clusters > n_samples:
+        raise ValueError(
+            f"n_samples={n_samples} should be >= {name}={n_clusters}."
+        )
+    return int(n_clusters)
+
+
+def check_n_features(estimator, X):
+    """Check that X has as many features as the data the estimator was fitted on."""
+    expected = estimator.n_features_in_
+    if X.shape[1] != expected:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+            f"expecting {expected} features as input."
+        )
+
+
+def check_scalar(x, name, target_type, *, min_val=None, max_val=None,
+                 include_boundaries="both"):
+    """Check a scalar parameter's type and range, naming it in the error.
+
+    ``include_boundaries`` is one of "both", "left", "right", "neither".
+    """
+    if isinstance(x, bool) or not isinstance(x, target_type):
+        types = target_type if isinstance(target_type, tuple) else (target_type,)
+        names = " or ".join(getattr(t, "__name__", str(t)) for t in types)
+        raise TypeError(f"{name} must be an instance of {names}, got {x!r}.")
+    left = include_boundaries in ("both", "left")
+    right = include_boundaries in ("both", "right")
+    if min_val is not None and (x < min_val or (x == min_val and not left)):
+        op = ">=" if left else ">"
+        raise ValueError(f"{name} == {x!r}, must be {op} {min_val}.")
+    if max_val is not None and (x > max_val or (x == max_val and not right)):
+        op = "<=" if right else "<"
+        raise ValueError(f"{name} == {x!r}, must be {op} {max_val}.")
+    return x
+
+
+def check_random_state(random_state, *, name="random_state"):
+    """Turn ``random_state`` into a ``numpy.random.Generator``.
+
+    None gives fresh entropy, an int seeds a new Generator, a Generator is used
+    as is (and advanced), and a legacy ``RandomState`` seeds a new Generator
+    from its stream.
+    """
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"{name} must be non-negative, got {random_state}.")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        f"{name} must be None, an int, or a numpy.random.Generator; got {random_state!r}."
+    )
+
+
+def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
+                        name="sample_weight"):
+    """Return sample weights as a 1-D array of ``dtype``; None means all ones.
+
+    Weights must be finite and non-negative with a positive sum.
+    """
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=dtype)
+    if np.ndim(sample_weight) == 0:
+        w = np.full(n_samples, sample_weight, dtype=dtype)
+    else:
+        w = check_array(sample_weight, name=name, dtype=dtype, ensure_2d=False,
+                        ensure_min_samples=0)
+        if w.ndim != 1 or w.shape[0] != n_samples:
+            raise ValueError(
+                f"{name} must have shape ({n_samples},), got {w.shape}."
+            )
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    if np.any(w < 0):
+        raise ValueError(f"{name} must be non-negative; got {w.min()!r} at index {int(np.argmin(w))}.")
+    if w.sum() <= 0:
+        raise ValueError(f"{name} must have a positive sum.")
+    return w
+
+
+def check_pairs(pairs, n_samples, *, name="pairs", allow_empty=True):
+    """Validate index pairs: an int64 array of shape (m, 2) of indices into X.
+
+    Indices must lie in ``[0, n_samples)`` and a pair may not join a point to
+    itself.
+    """
+    arr = np.asarray(pairs)
+    if arr.size == 0:
+        if not allow_empty:
+            raise ValueError(f"{name} is empty; at least one pair is required.")
+        return np.empty((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (n_pairs, 2), got {arr.shape}.")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"{name} must hold integer indices.")
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer indices, got dtype {arr.dtype}.")
+    out = np.ascontiguousarray(arr, dtype=np.int64)
+    bad = (out < 0) | (out >= n_samples)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name}[{r}, {c}] = {out[r, c]} is out of range for n_samples={n_samples}."
+        )
+    self_pairs = out[:, 0] == out[:, 1]
+    if self_pairs.any():
+        r = int(np.argmax(self_pairs))
+        raise ValueError(f"{name}[{r}] pairs point {out[r, 0]} with itself.")
+    return out
+
+
+def check_labels(labels, *, name="labels", n_samples=None):
+    """Encode a 1-D array of hashable labels as int64 codes 0..k-1.
+
+    Returns ``(codes, classes)`` with ``classes[codes] == labels``.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}.")
+    if n_samples is not None and arr.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} entries, expected {n_samples}."
+        )
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    try:
+        classes, codes = np.unique(arr, return_inverse=True)
+    except TypeError as exc:  # mixed, unorderable types
+        raise TypeError(f"{name} must hold mutually comparable values: {exc}") from None
+    return codes.astype(np.int64).reshape(-1), classes

@@ -1,0 +1,1 @@
+"""Bridge to csrc/gram.c (filled in by the kernel work)."""

@@ -1,0 +1,1 @@
+"""Bridge to csrc/kmeans.c (filled in by the kernel work)."""

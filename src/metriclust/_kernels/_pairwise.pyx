@@ -1,0 +1,1 @@
+"""Bridge to csrc/pairwise.c (filled in by the kernel work)."""

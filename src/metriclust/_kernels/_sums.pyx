@@ -1,0 +1,66 @@
+"""Bridge to csrc/sums.c: per-cluster row sums and the contingency table."""
+
+import numpy as np
+
+from libc.stdint cimport int64_t
+
+cdef extern from "sums.h" nogil:
+    int ml_cluster_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
+                            const int64_t *labels, Py_ssize_t K, double *out,
+                            int n_threads)
+    int ml_cluster_sums_f32(const float *X, Py_ssize_t n, Py_ssize_t p,
+                            const int64_t *labels, Py_ssize_t K, double *out,
+                            int n_threads)
+    int ml_contingency(const int64_t *a, const int64_t *b, Py_ssize_t n,
+                       Py_ssize_t ka, Py_ssize_t kb, int64_t *table)
+
+ctypedef fused real:
+    float
+    double
+
+
+def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_clusters,
+                 int n_threads=0):
+    """Return the (n_clusters, p) float64 array of per-cluster row sums of X."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1]
+    if labels.shape[0] != n:
+        raise ValueError(f"labels has {labels.shape[0]} entries, X has {n} rows")
+    if n_clusters <= 0:
+        raise ValueError(f"n_clusters must be positive, got {n_clusters}")
+    out = np.zeros((n_clusters, p), dtype=np.float64)
+    cdef double[:, ::1] out_v = out
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_cluster_sums_f64(&X[0, 0] if n * p > 0 else NULL, n, p,
+                                         &labels[0] if n > 0 else NULL,
+                                         n_clusters, &out_v[0, 0] if p > 0 else NULL,
+                                         n_threads)
+        else:
+            status = ml_cluster_sums_f32(&X[0, 0] if n * p > 0 else NULL, n, p,
+                                         &labels[0] if n > 0 else NULL,
+                                         n_clusters, &out_v[0, 0] if p > 0 else NULL,
+                                         n_threads)
+    if status == -2:
+        raise ValueError(f"labels must lie in [0, {n_clusters})")
+    if status == -1:
+        raise MemoryError("cluster_sums: allocation failed")
+    return out
+
+
+def contingency(const int64_t[::1] a, const int64_t[::1] b, Py_ssize_t ka, Py_ssize_t kb):
+    """Return the (ka, kb) int64 contingency table of integer codes a and b."""
+    cdef Py_ssize_t n = a.shape[0]
+    if b.shape[0] != n:
+        raise ValueError(f"label arrays differ in length: {n} and {b.shape[0]}")
+    if ka <= 0 or kb <= 0:
+        raise ValueError("contingency needs at least one code on each side")
+    table = np.zeros((ka, kb), dtype=np.int64)
+    cdef int64_t[:, ::1] t = table
+    cdef int status
+    with nogil:
+        status = ml_contingency(&a[0] if n > 0 else NULL, &b[0] if n > 0 else NULL,
+                                n, ka, kb, &t[0, 0])
+    if status != 0:
+        raise ValueError("contingency: codes out of range")
+    return table
