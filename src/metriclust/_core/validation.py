@@ -260,8 +260,33 @@ def check_labels(labels, *, name="labels", n_samples=None):
         )
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity.")
+    if arr.dtype.kind in "biu" and arr.size:
+        fast = _encode_small_int_range(arr)
+        if fast is not None:
+            return fast
     try:
         classes, codes = np.unique(arr, return_inverse=True)
     except TypeError as exc:  # mixed, unorderable types
         raise TypeError(f"{name} must hold mutually comparable values: {exc}") from None
     return codes.astype(np.int64).reshape(-1), classes
+
+
+def _encode_small_int_range(arr):
+    """O(n + range) encoding of integer labels whose range is at most ~2n.
+
+    Gives exactly ``np.unique(arr, return_inverse=True)``'s codes and classes
+    (same dtype) without the O(n log n) sort; None when the range is too wide.
+    """
+    dtype = arr.dtype
+    if dtype.kind == "b":
+        arr = arr.view(np.uint8)
+    lo, hi = int(arr.min()), int(arr.max())
+    if hi - lo > 2 * arr.shape[0] + 1024:
+        return None
+    base = arr.dtype.type(lo)
+    # Wrap-around arithmetic is exact here: every offset lies in [0, hi - lo].
+    offset = (arr - base).astype(np.intp)
+    present = np.bincount(offset, minlength=hi - lo + 1) > 0
+    codes = (np.cumsum(present, dtype=np.int64) - 1)[offset]
+    classes = (np.flatnonzero(present).astype(arr.dtype) + base).astype(dtype)
+    return codes, classes
