@@ -107,6 +107,8 @@ def _entropy_of_counts(counts):
 
 def _mutual_info(table):
     """Mutual information (nats) of the two labelings, clipped at 0."""
+    if min(table.shape) == 1:  # a one-cluster labeling carries no information
+        return 0.0
     n = float(table.sum())
     rows = table.sum(axis=1).astype(np.float64)
     cols = table.sum(axis=0).astype(np.float64)
