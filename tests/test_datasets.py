@@ -83,6 +83,11 @@ def test_shuffle_false_gives_class_order_and_same_point_set():
     assert np.all(np.diff(y) >= 0)
     Xs, ys = make_parallel_lines(50, n_lines=2, shuffle=True, random_state=0)
     assert not np.array_equal(ys, y)
+    np.testing.assert_array_equal(np.bincount(ys), np.bincount(y))
+    # Shuffling happens after drawing: the same points, with their labels.
+    rows = np.column_stack([X, y])
+    rows_s = np.column_stack([Xs, ys])
+    np.testing.assert_array_equal(rows[np.lexsort(rows.T)], rows_s[np.lexsort(rows_s.T)])
 
 
 # --------------------------------------------------------------------------
@@ -131,7 +136,8 @@ def test_parallel_clouds_noise_hides_the_clouds():
     # Noise columns independent of the class: class means agree within noise.
     means = np.array([X[y == k, 2:].mean(0) for k in range(3)])
     assert np.abs(means[:, 3:] - means[:, 3:].mean(0)).max() < 0.6
-    assert make_parallel_clouds(30, n_noise_correlated=0, n_noise=0, random_state=0)[0].shape == (30, 2)
+    X0, _ = make_parallel_clouds(30, n_noise_correlated=0, n_noise=0, random_state=0)
+    assert X0.shape == (30, 2)
 
 
 def test_concentric_circles_radial_separation_and_kmeans_failure():

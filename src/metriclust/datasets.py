@@ -276,7 +276,9 @@ def make_concentric_circles(n_samples=300, *, n_circles=3, radii=None, noise=0.1
     else:
         radii = np.asarray(radii, dtype=np.float64)
         if radii.ndim != 1 or radii.shape[0] < 2:
-            raise ValueError(f"radii must be a 1-D list of at least 2 radii, got shape {radii.shape}.")
+            raise ValueError(
+                f"radii must be a 1-D list of at least 2 radii, got shape {radii.shape}."
+            )
         if not np.all(np.isfinite(radii)) or np.any(radii <= 0):
             raise ValueError(f"radii must be finite and positive, got {radii.tolist()}.")
         if np.unique(radii).shape[0] != radii.shape[0]:

@@ -602,6 +602,11 @@ def blur_ratio(X, labels, transform=None):
     if not np.any(np.ptp(Z, axis=0) > 0):
         return 1.0
     means, _ = cluster_means(Z, codes, classes.shape[0])
-    ssc = float(np.sum(np.square(Z - means[codes])))
-    sst = float(np.sum(np.square(Z - Z.mean(axis=0))))
+    # Direct sums of squared deviations (no SST - SSB cancellation: a blur
+    # ratio near 0 keeps its relative accuracy); one scratch array, reused.
+    dev = means[codes]
+    np.subtract(Z, dev, out=dev)
+    ssc = float(np.einsum("ij,ij->", dev, dev))
+    np.subtract(Z, Z.mean(axis=0), out=dev)
+    sst = float(np.einsum("ij,ij->", dev, dev))
     return min(ssc / sst, 1.0)
