@@ -34,6 +34,9 @@
 
 #define ML_KM_CHUNK 256
 #define ML_KM_DIRECT_MAX_D 16
+/* Below these sizes a kernel runs on one thread (same results either way). */
+#define ML_KM_PAR_MIN_WORK 1e6
+#define ML_KM_PAR_MIN_ROWS 16384
 
 /* Batch k-means (Lloyd): iterate assignment + weighted means from `centers`
  * (in: initial centers, out: final centers) until the labels stop changing

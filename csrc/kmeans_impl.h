@@ -281,8 +281,10 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
     const int do_sums = sums != NULL;
     const ptrdiff_t copies = do_sums ? ws->copies : 0;
     FN(center_prep)(ws, C);
+    /* Small problems run on one thread: a parallel region costs more than it
+     * saves, badly so on a loaded machine.  (Results do not depend on it.) */
     int nt = ws->nt;
-    if (S <= 1) nt = 1;
+    if (S <= 1 || (double)n * (double)K * (double)(d + 1) < ML_KM_PAR_MIN_WORK) nt = 1;
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int tid = ml_thread_id();
@@ -345,7 +347,7 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
 static void FN(own_dist)(const REAL *X, ptrdiff_t n, ptrdiff_t d, const REAL *C,
                          const int32_t *lab, double *out, int nt)
 {
-    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n > 4096)
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t i = 0; i < n; ++i) {
         const REAL *x = X + i * d, *c = C + (ptrdiff_t)lab[i] * d;
         double s = 0;
@@ -364,7 +366,7 @@ static int FN(inertia)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     const ptrdiff_t BL = 4096, nb = (n + BL - 1) / BL;
     double *part = malloc((size_t)(nb + 1) * sizeof(double));
     if (!part) return ML_ERR_ALLOC;
-    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nb > 1)
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t bi = 0; bi < nb; ++bi) {
         const ptrdiff_t hi = (bi + 1) * BL < n ? (bi + 1) * BL : n;
         double acc = 0;
@@ -601,7 +603,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
     if (!part || !cd) { free(part); free(cd); return ML_ERR_ALLOC; }
     for (ptrdiff_t t = 0; t < T; ++t)
         for (ptrdiff_t j = 0; j < d; ++j) cd[t * d + j] = (double)X[cand[t] * d + j];
-    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nb > 1)
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t bi = 0; bi < nb; ++bi) {
         const ptrdiff_t lo = bi * BL, hi = lo + BL < n ? lo + BL : n;
         for (ptrdiff_t t = 0; t < T; ++t) {
@@ -628,7 +630,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
         if (p < bpot) { bpot = p; bt = t; }
     }
     const double *c = cd + bt * d;
-    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n > 4096)
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t i = 0; i < n; ++i) {
         const REAL *x = X + i * d;
         double s = 0;

@@ -111,8 +111,14 @@ def blobs(n, d, k, seed, spread=4.0):
     return np.ascontiguousarray(X)
 
 
+_DATASETS = {}
+
+
 def datasets(load_dataset):
-    out = {name: load_dataset(name)[0] for name in ("iris", "wine", "glass", "sonar")}
+    if _DATASETS:
+        return _DATASETS
+    out = _DATASETS
+    out.update({name: load_dataset(name)[0] for name in ("iris", "wine", "glass", "sonar")})
     out["blobs2"] = blobs(4000, 2, 6, 0)
     out["blobs3"] = blobs(3000, 3, 5, 1)
     out["blobs40"] = blobs(2000, 40, 7, 2)  # GEMM path
@@ -147,8 +153,10 @@ def test_lloyd_matches_sklearn_weighted():
     X = blobs(1500, 3, 4, 5)
     w = np.random.default_rng(0).uniform(0.1, 3.0, size=len(X))
     init = X[:4].copy()
-    sk = SKKMeans(4, init=init, n_init=1, tol=1e-4).fit(X, sample_weight=w)
-    res = kmeans(X, 4, init=init, tol=1e-4, sample_weight=w)
+    # tol=0: scikit-learn's tolerance uses the unweighted variance, ours the
+    # weighted one (so that weights act as repeated rows).
+    sk = SKKMeans(4, init=init, n_init=1, tol=0).fit(X, sample_weight=w)
+    res = kmeans(X, 4, init=init, tol=0, sample_weight=w)
     assert res.n_iter == sk.n_iter_
     np.testing.assert_array_equal(res.labels, sk.labels_)
     np.testing.assert_allclose(res.centers, sk.cluster_centers_, rtol=0, atol=1e-10)
@@ -379,3 +387,104 @@ def test_errors():
         _k.lloyd(X[:1], None, np.zeros((2, 2)), 10, 0.0, "auto", 1)
     with pytest.raises(ValueError, match="out of range"):
         _k.pp_step(X, None, np.array([10], dtype=np.int64), np.full(10, np.inf))
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+def _expected_failed_checks(estimator):
+    return {
+        "check_estimators_unfitted": (
+            "metriclust raises its own NotFittedError (a ValueError and "
+            "AttributeError): scikit-learn is not imported at runtime, so it "
+            "cannot be sklearn.exceptions.NotFittedError."),
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the check shuffles the weighted rows, so the seeding's random draws "
+            "land on other rows (equivalence holds with rows in order: "
+            "test_weights_equal_repeats_with_seeding); scikit-learn's KMeans "
+            "fails it too."),
+    }
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from metriclust import KMeans
+
+    with pytest.warns(UserWarning, match="does not inherit"):
+        check_estimator(KMeans(), expected_failed_checks=_expected_failed_checks(KMeans()))
+
+
+def test_weights_equal_repeats_with_seeding():
+    # Integer weights act as repeated rows through the seeding too: each
+    # k-means++ draw lands on the same original row (rows kept in order).
+    from metriclust import KMeans
+
+    rng = np.random.RandomState(42)
+    X = rng.rand(40, 5)
+    sw = rng.randint(0, 5, size=40)
+    a = KMeans(4, random_state=0).fit(X.repeat(sw, axis=0))
+    b = KMeans(4, random_state=0).fit(X, sample_weight=sw)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-10)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+def test_estimator_attributes_and_methods(dtype, algorithm):
+    from metriclust import KMeans
+
+    X = blobs(600, 3, 4, 20).astype(dtype)
+    km = KMeans(4, algorithm=algorithm, random_state=0).fit(X)
+    assert km.cluster_centers_.dtype == dtype and km.cluster_centers_.shape == (4, 3)
+    assert km.n_features_in_ == 3 and km.n_iter_ >= 1
+    np.testing.assert_array_equal(km.predict(X), km.labels_)
+    np.testing.assert_array_equal(KMeans(4, algorithm=algorithm, random_state=0)
+                                  .fit_predict(X), km.labels_)
+    T = km.transform(X)
+    assert T.dtype == dtype
+    ref = np.sqrt(ref_sq_dist(X.astype(np.float64), km.cluster_centers_.astype(np.float64)))
+    np.testing.assert_allclose(T, ref, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+    np.testing.assert_array_equal(T.argmin(axis=1), km.labels_)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-5)
+    inertia = float((((X - km.cluster_centers_[km.labels_]).astype(np.float64)) ** 2).sum())
+    assert km.inertia_ == pytest.approx(inertia, rel=1e-5)
+
+
+def test_estimator_n_init_auto_and_init_array():
+    from metriclust import KMeans
+
+    X = blobs(500, 2, 5, 21)
+    # "auto": one k-means++ run, ten random runs; more random runs never do worse
+    r1 = KMeans(5, init="random", n_init=1, random_state=3).fit(X)
+    r10 = KMeans(5, init="random", random_state=3).fit(X)
+    assert r10.inertia_ <= r1.inertia_ + 1e-9
+    init = X[:5].copy()
+    with pytest.warns(RuntimeWarning, match="n_init"):
+        a = KMeans(5, init=init, n_init=3).fit(X)
+    b = KMeans(5, init=init).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+def test_estimator_errors():
+    from metriclust import KMeans
+
+    X = blobs(20, 2, 2, 0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        KMeans(21).fit(X)
+    with pytest.raises(ValueError, match="algorithm"):
+        KMeans(2, algorithm="elkan").fit(X)
+    with pytest.raises(ValueError, match="n_init"):
+        KMeans(2, n_init="many").fit(X)
+    with pytest.raises(ValueError, match="n_init"):
+        KMeans(2, n_init=0).fit(X)
+    with pytest.raises(ValueError, match="init"):
+        KMeans(2, init=np.zeros((3, 2))).fit(X)
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(2).fit(X, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="NaN"):
+        KMeans(2).fit(np.where(np.arange(40).reshape(20, 2) == 7, np.nan, X))
+    km = KMeans(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        km.predict(np.zeros((3, 5)))

@@ -144,7 +144,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     (assignment, then weighted means) or MacQueen's online update. The data
     are centered first (as scikit-learn does) for accurate distances; a run
     stops when no label changes or when the squared center shift is at most
-    ``tol * mean(var(X, axis=0))``.
+    ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
+    variance are weighted, so integer weights act as repeated rows.
 
     Returns
     -------
@@ -176,11 +177,23 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         w = np.ascontiguousarray(sample_weight, dtype=X.dtype)
         if w.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum(dtype=np.float64) > 0):
+            raise ValueError("sample_weight must be finite and non-negative, "
+                             "and not all zero.")
 
-    # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances.
-    X_mean = X.mean(axis=0)
+    # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances. The
+    # mean and the variance behind ``tol`` are weighted, so that an integer
+    # weight acts exactly like repeating the row (scikit-learn ignores the
+    # weights here; the two agree for unit weights).
+    if w is None:
+        X_mean = X.mean(axis=0)
+        var = np.var(X, axis=0) if tol > 0 else None
+    else:
+        wd = w.astype(np.float64)
+        X_mean = (wd @ X / wd.sum()).astype(X.dtype)
+        var = (wd @ (X - X_mean) ** 2) / wd.sum() if tol > 0 else None
     Xc = X - X_mean
-    abs_tol = float(np.mean(np.var(X, axis=0)) * tol) if tol > 0 else 0.0
+    abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
     run = _k.online if algorithm == "online" else _k.lloyd
 
     best = None
