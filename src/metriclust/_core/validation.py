@@ -86,8 +86,8 @@ def check_array(
         if arr.ndim != 2:
             raise ValueError(
                 f"Expected a 2D array for {name}, got a {arr.ndim}D array of shape "
-                f"{arr.shape}. Reshape with X.reshape(-1, 1) for a single feature "
-                "or X.reshape(1, -1) for a single sample."
+                f"{arr.shape}. Reshape your data with X.reshape(-1, 1) for a single "
+                "feature or X.reshape(1, -1) for a single sample."
             )
         n_samples, n_features = arr.shape
         if n_samples < ensure_min_samples:
@@ -97,8 +97,8 @@ def check_array(
             )
         if n_features < ensure_min_features:
             raise ValueError(
-                f"{name} has n_features={n_features}, while a minimum of "
-                f"{ensure_min_features} is required."
+                f"{name} has n_features={n_features}: {n_features} feature(s) "
+                f"(shape={arr.shape}) while a minimum of {ensure_min_features} is required."
             )
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else (
         np.ascontiguousarray(arr, dtype=target)
@@ -210,7 +210,7 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     if np.any(w < 0):
         raise ValueError(f"{name} must be non-negative; got {w.min()!r} at index {int(np.argmin(w))}.")
     if w.sum() <= 0:
-        raise ValueError(f"{name} must have a positive sum.")
+        raise ValueError(f"{name} must have a positive sum (all weights are zero).")
     return w
 
 
