@@ -259,9 +259,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         X = check_array(X, name="X", dtype=np.float64)
         check_n_features(self, X)
         Z = X if self._kpca is None else self._kpca.transform(X)
-        if self._nystrom is None:                     # exact cross Gram
-            return Z + cross_gram_matmat(Z, self._Z_fit, self.weights_, sigma=self.sigma_)
-        return Z + self._nystrom.transform(Z) @ self._field_coef
+        # v(z) = sum_j a_j g(z, c_j): c = training points and a = Psi (exact
+        # cross Gram), or c = Nystrom landmarks and a = their coefficients.
+        return Z + cross_gram_matmat(Z, self._field_centers, self._field_coef, sigma=self.sigma_)
 
     def predict(self, X):
         """Nearest cluster mean in the transformed space.
@@ -298,36 +298,33 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _psi_solver(self, Z, rng):
         """The Psi-step solver for the chosen approximation of G (eq. 5)."""
-        self._Z_fit, self._nystrom, self._lowrank = Z, None, None
+        self._field_centers, self._factor, self._landmark_map = Z, None, None
         m = min(self.n_components, Z.shape[0])
         if self.approximation_ == "dense":
             G = gaussian_gram(Z, sigma=self.sigma_)
             return DensePsiSolver(G, Z, self.lam_)
         if self.approximation_ == "eig":
             s, Q = top_eigenpairs(Z, m, sigma=self.sigma_, random_state=rng)
-            Q = np.ascontiguousarray(Q, dtype=np.float64)
-            self._lowrank = Q
+            self._factor = Q = np.ascontiguousarray(Q, dtype=np.float64)
             return LowRankPsiSolver(Q, np.maximum(s, 0.0), Z, self.lam_)
-        # Nystrom: G ~= U U^T = Q S Q^T; the field at new points goes through the
-        # same factor, v(z) = u(z) U^T Psi.
-        self._nystrom = Nystrom(m, sigma=self.sigma_, random_state=rng).fit(Z)
-        U = self._nystrom.factor_
-        del self._nystrom.factor_      # the N x m factor lives on as Q, not twice
-        Q, s, T = orthonormalize_factor(U)
-        self._lowrank, self._nystrom_Ts = Q, T * s   # U^T U T = T diag(s)
-        self._Z_fit = None
+        # Nystrom, G ~= U U^T with U = g(Z, L) N_L (L the landmarks), brought to
+        # Q diag(s) Q^T in U's own memory. New points go through the same factor:
+        # v(z) = g(z, X) Psi ~= u(z) U^T Psi = g(z, L) (N_L U^T Psi).
+        nys = Nystrom(m, sigma=self.sigma_, random_state=rng).fit(Z)
+        Q, s, T = orthonormalize_factor(nys.factor_)
+        self._factor, self._field_centers = Q, nys.landmarks_
+        self._landmark_map = nys.normalization_ @ (T * s)   # N_L U^T U T, U^T U T = T S
         return LowRankPsiSolver(Q, s, Z, self.lam_)
 
     def _set_weights(self, psi):
-        if self._lowrank is None:
-            self.weights_ = psi
-            return
-        C = psi                               # Psi = Q C
-        self.weights_ = self._lowrank @ C
-        if self._nystrom is not None:
-            self._field_coef = self._nystrom_Ts @ C   # U^T Psi = U^T U T C
-            del self._nystrom_Ts
-        self._lowrank = None
+        """weights_ = Psi (N x q); the field's coefficients for transform."""
+        if self._factor is None:
+            self.weights_ = self._field_coef = psi
+        else:                                   # low rank: Psi = Q C
+            self.weights_ = self._field_coef = self._factor @ psi
+        if self._landmark_map is not None:      # Nystrom: coefficients of the landmarks
+            self._field_coef = self._landmark_map @ psi
+        self._factor = self._landmark_map = None
 
 
 def _scale(X, rng):

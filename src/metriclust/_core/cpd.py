@@ -277,17 +277,19 @@ class KernelPCA:
             self.X_fit_ = X
             self.projection_ = vecs / np.sqrt(vals)
             return np.ascontiguousarray(vecs * np.sqrt(vals))
-        self.nystrom_ = Nystrom(min(self.landmarks, n), sigma=self.sigma,
-                                random_state=self.random_state).fit(X)
-        U = self.nystrom_.factor_
-        del self.nystrom_.factor_  # keep only the landmarks and normalization
-        self.feature_mean_ = U.mean(axis=0)
-        U -= self.feature_mean_
+        nys = Nystrom(min(self.landmarks, n), sigma=self.sigma,
+                      random_state=self.random_state).fit(X)
+        U = nys.factor_
+        mean = U.mean(axis=0)
+        U -= mean
         vals, vecs = eigh(U.T @ U, check_finite=False)
         vals, vecs = vals[::-1], vecs[:, ::-1]
         k = min(self.n_components, int(np.sum(vals > 1e-12 * max(vals[0], 0.0))))
-        self.projection_ = vecs[:, :k]
-        return np.ascontiguousarray(U @ self.projection_)
+        # z(x) = (u(x) - mean) V_k with u(x) = g(x, L) N_L: one cross-Gram product
+        self.landmarks_ = nys.landmarks_
+        self.projection_ = nys.normalization_ @ vecs[:, :k]
+        self.offset_ = mean @ vecs[:, :k]
+        return np.ascontiguousarray(U @ vecs[:, :k])
 
     def transform(self, X):
         if self.landmarks is None:
@@ -302,7 +304,5 @@ class KernelPCA:
             Kx -= row_mean * colsum[None, :]
             Kx += self.all_mean_ * colsum[None, :]
             return Kx
-        out = np.empty((X.shape[0], self.projection_.shape[1]))
-        for a, b in _row_blocks(X.shape[0], self.projection_.shape[0]):
-            out[a:b] = (self.nystrom_.transform(X[a:b]) - self.feature_mean_) @ self.projection_
-        return out
+        return cross_gram_matmat(X, self.landmarks_, self.projection_,
+                                 sigma=self.sigma) - self.offset_
