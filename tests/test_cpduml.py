@@ -61,15 +61,9 @@ def agreement(a, b):
 
 
 def make_moons(n, noise, seed):
-    """Two interleaving half circles (the standard construction), shuffled."""
-    rng = np.random.default_rng(seed)
-    n1 = n // 2
-    t1, t2 = rng.uniform(0, np.pi, n1), rng.uniform(0, np.pi, n - n1)
-    X = np.r_[np.c_[np.cos(t1), np.sin(t1)], np.c_[1 - np.cos(t2), 0.5 - np.sin(t2)]]
-    X += noise * rng.standard_normal(X.shape)
-    y = np.r_[np.zeros(n1, int), np.ones(n - n1, int)]
-    perm = rng.permutation(n)
-    return np.ascontiguousarray(X[perm]), y[perm]
+    from metriclust.datasets import make_moons as generate
+
+    return generate(n, noise=noise, random_state=seed)
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +195,16 @@ def test_kernel_version_rescues_a_too_wide_kernel(moons, width):
     assert np.all(np.diff(model.history_) <= 1e-9 * model.history_[0])
 
 
+@pytest.mark.parametrize("n", [2000, 20000])
+def test_scale_free_defaults_transfer_across_sample_sizes(n):
+    # SPEC §3: with sigma relative to the median distance and lambda to N^2, one
+    # setting gives 0.999-1.000 on moons from N = 1,000 to 100,000.
+    X, y = make_moons(n, 0.1, seed=n)
+    model = CPDUML(2, random_state=0).fit(X)
+    assert model.approximation_ == ("dense" if n <= 4000 else "nystrom")
+    assert accuracy(y, model.labels_) >= 0.99
+
+
 def test_low_rank_labels_agree_with_dense_on_moons():
     X, _ = make_moons(1000, 0.1, seed=5)
     dense = CPDUML(2, approximation="dense", random_state=0).fit(X)
@@ -220,6 +224,24 @@ def test_full_rank_estimator_transform_matches_dense(approx):
     np.testing.assert_array_equal(lr.labels_, dense.labels_)
     np.testing.assert_allclose(lr.embedding_, dense.embedding_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(lr.transform(Xnew), dense.transform(Xnew), rtol=0, atol=1e-8)
+
+
+def test_kernel_pca_exact_and_full_nystrom_agree():
+    X, _ = make_moons(80, 0.1, seed=3)
+    Xnew, _ = make_moons(20, 0.1, seed=4)
+    exact = KernelPCA(5, sigma=1.0)
+    nys = KernelPCA(5, sigma=1.0, landmarks=80, random_state=0)
+    Ze, Zn = exact.fit_transform(X), nys.fit_transform(X)
+    signs = np.sign(np.sum(Ze * Zn, axis=0))          # eigenvectors up to sign
+    np.testing.assert_allclose(Zn * signs, Ze, atol=1e-8)
+    np.testing.assert_allclose(nys.transform(Xnew) * signs, exact.transform(Xnew), atol=1e-8)
+    np.testing.assert_allclose(exact.transform(X), Ze, atol=1e-8)
+    # the reference: doubly centered Gram, its top eigenvectors scaled by sqrt(eigenvalue)
+    K = gaussian_gram(X, sigma=1.0)
+    H = np.eye(80) - 1.0 / 80
+    vals, vecs = np.linalg.eigh(H @ K @ H)
+    ref = vecs[:, ::-1][:, :5] * np.sqrt(vals[::-1][:5])
+    np.testing.assert_allclose(np.abs(Ze), np.abs(ref), atol=1e-8)
 
 
 # -- invariances and monotonicity -----------------------------------------------------

@@ -196,7 +196,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
-        rng = check_random_state(self.random_state)
+        # independent streams: the initial partition does not depend on the
+        # approximation (which draws landmarks / starting blocks) or the kernel
+        rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
         self.n_features_in_ = X.shape[1]
         self.approximation_ = self.approximation
         if self.approximation == "auto":
@@ -205,17 +207,17 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         # Section 2.4: the kernel version works in kernel-PCA coordinates.
         Z, self.kernel_sigma_, self._kpca = X, None, None
         if self.kernel == "rbf":
-            self.kernel_sigma_ = self.kernel_sigma * _scale(X, rng)
+            self.kernel_sigma_ = self.kernel_sigma * _scale(X, rng_scale)
             self._kpca = KernelPCA(
-                self.n_kernel_components, sigma=self.kernel_sigma_, random_state=rng,
+                self.n_kernel_components, sigma=self.kernel_sigma_, random_state=rng_factor,
                 landmarks=None if self.approximation_ == "dense" else self.n_components)
             Z = self._kpca.fit_transform(X)
-        self.sigma_ = self.sigma * _scale(Z, rng)
+        self.sigma_ = self.sigma * _scale(Z, rng_scale)
         self.lam_ = self.lam * float(n) ** 2
-        solver = self._psi_solver(Z, rng)
+        solver = self._psi_solver(Z, rng_factor)
 
         # Algorithm 1.  Psi = 0; Y from the spectral relaxation (eq. 12).
-        labels = _spectral_partition(Z, K, self.n_init, rng)
+        labels = _spectral_partition(Z, K, self.n_init, rng_init)
         history, best = [], None
         for it in range(self.max_iter):
             step = solver.solve(labels, K)                                # eq. 20
