@@ -12,6 +12,7 @@ from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_
 from ._core.cpd import (DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_matmat,
                         objective, orthonormalize_factor, same_partition)
 from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, check_scalar)
 from .kernels import Nystrom, gaussian_gram, median_pairwise_distance, top_eigenpairs
@@ -192,6 +193,13 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
+        # Serial BLAS except the dense path's SYRK (see metriclust._core.cpd._cholesky):
+        # threaded OpenBLAS on tall-skinny products and potrf was measured 3-10^4
+        # times slower on the shared 2-core machine; the C kernels use OpenMP.
+        with single_blas_thread():
+            return self._fit(X)
+
+    def _fit(self, X):
         X = check_array(X, name="X", dtype=np.float64)
         self._check_params()
         n = X.shape[0]

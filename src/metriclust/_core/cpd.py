@@ -38,7 +38,7 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.linalg.blas import dsyrk
 
 from .._kernels._sums import cluster_sums, contingency
-from .threads import single_blas_thread
+from .threads import effective_n_threads, single_blas_thread
 
 __all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
            "indicator_products", "objective", "same_partition", "cross_gram_matmat",
@@ -54,10 +54,22 @@ def _cholesky(A):
     BLAS is held to one thread: OpenBLAS's threaded ``potrf`` was measured 30 to
     10^4 times slower than the serial one on this (shared, oversubscribed)
     2-core machine -- 8.4 s against 0.26 s at n = 2000, 0.8 s against 0.2 ms at
-    n = 200 -- while serial ``potrf`` costs only ``n^3/3`` flops.
+    n = 200 -- while serial ``potrf`` costs only ``n^3/3`` flops. (Tall-skinny
+    products suffer too: ``U^T U`` for U of 10^6 x 100 took 19 s threaded
+    against 1.4 s serial, so ``CPDUML.fit`` runs with serial BLAS throughout
+    and only the large square SYRK below asks for threads.)
     """
     with single_blas_thread():
         return cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+
+
+def _syrk_lower(G):
+    """Lower triangle of ``G^T G`` (Fortran order), with BLAS threads: the one
+    large square product (``N^3`` flops), which does scale with threads."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=effective_n_threads(), user_api="blas"):
+        return dsyrk(1.0, G.T, lower=1)
 
 
 def indicator_products(A, labels, n_clusters):
@@ -113,7 +125,7 @@ class DensePsiSolver:
     def __init__(self, G, X, lam):
         n = G.shape[0]
         self.G, self.X, self.lam = G, X, float(lam)
-        A = dsyrk(1.0, G.T, lower=1)  # G^T G = G^2, Fortran order, lower triangle
+        A = _syrk_lower(G)  # G^T G = G^2 (G symmetric): lower triangle, Fortran order
         A[np.diag_indices(n)] += self.lam
         try:
             self._chol = _cholesky(A)
