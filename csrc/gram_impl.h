@@ -159,39 +159,39 @@ static void SUF(ml_gram_tile)(const SUF(ml_gram_ops) *op, ptrdiff_t i0,
                         ML_GRAM_TILE, dst, ldd);
 }
 
-/* Write a symmetric-case tile held in buf (ni x nj, ld ML_GRAM_TILE) to G at
- * (i0, j0) and, transposed, at (j0, i0). A diagonal tile (i0 == j0) is
+/* Write a tile held in buf (ni x nj, ld ML_GRAM_TILE) to G at (i0, j0) and,
+ * in the symmetric case, transposed at (j0, i0) (through buf2, so that both
+ * writes are contiguous rows). A diagonal tile (i0 == j0) is
  * written from its upper triangle only, with a unit diagonal, so that G is
  * exactly symmetric whatever the rounding of the GEMM. */
-static void SUF(ml_store_sym_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
-                                   ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj,
-                                   const REAL *buf) {
+static void SUF(ml_store_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
+                               ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj,
+                               const REAL *buf, REAL *buf2, int sym) {
     const ptrdiff_t T = ML_GRAM_TILE;
-    if (i0 == j0) {
+    if (sym && i0 == j0) {
         for (ptrdiff_t ii = 0; ii < ni; ii++) {
-            REAL *g = G + (i0 + ii) * ld + j0;
+            REAL *g = buf2 + ii * T;
             for (ptrdiff_t jj = 0; jj < ii; jj++) g[jj] = buf[jj * T + ii];
             g[ii] = 1;
             for (ptrdiff_t jj = ii + 1; jj < nj; jj++) g[jj] = buf[ii * T + jj];
+            COPY_ROW(G + (i0 + ii) * ld + j0, g, nj);
         }
         return;
     }
     for (ptrdiff_t ii = 0; ii < ni; ii++)
-        memcpy(G + (i0 + ii) * ld + j0, buf + ii * T, sizeof(REAL) * (size_t)nj);
-    /* transposed copy, 8 destination rows at a time (contiguous reads of buf,
-     * 8 write streams) */
-    ptrdiff_t jb = 0;
-    for (; jb + 8 <= nj; jb += 8) {
-        REAL *g = G + (j0 + jb) * ld + i0;
-        for (ptrdiff_t ii = 0; ii < ni; ii++) {
-            const REAL *b = buf + ii * T + jb;
-            for (int q = 0; q < 8; q++) g[q * ld + ii] = b[q];
+        COPY_ROW(G + (i0 + ii) * ld + j0, buf + ii * T, nj);
+    if (!sym) return;
+    /* buf2 = buf^T in 8 x 8 blocks (both in L2) */
+    for (ptrdiff_t ib = 0; ib < ni; ib += 8) {
+        ptrdiff_t ie = ib + 8 < ni ? ib + 8 : ni;
+        for (ptrdiff_t jb = 0; jb < nj; jb += 8) {
+            ptrdiff_t je = jb + 8 < nj ? jb + 8 : nj;
+            for (ptrdiff_t ii = ib; ii < ie; ii++)
+                for (ptrdiff_t jj = jb; jj < je; jj++) buf2[jj * T + ii] = buf[ii * T + jj];
         }
     }
-    for (; jb < nj; jb++) {
-        REAL *g = G + (j0 + jb) * ld + i0;
-        for (ptrdiff_t ii = 0; ii < ni; ii++) g[ii] = buf[ii * T + jb];
-    }
+    for (ptrdiff_t jj = 0; jj < nj; jj++)
+        COPY_ROW(G + (j0 + jj) * ld + i0, buf2 + jj * T, ni);
 }
 
 int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
@@ -214,7 +214,8 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     const ptrdiff_t nbx = (nx + T - 1) / T, nby = (ny + T - 1) / T;
     const ptrdiff_t ntasks = sym ? nbx * (nbx + 1) / 2 : nbx * nby;
     const int nt = ml_threads(n_threads);
-    REAL *work = malloc(sizeof(REAL) * (size_t)((T * T + T) * nt));
+    const ptrdiff_t per_thread = 2 * T * T + T;
+    REAL *work = malloc(sizeof(REAL) * (size_t)(per_thread * nt));
     if (!work) {
         SUF(ml_gram_ops_free)(&op);
         return ML_ERR_ALLOC;
@@ -222,7 +223,8 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     ptrdiff_t t;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (t = 0; t < ntasks; t++) {
-        REAL *buf = work + (T * T + T) * ml_thread_id(), *acc = buf + T * T;
+        REAL *buf = work + per_thread * ml_thread_id(), *buf2 = buf + T * T,
+             *acc = buf2 + T * T;
         ptrdiff_t bi, bj;
         if (sym) { /* t-th tile of the upper triangle, row by row */
             ptrdiff_t r = t;
@@ -238,12 +240,8 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
         }
         ptrdiff_t i0 = bi * T, j0 = bj * T;
         ptrdiff_t ni = nx - i0 < T ? nx - i0 : T, nj = ny - j0 < T ? ny - j0 : T;
-        if (sym) {
-            SUF(ml_gram_tile)(&op, i0, ni, j0, nj, buf, T, buf, acc);
-            SUF(ml_store_sym_tile)(G, ny, i0, ni, j0, nj, buf);
-        } else {
-            SUF(ml_gram_tile)(&op, i0, ni, j0, nj, G + i0 * ny + j0, ny, buf, acc);
-        }
+        SUF(ml_gram_tile)(&op, i0, ni, j0, nj, buf, T, buf, acc);
+        SUF(ml_store_tile)(G, ny, i0, ni, j0, nj, buf, buf2, sym);
     }
     free(work);
     SUF(ml_gram_ops_free)(&op);

@@ -161,14 +161,18 @@ def gram_matmat(X, Y, V, double sigma, int n_threads=0):
     return out
 
 
-def expneg(x):
-    """exp(x) for x <= 0 by the kernel's vectorized exp (1-D contiguous input)."""
+def expneg(x, out=None):
+    """exp(x) for x <= 0 by the kernel's vectorized exp (1-D contiguous input;
+    out, if given, a contiguous array of the same dtype and length)."""
     cdef const double[::1] xd
     cdef const float[::1] xf
     cdef double[::1] od
     cdef float[::1] of
     cdef Py_ssize_t n = x.shape[0]
-    out = np.empty_like(x)
+    if out is None:
+        out = np.empty_like(x)
+    elif out.dtype != x.dtype or out.shape[0] != n:
+        raise ValueError("expneg: out must match x in dtype and length")
     if n == 0:
         return out
     if x.dtype == np.float64:
