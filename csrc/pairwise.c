@@ -73,7 +73,7 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
     int status = ML_OK;
     const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
 
-    #pragma omp parallel num_threads(ml_threads(n_threads))
+    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
     {
         double *D = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         double *Yb = malloc((size_t)(ML_CHUNK * r) * sizeof(double));
@@ -212,7 +212,7 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
-    #pragma omp parallel num_threads(ml_threads(n_threads))
+    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
     {
         double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
@@ -301,7 +301,7 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
     const int use_gemm = dgemm != NULL && r > 8;
     const int use_gemm_z = dgemm != NULL && p >= 4;
     int status = ML_OK;
-    #pragma omp parallel num_threads(ml_threads(n_threads))
+    #pragma omp parallel if(nt > 1) num_threads(ml_threads(n_threads))
     {
         double *Wb = malloc((size_t)(ML_TILE * ML_TILE) * sizeof(double));
         if (!Wb) {

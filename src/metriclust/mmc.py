@@ -40,6 +40,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.pairsums import PairSums, scatter_of_pairs
+from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_spectraplex, psd_factor
 from ._core.validation import (check_array, check_n_features, check_pairs,
                                check_random_state, check_scalar)
@@ -138,6 +139,12 @@ class MMC(TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         X64 = X.astype(np.float64, copy=False)
         S, D = self._side_information(X64, y, similar, dissimilar)
+        with single_blas_thread():     # the OpenMP kernels call BLAS themselves
+            self._fit(X64, S, D)
+        return self
+
+    def _fit(self, X64, S, D):
+        p = X64.shape[1]
         M_S = scatter_of_pairs(X64, S)
 
         # Whiten by M_S: <A, M_S> <= 1 becomes tr B <= 1 (full) or sum a <= 1 (diagonal).
@@ -176,7 +183,6 @@ class MMC(TransformerMixin, BaseEstimator):
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(self._sum_d(X64, S, D))
         self.similar_, self.dissimilar_ = S, D
-        return self
 
     # -- side information and initialization ------------------------------------
     def _side_information(self, X, y, similar, dissimilar):

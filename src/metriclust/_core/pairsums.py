@@ -3,14 +3,15 @@
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
 no N x N storage) and subtracts S's own terms. Data are float64 (float32 input
-is converted by the caller); BLAS is held to one thread while the OpenMP
-kernels run.
+is converted by the caller). The kernels call BLAS from inside their OpenMP
+region: callers hold BLAS to one thread around a solve (``single_blas_thread``),
+once, not per call (threadpoolctl costs milliseconds per entry).
 """
 
 import numpy as np
 
 from .._kernels import _pairwise
-from .threads import effective_n_threads, single_blas_thread
+from .threads import effective_n_threads
 
 __all__ = ["PairSums", "scatter_of_pairs", "unique_pairs"]
 
@@ -69,15 +70,14 @@ class PairSums:
     def full(self, Lt, gradient=True):
         """``h = sum_D ||d L^T||`` and ``G = sum_D d d^T / (2 ||d L^T||)``."""
         Lt = np.ascontiguousarray(Lt, dtype=np.float64)
-        with single_blas_thread():
-            if not self.implicit:
-                h, G, _ = _pairwise.pairs_full(self.E, self.D, Lt, gradient,
-                                               n_threads=self.n_threads)
-                return h, G
-            Y = np.ascontiguousarray(self.E @ Lt)
-            h, rowsum, Z = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
-            hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
-                                             n_threads=self.n_threads)
+        if not self.implicit:
+            h, G, _ = _pairwise.pairs_full(self.E, self.D, Lt, gradient,
+                                           n_threads=self.n_threads)
+            return h, G
+        Y = np.ascontiguousarray(self.E @ Lt)
+        h, rowsum, Z = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
+        hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
+                                         n_threads=self.n_threads)
         h -= hs
         if not gradient:
             return h, None
@@ -87,12 +87,11 @@ class PairSums:
     def diag(self, a, gradient=True, hessian=True):
         """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1)."""
         a = np.ascontiguousarray(a, dtype=np.float64)
-        with single_blas_thread():
-            if not self.implicit:
-                return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
-                                            n_threads=self.n_threads)
-            h, g, H = _pairwise.pairs_diag(self.E, None, a, gradient, hessian,
-                                           n_threads=self.n_threads)
-            hs, gs, Hs = _pairwise.pairs_diag(self.E, self.S, a, gradient, hessian,
-                                              n_threads=self.n_threads)
+        if not self.implicit:
+            return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
+                                        n_threads=self.n_threads)
+        h, g, H = _pairwise.pairs_diag(self.E, None, a, gradient, hessian,
+                                       n_threads=self.n_threads)
+        hs, gs, Hs = _pairwise.pairs_diag(self.E, self.S, a, gradient, hessian,
+                                          n_threads=self.n_threads)
         return (h - hs, None if g is None else g - gs, None if H is None else H - Hs)
