@@ -355,13 +355,14 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         d[free] = -V @ ((V.T @ grad[free]) / lam)
         d[held] = -grad[held]
         g0, t = c - np.log(h), 1.0
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)   # rounding level of g
         while True:                       # Armijo along the projection arc
             an = np.maximum(a + t * d, 0.0)
             gn = g_of(an)
-            if gn <= g0 + 1e-4 * grad @ (an - a) or t < 1e-14:
+            if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
                 break
             t *= 0.5
-        if gn > g0:                       # no decrease even for tiny steps
+        if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
         h, gh, H = sums.diag(a)
