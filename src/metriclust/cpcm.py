@@ -18,9 +18,10 @@ import warnings
 import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
-from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.kmeans import assign_labels, kmeans
 from ._core import partitions as starts
 from ._core import predictors
+from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, check_scalar)
 
@@ -227,10 +228,17 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = check_array(X, name="X")
+        X = check_array(X, name="X", ensure_min_samples=2)
         n, p = X.shape
         K = check_n_clusters(self.n_clusters, n)
         self._check_params()
+        # BLAS on one thread: the hot loops are OpenMP kernels, and the many small
+        # p x p factorizations are far slower multi-threaded (measured 500x on a
+        # loaded 2-core machine).
+        with single_blas_thread():
+            return self._search(X, n, p, K)
+
+    def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
         min_size = self._min_size(n, K)
         self.n_features_in_ = p
@@ -363,7 +371,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             del F
         if "kmeans" in kinds:
             F = model.whitened(K)
-            for i in range(self.n_init):
+            for i in range(self.n_init if F.shape[1] else 0):
                 labels = starts.kmeans_partition(F, K, seed=int(rng.integers(2**31)))
                 if admissible(labels):
                     count += 1
@@ -388,7 +396,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             "blur_ratio": np.array([r[2] for r in records]),
             "n_iter": np.array([r[3] for r in records], dtype=np.int64),
         }
-        self.centers_ = cluster_means(fit.Zhat, self.labels_, K)[0]
+        self.centers_ = _means(fit.Zhat, self.labels_, K)
         if isinstance(model, predictors.Kernel):
             self.sigma_ = model.sigma
             self.effective_dof_ = model.effective_dof
@@ -401,7 +409,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 self.selected_features_ = fit.extra["selected"]
         fit.Zhat = None
         model.X = None
-        self._model, self._fit = model, fit
+        self._model, self._pfit = model, fit
         _warn_perfect(best["within"], self.blur_ratio_)
 
     # ------------------------------------------------------------ transform
@@ -410,7 +418,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "labels_")
         X = check_array(X, name="X")
         check_n_features(self, X)
-        return self._model.transform(X, self._fit)
+        return self._model.transform(X, self._pfit)
 
     def predict(self, X):
         """Nearest ``theta_k`` (``centers_``) in the prediction space."""
@@ -432,9 +440,10 @@ def _cpcm(model, labels, K, max_iter, tol, min_size, seed):
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         # clustering stage: k-means of Zhat from theta_k = current cluster means
-        theta = cluster_means(fit.Zhat, labels, K)[0]
+        theta = _means(fit.Zhat, labels, K)
+        nt = predictors.small_problem_threads(fit.Zhat.size, None)
         new = kmeans(fit.Zhat, K, init=theta.astype(fit.Zhat.dtype), n_init=1,
-                     random_state=seed).labels
+                     random_state=seed, n_threads=nt).labels
         if np.array_equal(new, labels):
             break
         if starts.cluster_sizes(new, K).min() < min_size:
@@ -450,9 +459,15 @@ def _cpcm(model, labels, K, max_iter, tol, min_size, seed):
             "n_iter": n_iter, "within": within}
 
 
+def _means(Zhat, labels, K):
+    """Cluster means ``theta_k`` of the prediction space."""
+    sums, counts = predictors.one_hot_sums(Zhat, labels, K)
+    return sums / np.maximum(counts, 1.0)[:, None]
+
+
 def _within_share(Zhat, labels, K):
     """Within-cluster scatter of each cluster over the total scatter."""
-    theta = cluster_means(Zhat, labels, K)[0]
+    theta = _means(Zhat, labels, K)
     resid = Zhat - theta[labels]
     per = np.bincount(labels, weights=np.einsum("ij,ij->i", resid, resid), minlength=K)
     c = Zhat - Zhat.mean(axis=0)

@@ -30,7 +30,7 @@ import scipy.linalg
 from .._kernels._sums import cluster_sums
 
 __all__ = ["PredictorFit", "Linear", "Kernel", "Stepwise", "LDA", "blur_ratio",
-           "one_hot_sums", "thin_r", "whitening"]
+           "one_hot_sums", "thin_r", "whitening", "small_problem_threads"]
 
 # Rows per block when streaming over X (bounded extra memory: block x p floats).
 _BLOCK = 65536
@@ -50,9 +50,15 @@ class PredictorFit:
     extra: dict = field(default_factory=dict)
 
 
+def small_problem_threads(size, n_threads=0):
+    """One thread below ~1e5 entries (an OpenMP region costs more than it saves
+    there, and much more on a loaded machine), else ``n_threads`` (0 = default)."""
+    return 1 if size < 100_000 else n_threads
+
+
 def one_hot_sums(F, labels, n_clusters, n_threads=0):
     """``Z^T F`` (K x m) and cluster sizes ``n`` for one-hot ``Z`` of ``labels``."""
-    sums = cluster_sums(F, labels, n_clusters, n_threads)
+    sums = cluster_sums(F, labels, n_clusters, small_problem_threads(F.size, n_threads))
     counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
     return sums, counts
 
