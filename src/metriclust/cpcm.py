@@ -33,6 +33,10 @@ _DEFAULT_ALPHA = {"linear": 0.0, "stepwise": 0.0, "kernel": 1e-2, "lda": 1e-6}
 # Exact kernel path up to this many points; Nystrom (this many landmarks) above.
 _KERNEL_EXACT_MAX_N = 2000
 _KERNEL_AUTO_COMPONENTS = 300
+# Above this many points the search over starts runs on a random subsample of
+# this size, and the _N_POLISH best fixed points are iterated on all the data.
+_SEARCH_MAX_N = 20000
+_N_POLISH = 2
 # A cluster whose within scatter in prediction space is below this share of
 # the total scatter counts as perfectly predicted.
 _PERFECT = 1e-9
@@ -110,7 +114,12 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         while the true partition has a lower blur ratio); per-feature starts
         find it. An array: one given partition (labels 0..K-1).
     n_init : int, default=10
-        Number of random partitions and of whitened k-means starts.
+        Number of random partitions, of leading principal components (1-D
+        k-means starts) and of whitened k-means starts. Above 20,000 points
+        the starts are run on a random subsample of 20,000 points and the two
+        best fixed points are then iterated on all the data, starting from
+        their predicted labels (``search_size_``); a given ``init`` array
+        always runs on all the data.
     max_iter : int, default=100
         Maximum number of prediction/clustering iterations per start.
     tol : float, default=1e-6
@@ -154,7 +163,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     best_start_ : str
         The winning start, e.g. ``"feature 2"``, ``"random 5"``, ``"kmeans 0"``.
     search_ : dict of arrays
-        One entry per start: ``kind``, ``index``, ``blur_ratio``, ``n_iter``.
+        One entry per start: ``kind``, ``index``, ``blur_ratio``, ``n_iter``
+        (on the search subsample when ``search_size_ < n_samples``).
+    search_size_ : int
+        Number of points the search over starts ran on.
     n_features_in_ : int
 
     See Also
@@ -240,25 +252,59 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
-        min_size = self._min_size(n, K)
         self.n_features_in_ = p
-
-        model = self._make_predictor(X, K, rng)
-        best = None
         self.start_kinds_ = {}
         records = []
+        many = isinstance(self.init, str)
+        if not many or n <= _SEARCH_MAX_N:
+            model = self._make_predictor(X, K, rng)
+            min_size = self._min_size(n, K)
+            runs = self._run_starts(X, K, model, rng, min_size, records)
+            best = runs[0]
+            self.search_size_ = n
+        else:
+            # Large N: search on a subsample, then iterate the best fixed points on all
+            # of X from their predicted labels (each converges in a few iterations).
+            idx = np.sort(rng.choice(n, _SEARCH_MAX_N, replace=False))
+            Xs = np.ascontiguousarray(X[idx])
+            sub = self._make_predictor(Xs, K, rng)
+            runs = self._run_starts(Xs, K, sub, rng, self._min_size(len(idx), K), records)
+            del Xs
+            model = self._make_predictor(X, K, rng)
+            min_size = self._min_size(n, K)
+            best = None
+            for run in sorted(runs, key=lambda r: r["blur_ratio"])[:_N_POLISH]:
+                theta = _means(run["fit"].Zhat, run["labels"], K)
+                Z = sub.transform(X, run["fit"])
+                labels0 = assign_labels(Z, theta.astype(Z.dtype))[0]
+                del Z
+                full = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
+                             int(rng.integers(2**31)))
+                full["start"] = run["start"]
+                if best is None or full["blur_ratio"] < best["blur_ratio"]:
+                    best = full
+            self.search_size_ = len(idx)
+        self._store(model, best, K, records)
+        return self
+
+    def _run_starts(self, X, K, model, rng, min_size, records):
+        """Algorithm 1 from every starting partition; the runs, best first kept."""
+        runs = []
         for kind, index, labels0 in self._starts(X, K, model, rng, min_size):
             self.start_kinds_[kind] = self.start_kinds_.get(kind, 0) + 1
             run = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
                         int(rng.integers(2**31)))
+            run["start"] = f"{kind} {index}"
             records.append((kind, index, run["blur_ratio"], run["n_iter"]))
             if self.verbose:
                 print(f"CPCM start {kind} {index}: blur ratio {run['blur_ratio']:.6f} "
                       f"after {run['n_iter']} iterations")
-            if best is None or run["blur_ratio"] < best["blur_ratio"]:
-                best = dict(run, start=f"{kind} {index}")
-        self._store(model, best, K, records)
-        return self
+            runs.append(run)
+            # keep the fitted predictions of the few best runs only (memory)
+            runs.sort(key=lambda r: r["blur_ratio"])
+            for r in runs[_N_POLISH:]:
+                r["fit"] = r["labels"] = None
+        return runs
 
     def _check_params(self):
         if self.predictor not in _PREDICTORS:
@@ -466,13 +512,17 @@ def _means(Zhat, labels, K):
 
 
 def _within_share(Zhat, labels, K):
-    """Within-cluster scatter of each cluster over the total scatter."""
-    theta = _means(Zhat, labels, K)
-    resid = Zhat - theta[labels]
-    per = np.bincount(labels, weights=np.einsum("ij,ij->i", resid, resid), minlength=K)
-    c = Zhat - Zhat.mean(axis=0)
-    total = float(np.einsum("ij,ij->", c, c))
-    return per / total if total > 0 else np.ones(K)
+    """Within-cluster scatter of each cluster over the total scatter.
+
+    From per-point squared norms (one N-vector, no N x d temporaries):
+    ``W_k = sum_{c(i)=k} |z_i|^2 - n_k |theta_k|^2``.
+    """
+    sums, counts = predictors.one_hot_sums(Zhat, labels, K)
+    sq = np.einsum("ij,ij->i", Zhat, Zhat, dtype=np.float64)
+    nz = np.maximum(counts, 1.0)
+    per = np.bincount(labels, weights=sq, minlength=K) - (sums * sums).sum(1) / nz
+    total = float(sq.sum() - (sums.sum(0) ** 2).sum() / counts.sum())
+    return np.maximum(per, 0.0) / total if total > 0 else np.ones(K)
 
 
 def _warn_perfect(within, br):

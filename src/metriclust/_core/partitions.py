@@ -13,6 +13,7 @@ Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 import numpy as np
 
 from .kmeans import kmeans
+from .predictors import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "kmeans_partition", "canonical",
            "cluster_sizes"]
@@ -41,13 +42,13 @@ def feature_partition(column, n_clusters, *, seed):
     """1-D k-means of one feature (an (N, 1) array), started from its quantiles."""
     q = (np.arange(n_clusters) + 0.5) / n_clusters
     init = np.quantile(column[:, 0], q).reshape(-1, 1).astype(column.dtype)
-    nt = 1 if column.size < 100_000 else None
+    nt = small_problem_threads(column.size, None)
     return kmeans(column, n_clusters, init=init, n_init=1, random_state=seed,
                   n_threads=nt).labels
 
 
 def kmeans_partition(F, n_clusters, *, seed):
     """k-means++ (one seeding) of the rows of ``F``."""
-    nt = 1 if F.size < 100_000 else None
+    nt = small_problem_threads(F.size, None)
     return kmeans(F, n_clusters, init="k-means++", n_init=1, random_state=seed,
                   n_threads=nt).labels
