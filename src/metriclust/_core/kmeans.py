@@ -13,17 +13,23 @@ X is a validated C-contiguous float32/float64 array (callers validate);
 (then n_init must be 1). ``tol`` is relative to the mean feature variance,
 as in scikit-learn. Same random_state -> same result for any thread count.
 
-TEMPORARY: a plain numpy implementation until the C core lands.
+The loops over points run in C (``csrc/kmeans.c`` through
+``_kernels/_kmeans.pyx``); this module holds the orchestration: centering,
+seeding, restarts, the tolerance, BLAS held to one thread for the GEMM path.
 """
 
 from collections import namedtuple
+import contextlib
+import numbers
 
 import numpy as np
 
+from .._kernels import _kmeans as _k
 from .._kernels._sums import cluster_sums
+from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
-__all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means"]
+__all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -45,70 +51,173 @@ def cluster_means(X, labels, n_clusters, *, sample_weight=None):
     return means, weights
 
 
+def _blas_guard(n_features, method="auto"):
+    # threadpoolctl costs a few hundred microseconds: only pay it when BLAS runs.
+    return single_blas_thread() if _k.uses_gemm(n_features, method) else contextlib.nullcontext()
+
+
+def _as_float_array(X, name="X"):
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {X.shape}.")
+    return np.ascontiguousarray(X)
+
+
 def assign_labels(X, centers, *, n_threads=None):
-    """Nearest center of each row: labels and squared distances."""
-    d2 = (np.einsum("ij,ij->i", X, X)[:, None] - 2 * X @ centers.T
-          + np.einsum("ij,ij->i", centers, centers)[None, :])
-    labels = np.argmin(d2, axis=1).astype(np.int64)
-    best = np.maximum(d2[np.arange(len(X)), labels], 0)
-    return labels, best
+    """Nearest center of each row: labels (int64) and squared distances.
+
+    Ties go to the lowest center index; distances are computed from ``x - c``
+    (never negative) in the dtype of X.
+    """
+    X = _as_float_array(X)
+    centers = np.ascontiguousarray(centers, dtype=X.dtype)
+    if centers.ndim != 2 or centers.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"centers must have shape (n_clusters, {X.shape[1]}), got {centers.shape}."
+        )
+    nt = effective_n_threads(n_threads)
+    with _blas_guard(X.shape[1]):
+        return _k.assign(X, centers, "auto", nt, True)
 
 
-def _kmeans_plusplus(X, k, w, rng):
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
+                    n_local_trials=None, n_threads=None):
+    """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
+
+    Each new center is the best, by potential ``sum_i w_i min_k ||x_i - c_k||^2``,
+    of ``2 + log(k)`` candidates drawn with probability proportional to
+    ``w_i D(x_i)^2``, as in scikit-learn. Returns ``(centers, indices)``.
+    """
+    rng = check_random_state(random_state)
     n = X.shape[0]
-    centers = np.empty((k, X.shape[1]), dtype=X.dtype)
-    first = rng.choice(n, p=w / w.sum())
-    centers[0] = X[first]
-    d2 = ((X - centers[0]) ** 2).sum(1)
-    n_trials = 2 + int(np.log(k))
-    for c in range(1, k):
-        pot = d2 * w
-        if pot.sum() <= 0:
-            idx = rng.integers(n, size=n_trials)
-        else:
-            idx = rng.choice(n, size=n_trials, p=pot / pot.sum())
-        cand = ((X[idx, None, :] - X[None, :, :]) ** 2).sum(2)
-        cand = np.minimum(cand, d2[None, :])
-        best = int(np.argmin((cand * w).sum(1)))
-        centers[c] = X[idx[best]]
-        d2 = cand[best]
-    return centers
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    wk = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=X.dtype)
+    nt = effective_n_threads(n_threads)
+    if n_local_trials is None:
+        n_local_trials = 2 + int(np.log(n_clusters))
+    idx = np.empty(n_clusters, dtype=np.int64)
+    idx[0] = rng.choice(n, p=w / w.sum())
+    closest = np.full(n, np.inf)
+    _k.pp_step(X, wk, idx[:1].copy(), closest, nt)
+    for c in range(1, n_clusters):
+        cum = np.cumsum(w * closest)
+        pot = cum[-1]
+        if pot > 0:
+            cand = np.searchsorted(cum, rng.uniform(size=n_local_trials) * pot, side="right")
+            cand = np.minimum(cand, n - 1).astype(np.int64)
+        else:  # every point coincides with a center already chosen
+            cand = rng.integers(n, size=n_local_trials).astype(np.int64)
+        best, _ = _k.pp_step(X, wk, cand, closest, nt)
+        idx[c] = cand[best]
+    return X[idx].copy(), idx
 
 
-def _lloyd(X, centers, w, max_iter, tol):
-    labels = None
-    for it in range(1, max_iter + 1):
-        labels, d2 = assign_labels(X, centers)
-        new, weights = cluster_means(X, labels, len(centers), sample_weight=w)
-        empty = np.flatnonzero(weights == 0)
-        if empty.size:
-            far = np.argsort(-d2, kind="stable")[: empty.size]
-            new[empty] = X[far]
-        new = new.astype(X.dtype)
-        shift = ((new - centers) ** 2).sum()
-        centers = new
-        if shift <= tol:
-            break
-    labels, d2 = assign_labels(X, centers)
-    return centers, labels, float((d2 * w).sum()), it
+def _check_init(init, n_clusters, X, n_init):
+    if isinstance(init, str):
+        if init not in ("k-means++", "random"):
+            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        return init
+    arr = np.asarray(init)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+    if arr.shape != (n_clusters, X.shape[1]):
+        raise ValueError(
+            f"The shape of the initial centers {arr.shape} does not match the number "
+            f"of clusters {n_clusters} and features {X.shape[1]}: init must have shape "
+            f"({n_clusters}, {X.shape[1]})."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("init contains NaN or infinity.")
+    if n_init != 1:
+        raise ValueError(f"n_init must be 1 when init is an array, got {n_init}.")
+    return np.array(arr, dtype=X.dtype, order="C")
 
 
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
            n_threads=None, verbose=0):
-    """Run k-means with ``n_init`` restarts and keep the lowest inertia."""
+    """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
+
+    Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
+    (assignment, then weighted means) or MacQueen's online update. The data
+    are centered first (as scikit-learn does) for accurate distances; a run
+    stops when no label changes or when the squared center shift is at most
+    ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
+    variance are weighted, so integer weights act as repeated rows.
+
+    Returns
+    -------
+    KMeansResult(centers, labels, inertia, n_iter)
+        centers in X's dtype, labels int64, inertia a float, n_iter an int.
+    """
+    X = _as_float_array(X)
+    n, p = X.shape
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
+        raise TypeError(f"n_clusters must be an int, got {n_clusters!r}.")
+    if n_clusters < 1:
+        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}.")
+    if n_clusters > n:
+        raise ValueError(f"n_samples={n} should be >= n_clusters={n_clusters}.")
+    if algorithm not in ("lloyd", "online"):
+        raise ValueError(f"algorithm must be 'lloyd' or 'online', got {algorithm!r}.")
+    if isinstance(n_init, bool) or not isinstance(n_init, numbers.Integral) or n_init < 1:
+        raise ValueError(f"n_init must be a positive int, got {n_init!r}.")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}.")
+    if not (isinstance(tol, numbers.Real) and tol >= 0):
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+    init = _check_init(init, n_clusters, X, n_init)
     rng = check_random_state(random_state)
-    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    abs_tol = tol * float(np.mean(np.var(X, axis=0))) if X.size else 0.0
+    nt = effective_n_threads(n_threads)
+    if sample_weight is None:
+        w = None
+    else:
+        w = np.ascontiguousarray(sample_weight, dtype=X.dtype)
+        if w.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum(dtype=np.float64) > 0):
+            raise ValueError("sample_weight must be finite and non-negative, "
+                             "and not all zero.")
+
+    # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances. The
+    # mean and the variance behind ``tol`` are weighted, so that an integer
+    # weight acts exactly like repeating the row (scikit-learn ignores the
+    # weights here; the two agree for unit weights).
+    if w is None:
+        X_mean = X.mean(axis=0)
+        var = np.var(X, axis=0) if tol > 0 else None
+    else:
+        wd = w.astype(np.float64)
+        X_mean = (wd @ X / wd.sum()).astype(X.dtype)
+        var = (wd @ (X - X_mean) ** 2) / wd.sum() if tol > 0 else None
+    Xc = X - X_mean
+    abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
+    run = _k.online if algorithm == "online" else _k.lloyd
+
     best = None
-    for _ in range(n_init):
-        if isinstance(init, np.ndarray):
-            centers = np.array(init, dtype=X.dtype)
-        elif init == "random":
-            centers = X[rng.choice(X.shape[0], n_clusters, replace=False)].copy()
-        else:
-            centers = _kmeans_plusplus(X, n_clusters, w, rng)
-        res = KMeansResult(*_lloyd(X, centers, w, max_iter, abs_tol))
-        if best is None or res.inertia < best.inertia:
-            best = res
-    return best
+    with _blas_guard(p):
+        for r in range(n_init):
+            if isinstance(init, np.ndarray):
+                centers = init - X_mean
+            elif init == "random":
+                pr = None
+                if w is not None and np.count_nonzero(w) >= n_clusters:
+                    pr = np.asarray(w, dtype=np.float64) / float(np.sum(w, dtype=np.float64))
+                seeds = rng.choice(n, size=n_clusters, replace=False, p=pr)
+                centers = Xc[seeds]
+            else:
+                centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
+                                             random_state=rng, n_threads=nt)
+            centers = np.ascontiguousarray(centers, dtype=X.dtype)
+            labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto", nt)
+            if verbose:
+                how = "strict convergence" if strict else (
+                    "center shift within tolerance" if n_iter < max_iter else "max_iter reached")
+                print(f"k-means run {r}: {n_iter} iterations ({how}), inertia {inertia:.6g}")
+            if best is None or inertia < best.inertia:
+                best = KMeansResult(centers, labels, inertia, n_iter)
+    centers = best.centers + X_mean
+    return KMeansResult(centers.astype(X.dtype, copy=False), best.labels,
+                        float(best.inertia), int(best.n_iter))

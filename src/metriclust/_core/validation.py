@@ -86,8 +86,8 @@ def check_array(
         if arr.ndim != 2:
             raise ValueError(
                 f"Expected a 2D array for {name}, got a {arr.ndim}D array of shape "
-                f"{arr.shape}. Reshape with X.reshape(-1, 1) for a single feature "
-                "or X.reshape(1, -1) for a single sample."
+                f"{arr.shape}. Reshape your data with X.reshape(-1, 1) for a single "
+                "feature or X.reshape(1, -1) for a single sample."
             )
         n_samples, n_features = arr.shape
         if n_samples < ensure_min_samples:
@@ -97,8 +97,8 @@ def check_array(
             )
         if n_features < ensure_min_features:
             raise ValueError(
-                f"{name} has n_features={n_features}, while a minimum of "
-                f"{ensure_min_features} is required."
+                f"{name} has n_features={n_features}: {n_features} feature(s) "
+                f"(shape={arr.shape}) while a minimum of {ensure_min_features} is required."
             )
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else (
         np.ascontiguousarray(arr, dtype=target)
@@ -210,7 +210,7 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     if np.any(w < 0):
         raise ValueError(f"{name} must be non-negative; got {w.min()!r} at index {int(np.argmin(w))}.")
     if w.sum() <= 0:
-        raise ValueError(f"{name} must have a positive sum.")
+        raise ValueError(f"{name} must have a positive sum (all weights are zero).")
     return w
 
 
@@ -260,8 +260,35 @@ def check_labels(labels, *, name="labels", n_samples=None):
         )
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity.")
+    if arr.dtype.kind in "biu" and arr.size:
+        fast = _encode_small_int_range(arr)
+        if fast is not None:
+            return fast
     try:
         classes, codes = np.unique(arr, return_inverse=True)
     except TypeError as exc:  # mixed, unorderable types
         raise TypeError(f"{name} must hold mutually comparable values: {exc}") from None
     return codes.astype(np.int64).reshape(-1), classes
+
+
+def _encode_small_int_range(arr):
+    """O(n + range) encoding of integer labels whose range is at most ~2n.
+
+    Gives exactly ``np.unique(arr, return_inverse=True)``'s codes and classes
+    (same dtype) without the O(n log n) sort; None when the range is too wide.
+    """
+    dtype = arr.dtype
+    if dtype.kind == "b":
+        arr = arr.view(np.uint8)
+    lo, hi = int(arr.min()), int(arr.max())
+    if hi - lo > 2 * arr.shape[0] + 1024:
+        return None
+    # Subtract in 64 bits of the same signedness: every true offset lies in
+    # [0, hi - lo], so wrap-around arithmetic gives it exactly.
+    wide = np.int64 if arr.dtype.kind == "i" else np.uint64
+    base = wide(lo)
+    offset = (arr.astype(wide, copy=False) - base).astype(np.intp)
+    present = np.bincount(offset, minlength=hi - lo + 1) > 0
+    codes = (np.cumsum(present, dtype=np.int64) - 1)[offset]
+    classes = (np.flatnonzero(present).astype(wide) + base).astype(dtype)
+    return codes, classes

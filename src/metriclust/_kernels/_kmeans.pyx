@@ -1,1 +1,239 @@
-"""Bridge to csrc/kmeans.c (filled in by the kernel work)."""
+"""Bridge to csrc/kmeans.c: Lloyd, online (MacQueen), assignment, k-means++ step.
+
+Every size is checked here, before the C core touches a pointer. BLAS comes
+from scipy.linalg.cython_blas as a function pointer (the C core links none);
+callers hold BLAS to one thread around the GEMM path.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t
+from scipy.linalg.cython_blas cimport dgemm, sgemm
+
+cdef extern from "kmeans.h" nogil:
+    ctypedef void (*ml_dgemm_fn)(char *, char *, int *, int *, int *, double *,
+                                 double *, int *, double *, int *, double *,
+                                 double *, int *)
+    ctypedef void (*ml_sgemm_fn)(char *, char *, int *, int *, int *, float *,
+                                 float *, int *, float *, int *, float *,
+                                 float *, int *)
+    int ML_KM_DIRECT_MAX_D
+    int ml_kmeans_lloyd_f64(const double *X, const double *w, Py_ssize_t n,
+                            Py_ssize_t d, Py_ssize_t K, double *centers,
+                            int max_iter, double tol, int64_t *labels,
+                            double *inertia, int *n_iter, int *strict,
+                            ml_dgemm_fn gemm, int method, int n_threads)
+    int ml_kmeans_lloyd_f32(const float *X, const float *w, Py_ssize_t n,
+                            Py_ssize_t d, Py_ssize_t K, float *centers,
+                            int max_iter, double tol, int64_t *labels,
+                            double *inertia, int *n_iter, int *strict,
+                            ml_sgemm_fn gemm, int method, int n_threads)
+    int ml_kmeans_online_f64(const double *X, const double *w, Py_ssize_t n,
+                             Py_ssize_t d, Py_ssize_t K, double *centers,
+                             int max_iter, double tol, int64_t *labels,
+                             double *inertia, int *n_iter, int *strict,
+                             ml_dgemm_fn gemm, int method, int n_threads)
+    int ml_kmeans_online_f32(const float *X, const float *w, Py_ssize_t n,
+                             Py_ssize_t d, Py_ssize_t K, float *centers,
+                             int max_iter, double tol, int64_t *labels,
+                             double *inertia, int *n_iter, int *strict,
+                             ml_sgemm_fn gemm, int method, int n_threads)
+    int ml_kmeans_assign_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
+                             const double *centers, Py_ssize_t K,
+                             int64_t *labels, double *dist, ml_dgemm_fn gemm,
+                             int method, int n_threads)
+    int ml_kmeans_assign_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
+                             const float *centers, Py_ssize_t K,
+                             int64_t *labels, float *dist, ml_sgemm_fn gemm,
+                             int method, int n_threads)
+    int ml_kmeans_pp_step_f64(const double *X, const double *w, Py_ssize_t n,
+                              Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
+                              double *closest, Py_ssize_t *best, double *pot,
+                              int n_threads)
+    int ml_kmeans_pp_step_f32(const float *X, const float *w, Py_ssize_t n,
+                              Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
+                              double *closest, Py_ssize_t *best, double *pot,
+                              int n_threads)
+
+ctypedef fused real:
+    float
+    double
+
+#: Widest d served by the direct (no BLAS) path when method="auto".
+DIRECT_MAX_D = ML_KM_DIRECT_MAX_D
+
+_METHODS = {"auto": 0, "direct": 1, "gemm": 2}
+
+
+cdef int _method_code(method) except -1:
+    try:
+        return _METHODS[method]
+    except (KeyError, TypeError):
+        raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}") from None
+
+
+def uses_gemm(Py_ssize_t n_features, method="auto"):
+    """Whether the assignment of rows with n_features columns calls BLAS."""
+    code = _method_code(method)
+    return code == 2 or (code == 0 and n_features > ML_KM_DIRECT_MAX_D)
+
+
+cdef _raise(int status, str where):
+    if status == -1:
+        raise MemoryError(f"{where}: allocation failed")
+    if status == -2:
+        raise ValueError(f"{where}: invalid sizes or indices")
+    if status != 0:
+        raise RuntimeError(f"{where}: numeric failure (status {status})")
+
+
+cdef _check_weights(object sample_weight, Py_ssize_t n, dtype):
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight)
+    if w.dtype != dtype or w.ndim != 1 or not w.flags.c_contiguous:
+        raise ValueError(f"sample_weight must be a C-contiguous 1-D {np.dtype(dtype)} array")
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} entries, X has {n} rows")
+    return w
+
+
+def _run(bint online, const real[:, ::1] X, object sample_weight, real[:, ::1] centers,
+         int max_iter, double tol, method, int n_threads):
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
+    cdef int code = _method_code(method)
+    if n < 1 or d < 1:
+        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
+    if centers.shape[1] != d:
+        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
+    if K < 1 or K > n:
+        raise ValueError(f"n_samples={n} should be >= n_clusters={K} >= 1")
+    if real is float and K > 16777216:
+        raise ValueError("float32 k-means supports at most 2**24 clusters")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    dtype = np.float64 if real is double else np.float32
+    w = _check_weights(sample_weight, n, dtype)
+    cdef const real[::1] wv
+    cdef const real *wp = NULL
+    if w is not None:
+        wv = w
+        wp = &wv[0]
+    labels = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] lv = labels
+    cdef double inertia = 0
+    cdef int n_iter = 0, strict = 0, status
+    with nogil:
+        if real is double:
+            if online:
+                status = ml_kmeans_online_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                              max_iter, tol, &lv[0], &inertia, &n_iter,
+                                              &strict, <ml_dgemm_fn>dgemm, code, n_threads)
+            else:
+                status = ml_kmeans_lloyd_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                             max_iter, tol, &lv[0], &inertia, &n_iter,
+                                             &strict, <ml_dgemm_fn>dgemm, code, n_threads)
+        else:
+            if online:
+                status = ml_kmeans_online_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                              max_iter, tol, &lv[0], &inertia, &n_iter,
+                                              &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+            else:
+                status = ml_kmeans_lloyd_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                             max_iter, tol, &lv[0], &inertia, &n_iter,
+                                             &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+    _raise(status, "kmeans")
+    return labels, inertia, n_iter, bool(strict)
+
+
+def lloyd(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
+          double tol, method="auto", int n_threads=0):
+    """Batch k-means from ``centers`` (updated in place).
+
+    Returns ``(labels int64, inertia, n_iter, strict_convergence)``. ``tol`` is
+    absolute (squared center shift). ``sample_weight`` is None or a 1-D array
+    of X's dtype.
+    """
+    return _run(False, X, sample_weight, centers, max_iter, tol, method, n_threads)
+
+
+def online(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
+           double tol, method="auto", int n_threads=0):
+    """MacQueen's online k-means from ``centers`` (updated in place); as ``lloyd``."""
+    return _run(True, X, sample_weight, centers, max_iter, tol, method, n_threads)
+
+
+def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
+           int n_threads=0, bint return_distances=True):
+    """Nearest center of each row: ``(labels int64, squared distances or None)``."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
+    cdef int code = _method_code(method)
+    if d < 1:
+        raise ValueError("X must have at least one feature")
+    if centers.shape[1] != d:
+        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
+    if K < 1:
+        raise ValueError("at least one center is required")
+    if real is float and K > 16777216:
+        raise ValueError("float32 k-means supports at most 2**24 clusters")
+    dtype = np.float64 if real is double else np.float32
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n, dtype=dtype) if return_distances else None
+    if n == 0:
+        return labels, dist
+    cdef int64_t[::1] lv = labels
+    cdef real[::1] dv
+    cdef real *dp = NULL
+    if return_distances:
+        dv = dist
+        dp = &dv[0]
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_kmeans_assign_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
+                                          <ml_dgemm_fn>dgemm, code, n_threads)
+        else:
+            status = ml_kmeans_assign_f32(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
+                                          <ml_sgemm_fn>sgemm, code, n_threads)
+    _raise(status, "assign")
+    return labels, dist
+
+
+def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candidates,
+            double[::1] closest, int n_threads=0):
+    """One k-means++ step: ``(index into candidates of the best, its potential)``.
+
+    ``closest`` (float64, in/out) holds each row's squared distance to the
+    nearest chosen center (+inf before the first) and is updated.
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], T = candidates.shape[0]
+    if n < 1 or d < 1:
+        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
+    if closest.shape[0] != n:
+        raise ValueError(f"closest has {closest.shape[0]} entries, X has {n} rows")
+    if T < 1:
+        raise ValueError("at least one candidate is required")
+    for t in range(T):
+        if candidates[t] < 0 or candidates[t] >= n:
+            raise ValueError(f"candidate {candidates[t]} out of range for {n} rows")
+    dtype = np.float64 if real is double else np.float32
+    w = _check_weights(sample_weight, n, dtype)
+    cdef const real[::1] wv
+    cdef const real *wp = NULL
+    if w is not None:
+        wv = w
+        wp = &wv[0]
+    cdef Py_ssize_t best = 0
+    cdef double pot = 0
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_kmeans_pp_step_f64(&X[0, 0], wp, n, d, &candidates[0], T,
+                                           &closest[0], &best, &pot, n_threads)
+        else:
+            status = ml_kmeans_pp_step_f32(&X[0, 0], wp, n, d, &candidates[0], T,
+                                           &closest[0], &best, &pot, n_threads)
+    _raise(status, "kmeans++")
+    return int(best), pot

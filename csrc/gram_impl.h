@@ -1,0 +1,268 @@
+/* Template for gram.c: included once per precision with REAL, REAL_MAX,
+ * SUF(name), GEMM_T and EXPNEG defined. No include guard on purpose. */
+
+/* Prepared operands of one Gram computation. */
+typedef struct {
+    int direct;          /* 1: direct differences; 0: GEMM form */
+    ptrdiff_t nx, ny, d;
+    REAL scale;          /* -1 / (2 sigma^2), clamped to -REAL_MAX */
+    const REAL *X;       /* direct: raw X (nx x d) */
+    REAL *YT;            /* direct: Y transposed (d x ny) */
+    REAL *Xc, *Yc;       /* GEMM: centered copies (Yc == Xc when symmetric) */
+    REAL *nxc, *nyc;     /* GEMM: squared norms of the centered rows */
+    GEMM_T gemm;
+} SUF(ml_gram_ops);
+
+static void SUF(ml_gram_ops_free)(SUF(ml_gram_ops) *op) {
+    free(op->YT);
+    if (op->Yc != op->Xc) free(op->Yc);
+    free(op->Xc);
+    if (op->nyc != op->nxc) free(op->nyc);
+    free(op->nxc);
+}
+
+static int SUF(ml_gram_ops_init)(SUF(ml_gram_ops) *op, const REAL *X,
+                                 ptrdiff_t nx, const REAL *Y, ptrdiff_t ny,
+                                 ptrdiff_t d, double sigma, GEMM_T gemm) {
+    memset(op, 0, sizeof *op);
+    int sym = (Y == NULL);
+    if (sym) {
+        Y = X;
+        ny = nx;
+    }
+    if (nx < 0 || ny < 0 || d < 1 || nx > INT_MAX || ny > INT_MAX ||
+        d > INT_MAX || !(sigma > 0.0) || !isfinite(sigma))
+        return ML_ERR_ARG;
+    op->nx = nx;
+    op->ny = ny;
+    op->d = d;
+    op->X = X;
+    op->gemm = gemm;
+    double s = -1.0 / (2.0 * sigma * sigma);
+    op->scale = (REAL)(s < -(double)REAL_MAX ? -(double)REAL_MAX : s);
+    op->direct = (gemm == NULL || d <= ML_GRAM_DIRECT_MAX_D);
+    if (op->direct) {
+        op->YT = malloc(sizeof(REAL) * (size_t)(ny * d > 0 ? ny * d : 1));
+        if (!op->YT) return ML_ERR_ALLOC;
+        for (ptrdiff_t i = 0; i < ny; i++)
+            for (ptrdiff_t k = 0; k < d; k++) op->YT[k * ny + i] = Y[i * d + k];
+        return ML_OK;
+    }
+    /* GEMM form on data centered by X's column mean (fixed summation order). */
+    double *mean = calloc((size_t)d, sizeof(double));
+    op->Xc = malloc(sizeof(REAL) * (size_t)(nx * d > 0 ? nx * d : 1));
+    op->nxc = malloc(sizeof(REAL) * (size_t)(nx > 0 ? nx : 1));
+    if (sym) {
+        op->Yc = op->Xc;
+        op->nyc = op->nxc;
+    } else {
+        op->Yc = malloc(sizeof(REAL) * (size_t)(ny * d > 0 ? ny * d : 1));
+        op->nyc = malloc(sizeof(REAL) * (size_t)(ny > 0 ? ny : 1));
+    }
+    if (!mean || !op->Xc || !op->nxc || !op->Yc || !op->nyc) {
+        free(mean);
+        return ML_ERR_ALLOC;
+    }
+    for (ptrdiff_t i = 0; i < nx; i++)
+        for (ptrdiff_t k = 0; k < d; k++) mean[k] += (double)X[i * d + k];
+    for (ptrdiff_t k = 0; k < d; k++) mean[k] /= (double)(nx > 0 ? nx : 1);
+    for (int pass = 0; pass < (sym ? 1 : 2); pass++) {
+        const REAL *A = pass ? Y : X;
+        ptrdiff_t n = pass ? ny : nx;
+        REAL *Ac = pass ? op->Yc : op->Xc, *na = pass ? op->nyc : op->nxc;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double acc = 0.0;
+            for (ptrdiff_t k = 0; k < d; k++) {
+                double v = (double)A[i * d + k] - mean[k];
+                Ac[i * d + k] = (REAL)v;
+                acc += (double)Ac[i * d + k] * (double)Ac[i * d + k];
+            }
+            na[i] = (REAL)acc;
+        }
+    }
+    free(mean);
+    return ML_OK;
+}
+
+/* out[ii, jj] = exp(scale * sum_k (x_{i0+ii, k} - y_{j0+jj, k})^2) by direct
+ * differences; acc holds one row of nj partial sums. */
+ML_CLONES
+static void SUF(ml_tile_direct)(const REAL *ML_RESTRICT X, ptrdiff_t i0,
+                                ptrdiff_t ni, const REAL *ML_RESTRICT YT,
+                                ptrdiff_t ny, ptrdiff_t j0, ptrdiff_t nj,
+                                ptrdiff_t d, REAL scale, REAL *ML_RESTRICT out,
+                                ptrdiff_t ldo, REAL *ML_RESTRICT acc) {
+    for (ptrdiff_t ii = 0; ii < ni; ii++) {
+        const REAL *x = X + (i0 + ii) * d;
+        {
+            const REAL x0 = x[0];
+            const REAL *y = YT + j0;
+            for (ptrdiff_t jj = 0; jj < nj; jj++) {
+                REAL t = x0 - y[jj];
+                acc[jj] = t * t;
+            }
+        }
+        for (ptrdiff_t k = 1; k < d; k++) {
+            const REAL xk = x[k];
+            const REAL *y = YT + k * ny + j0;
+            for (ptrdiff_t jj = 0; jj < nj; jj++) {
+                REAL t = xk - y[jj];
+                acc[jj] += t * t;
+            }
+        }
+        REAL *o = out + ii * ldo;
+        for (ptrdiff_t jj = 0; jj < nj; jj++) o[jj] = EXPNEG(acc[jj] * scale);
+    }
+}
+
+/* The fused pass after the tile's gemm: dot products -> squared distances
+ * (clamped at 0) -> exp, in place. */
+ML_CLONES
+static void SUF(ml_tile_finish)(const REAL *ML_RESTRICT nx, const REAL *ML_RESTRICT ny,
+                                ptrdiff_t ni, ptrdiff_t nj, REAL scale,
+                                REAL *ML_RESTRICT out, ptrdiff_t ldo) {
+    for (ptrdiff_t ii = 0; ii < ni; ii++) {
+        REAL *o = out + ii * ldo;
+        const REAL a = nx[ii];
+        for (ptrdiff_t jj = 0; jj < nj; jj++) {
+            REAL d2 = (a + ny[jj]) - 2 * o[jj];
+            d2 = d2 > 0 ? d2 : 0;
+            o[jj] = EXPNEG(d2 * scale);
+        }
+    }
+}
+
+/* One tile of G: rows i0..i0+ni of X against rows j0..j0+nj of Y, written to
+ * out (leading dimension ldo). */
+static void SUF(ml_gram_tile)(const SUF(ml_gram_ops) *op, ptrdiff_t i0,
+                              ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj,
+                              REAL *out, ptrdiff_t ldo, REAL *acc) {
+    if (op->direct) {
+        SUF(ml_tile_direct)(op->X, i0, ni, op->YT, op->ny, j0, nj, op->d,
+                            op->scale, out, ldo, acc);
+        return;
+    }
+    /* Row-major out (ni x nj) = Xc_blk Yc_blk^T is column-major
+     * out^T (nj x ni) = Yc_blk (as d x nj, transposed) ^T * Xc_blk (d x ni). */
+    char ta = 'T', tb = 'N';
+    int m = (int)nj, n = (int)ni, k = (int)op->d, lda = (int)op->d,
+        ldb = (int)op->d, ldc = (int)ldo;
+    REAL one = 1, zero = 0;
+    op->gemm(&ta, &tb, &m, &n, &k, &one, op->Yc + j0 * op->d, &lda,
+             op->Xc + i0 * op->d, &ldb, &zero, out, &ldc);
+    SUF(ml_tile_finish)(op->nxc + i0, op->nyc + j0, ni, nj, op->scale, out, ldo);
+}
+
+/* G[j0 + jj, i0 + ii] = G[i0 + ii, j0 + jj] for the tile (strict lower part
+ * only when the tile is on the diagonal). */
+static void SUF(ml_mirror_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
+                                ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj) {
+    int diag = (i0 == j0);
+    for (ptrdiff_t jj = 0; jj < nj; jj++) {
+        REAL *dst = G + (j0 + jj) * ld + i0;
+        const REAL *src = G + i0 * ld + j0 + jj;
+        ptrdiff_t end = diag ? jj : ni;
+        for (ptrdiff_t ii = 0; ii < end; ii++) dst[ii] = src[ii * ld];
+        if (diag) dst[jj] = 1;
+    }
+}
+
+int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
+                          ptrdiff_t ny, ptrdiff_t d, double sigma, REAL *G,
+                          GEMM_T gemm, int n_threads) {
+    const int sym = (Y == NULL);
+    SUF(ml_gram_ops) op;
+    int status = SUF(ml_gram_ops_init)(&op, X, nx, Y, ny, d, sigma, gemm);
+    if (status != ML_OK) {
+        SUF(ml_gram_ops_free)(&op);
+        return status;
+    }
+    nx = op.nx;
+    ny = op.ny;
+    if (nx == 0 || ny == 0) {
+        SUF(ml_gram_ops_free)(&op);
+        return ML_OK;
+    }
+    const ptrdiff_t T = ML_GRAM_TILE;
+    const ptrdiff_t nbx = (nx + T - 1) / T, nby = (ny + T - 1) / T;
+    const ptrdiff_t ntasks = sym ? nbx * (nbx + 1) / 2 : nbx * nby;
+    const int nt = ml_threads(n_threads);
+    REAL *acc = malloc(sizeof(REAL) * (size_t)(T * nt));
+    if (!acc) {
+        SUF(ml_gram_ops_free)(&op);
+        return ML_ERR_ALLOC;
+    }
+    ptrdiff_t t;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (t = 0; t < ntasks; t++) {
+        ptrdiff_t bi, bj;
+        if (sym) { /* t-th tile of the upper triangle, row by row */
+            ptrdiff_t r = t;
+            bi = 0;
+            while (r >= nbx - bi) {
+                r -= nbx - bi;
+                bi++;
+            }
+            bj = bi + r;
+        } else {
+            bi = t / nby;
+            bj = t % nby;
+        }
+        ptrdiff_t i0 = bi * T, j0 = bj * T;
+        ptrdiff_t ni = nx - i0 < T ? nx - i0 : T, nj = ny - j0 < T ? ny - j0 : T;
+        SUF(ml_gram_tile)(&op, i0, ni, j0, nj, G + i0 * ny + j0, ny,
+                          acc + T * ml_thread_id());
+        if (sym) SUF(ml_mirror_tile)(G, ny, i0, ni, j0, nj);
+    }
+    free(acc);
+    SUF(ml_gram_ops_free)(&op);
+    return ML_OK;
+}
+
+int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
+                        ptrdiff_t ny, ptrdiff_t d, double sigma, const REAL *V,
+                        ptrdiff_t k, REAL *out, GEMM_T gemm, int n_threads) {
+    if (gemm == NULL || k < 0 || k > INT_MAX) return ML_ERR_ARG;
+    SUF(ml_gram_ops) op;
+    int status = SUF(ml_gram_ops_init)(&op, X, nx, Y, ny, d, sigma, gemm);
+    if (status != ML_OK) {
+        SUF(ml_gram_ops_free)(&op);
+        return status;
+    }
+    nx = op.nx;
+    ny = op.ny;
+    for (ptrdiff_t i = 0; i < nx * k; i++) out[i] = 0;
+    if (nx == 0 || ny == 0 || k == 0) {
+        SUF(ml_gram_ops_free)(&op);
+        return ML_OK;
+    }
+    const ptrdiff_t T = ML_GRAM_TILE;
+    const ptrdiff_t nbx = (nx + T - 1) / T, nby = (ny + T - 1) / T;
+    const int nt = ml_threads(n_threads);
+    REAL *buf = malloc(sizeof(REAL) * (size_t)((T * T + T) * nt));
+    if (!buf) {
+        SUF(ml_gram_ops_free)(&op);
+        return ML_ERR_ALLOC;
+    }
+    ptrdiff_t bi;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (bi = 0; bi < nbx; bi++) {
+        REAL *tile = buf + (T * T + T) * ml_thread_id(), *acc = tile + T * T;
+        ptrdiff_t i0 = bi * T, ni = nx - i0 < T ? nx - i0 : T;
+        for (ptrdiff_t bj = 0; bj < nby; bj++) {
+            ptrdiff_t j0 = bj * T, nj = ny - j0 < T ? ny - j0 : T;
+            SUF(ml_gram_tile)(&op, i0, ni, j0, nj, tile, T, acc);
+            /* out_blk (ni x k) += tile (ni x nj) V_blk (nj x k), column-major:
+             * out^T (k x ni) += V_blk^T (k x nj) tile^T (nj x ni). */
+            char ta = 'N', tb = 'N';
+            int m = (int)k, n = (int)ni, kk = (int)nj, lda = (int)k, ldb = (int)T,
+                ldc = (int)k;
+            REAL one = 1;
+            gemm(&ta, &tb, &m, &n, &kk, &one, (REAL *)V + j0 * k, &lda, tile,
+                 &ldb, &one, out + i0 * k, &ldc);
+        }
+    }
+    free(buf);
+    SUF(ml_gram_ops_free)(&op);
+    return ML_OK;
+}

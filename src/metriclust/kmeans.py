@@ -1,0 +1,199 @@
+"""K-means clustering: the public estimator over the one k-means core."""
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
+from ._core.kmeans import assign_labels, kmeans
+from ._core.validation import (check_array, check_n_clusters, check_n_features,
+                               check_sample_weight, check_scalar)
+
+__all__ = ["KMeans"]
+
+
+class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+    r"""K-means clustering (Lloyd's batch algorithm or MacQueen's online update).
+
+    Minimizes the weighted within-cluster sum of squares
+
+    .. math::
+
+        J(\mu, c) = \sum_{i=1}^{N} w_i \, \lVert x_i - \mu_{c(i)} \rVert^2 .
+
+    Lloyd alternates the assignment :math:`c(i) = \arg\min_k \lVert x_i - \mu_k\rVert^2`
+    and the update :math:`\mu_k = \sum_{c(i)=k} w_i x_i / \sum_{c(i)=k} w_i`; each step
+    cannot increase :math:`J`. The online variant moves the winning center after
+    every sample, :math:`\mu_k \leftarrow \mu_k + (w_i / W_k)(x_i - \mu_k)` with
+    :math:`W_k` the weight the center has received so far (MacQueen 1967).
+    Both run in C with OpenMP (``csrc/kmeans.c``); results do not depend on the
+    number of threads.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters :math:`K`.
+    init : {"k-means++", "random"} or ndarray of shape (n_clusters, n_features), \
+            default="k-means++"
+        Greedy k-means++ seeding with :math:`2 + \lfloor\ln K\rfloor` local trials
+        (Arthur & Vassilvitskii 2007), ``n_clusters`` distinct rows drawn with
+        probability proportional to the weights, or given centers.
+    n_init : "auto" or int, default="auto"
+        Number of seedings; the run with the lowest inertia is kept. "auto" is
+        1 for k-means++ and an array, 10 for "random" (as scikit-learn).
+    max_iter : int, default=300
+        Maximum number of iterations (passes over the data for "online").
+    tol : float, default=1e-4
+        A run stops when the labels no longer change or when the squared shift
+        of the centers :math:`\sum_k \lVert \mu_k' - \mu_k \rVert^2` is at most
+        ``tol`` times the mean feature variance of X.
+    algorithm : {"lloyd", "online"}, default="lloyd"
+        Batch (Lloyd 1982) or sequential (MacQueen 1967) updates.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeding randomness.
+    verbose : int, default=0
+        Print a line per run.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        Centers, in the dtype of the training data (float32 stays float32).
+    labels_ : ndarray of shape (n_samples,)
+        Index of the nearest center of each training row.
+    inertia_ : float
+        :math:`J` at the final centers and labels.
+    n_iter_ : int
+        Iterations run by the kept run.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Notes
+    -----
+    With the same ``init`` array, labels equal scikit-learn's
+    ``KMeans(algorithm="lloyd", n_init=1)`` and centers agree to rounding: the
+    stopping rule (strict convergence when labels are unchanged, otherwise the
+    center shift against ``tol``), the centering of X, and the ties to the lowest
+    center index are the same. Empty clusters take the rows farthest from
+    their centers. Per-cluster sums are accumulated in float64 for float32 data.
+
+    References
+    ----------
+    S. Lloyd, "Least squares quantization in PCM", IEEE Trans. Inf. Theory 28(2), 1982.
+    J. MacQueen, "Some methods for classification and analysis of multivariate
+    observations", Proc. 5th Berkeley Symp., 1967.
+    D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful
+    seeding", SODA 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metriclust import KMeans
+    >>> X = np.array([[1, 2], [1, 4], [1, 0], [10, 2], [10, 4], [10, 0]])
+    >>> km = KMeans(n_clusters=2, random_state=0).fit(X)
+    >>> sorted(km.cluster_centers_.tolist())
+    [[1.0, 2.0], [10.0, 2.0]]
+    >>> bool(km.predict([[0, 0]])[0] == km.predict([[1, 1]])[0])
+    True
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
+                 tol=1e-4, algorithm="lloyd", random_state=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.algorithm = algorithm
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self, X):
+        n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
+        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
+        check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
+        if self.algorithm not in ("lloyd", "online"):
+            raise ValueError(f"algorithm must be 'lloyd' or 'online', got {self.algorithm!r}.")
+        init = self.init
+        if isinstance(init, str):
+            if init not in ("k-means++", "random"):
+                raise ValueError(
+                    f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        else:
+            init = check_array(init, name="init", dtype=X.dtype)
+        if isinstance(self.n_init, str):
+            if self.n_init != "auto":
+                raise ValueError(f"n_init must be 'auto' or an int, got {self.n_init!r}.")
+            n_init = 10 if isinstance(init, str) and init == "random" else 1
+        else:
+            n_init = check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
+        if not isinstance(init, str) and n_init != 1:
+            warnings.warn(f"Explicit initial centers given: n_init={n_init} is ignored "
+                          "and one run is made.", RuntimeWarning, stacklevel=3)
+            n_init = 1
+        return n_clusters, init, int(n_init)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute the clustering.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; float32 is kept, other numbers become float64.
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; an integer weight acts as repeating the row.
+
+        Returns
+        -------
+        self : KMeans
+        """
+        X = check_array(X)
+        n_clusters, init, n_init = self._check_params(X)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)
+        w = check_sample_weight(sample_weight, X.shape[0], dtype=X.dtype)
+        res = kmeans(X, n_clusters, sample_weight=None if sample_weight is None else w,
+                     init=init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
+                     algorithm=self.algorithm, random_state=self.random_state,
+                     verbose=self.verbose)
+        self.n_features_in_ = X.shape[1]
+        self.cluster_centers_ = res.centers
+        self.labels_ = res.labels
+        self.inertia_ = res.inertia
+        self.n_iter_ = res.n_iter
+        return self
+
+    def _check_test_data(self, X):
+        check_is_fitted(self)
+        X = check_array(X)
+        check_n_features(self, X)
+        return X, np.ascontiguousarray(self.cluster_centers_, dtype=X.dtype)
+
+    def predict(self, X):
+        """Index of the nearest center of each row of X (ties to the lowest index)."""
+        X, centers = self._check_test_data(X)
+        return assign_labels(X, centers)[0]
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def transform(self, X):
+        """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters)."""
+        X, centers = self._check_test_data(X)
+        d2 = ((X * X).sum(axis=1)[:, None] - 2.0 * (X @ centers.T)
+              + (centers * centers).sum(axis=1)[None, :])
+        return np.sqrt(np.maximum(d2, 0, out=d2), out=d2)
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Fit and return ``transform(X)``."""
+        return self.fit(X, sample_weight=sample_weight).transform(X)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the inertia of X at the fitted centers."""
+        X, centers = self._check_test_data(X)
+        w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
+        _, d2 = assign_labels(X, centers)
+        return -float(np.dot(w, d2.astype(np.float64)))

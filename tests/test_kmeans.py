@@ -1,0 +1,490 @@
+"""The k-means core (metriclust._core.kmeans, csrc/kmeans.c) and metriclust.KMeans.
+
+Checked against scikit-learn's Lloyd (same init array -> same labels, centers
+to 1e-10), against slow numpy / pure-Python references kept here (Lloyd with
+the documented empty-cluster rule, k-means++ with the same random draws,
+MacQueen's online update), and for invariances: weights == repeated rows,
+1 thread == 2 threads bitwise, dtype preserved, no NaN on degenerate input.
+"""
+
+import numpy as np
+import pytest
+
+from metriclust._core.kmeans import assign_labels, kmeans, kmeans_plusplus
+from metriclust._kernels import _kmeans as _k
+
+
+# --------------------------------------------------------------------------
+# Slow, obviously-correct references
+# --------------------------------------------------------------------------
+def ref_sq_dist(X, C):
+    return ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+
+
+def ref_lloyd(X, C, w, max_iter, tol):
+    """Lloyd with scikit-learn's stopping rule and kmeans.h's relocation rule."""
+    X = X.astype(np.float64)
+    C = C.astype(np.float64).copy()
+    n, K = X.shape[0], C.shape[0]
+    old = np.full(n, -1)
+    strict = False
+    for it in range(max_iter):
+        D = ref_sq_dist(X, C)
+        lab = D.argmin(axis=1)
+        sums = np.array([(w[lab == k, None] * X[lab == k]).sum(0) for k in range(K)])
+        W = np.array([w[lab == k].sum() for k in range(K)])
+        dist = D[np.arange(n), lab]
+        order = sorted(range(n), key=lambda i: (-dist[i], i))
+        taken = set()
+        for k in range(K):
+            if W[k] != 0:
+                continue
+            for i in order:
+                if i in taken or dist[i] <= 0 or w[i] <= 0:
+                    continue
+                taken.add(i)
+                if W[lab[i]] - w[i] <= 0:
+                    continue
+                sums[lab[i]] -= w[i] * X[i]
+                W[lab[i]] -= w[i]
+                sums[k] = w[i] * X[i]
+                W[k] = w[i]
+                break
+        new = np.where(W[:, None] > 0, sums / np.where(W > 0, W, 1)[:, None], C)
+        shift = ((new - C) ** 2).sum()
+        C = new
+        if np.array_equal(lab, old):
+            strict = True
+            break
+        if shift <= tol:
+            break
+        old = lab
+    lab = ref_sq_dist(X, C).argmin(axis=1)
+    inertia = float((w * ((X - C[lab]) ** 2).sum(1)).sum())
+    return C, lab, inertia, it + 1, strict
+
+
+def ref_kmeans_plusplus(X, k, w, rng):
+    """Greedy k-means++ drawing exactly the random numbers the core draws."""
+    n = X.shape[0]
+    trials = 2 + int(np.log(k))
+    idx = [rng.choice(n, p=w / w.sum())]
+    closest = ((X - X[idx[0]]) ** 2).sum(1)
+    for _ in range(1, k):
+        cum = np.cumsum(w * closest)
+        cand = np.minimum(np.searchsorted(cum, rng.uniform(size=trials) * cum[-1],
+                                          side="right"), n - 1)
+        d = np.minimum(ref_sq_dist(X[cand], X), closest[None, :])
+        best = int(np.argmin(d @ w))
+        idx.append(int(cand[best]))
+        closest = d[best]
+    return np.array(idx)
+
+
+def ref_macqueen(X, C, w, max_iter, tol):
+    """MacQueen's online k-means, one row at a time, in plain Python."""
+    C = [list(map(float, c)) for c in C]
+    K, d = len(C), X.shape[1]
+    cnt = [0.0] * K
+    lab = [-1] * len(X)
+    for it in range(max_iter):
+        prev = [c[:] for c in C]
+        changed = 0
+        for i, x in enumerate(X.tolist()):
+            dists = [sum((x[j] - C[k][j]) ** 2 for j in range(d)) for k in range(K)]
+            k = dists.index(min(dists))
+            changed += k != lab[i]
+            lab[i] = k
+            if w[i] > 0:
+                cnt[k] += w[i]
+                C[k] = [C[k][j] + w[i] / cnt[k] * (x[j] - C[k][j]) for j in range(d)]
+        shift = sum((C[k][j] - prev[k][j]) ** 2 for k in range(K) for j in range(d))
+        if changed == 0 or shift <= tol:
+            break
+    return np.array(C), it + 1
+
+
+def blobs(n, d, k, seed, spread=4.0):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=spread, size=(k, d))
+    X = means[rng.integers(k, size=n)] + rng.normal(size=(n, d))
+    return np.ascontiguousarray(X)
+
+
+_DATASETS = {}
+
+
+def datasets(load_dataset):
+    if _DATASETS:
+        return _DATASETS
+    out = _DATASETS
+    out.update({name: load_dataset(name)[0] for name in ("iris", "wine", "glass", "sonar")})
+    out["blobs2"] = blobs(4000, 2, 6, 0)
+    out["blobs3"] = blobs(3000, 3, 5, 1)
+    out["blobs40"] = blobs(2000, 40, 7, 2)  # GEMM path
+    return out
+
+
+# --------------------------------------------------------------------------
+# Agreement with scikit-learn
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["iris", "wine", "glass", "sonar", "blobs2", "blobs3",
+                                  "blobs40"])
+@pytest.mark.parametrize("K", [3, 8])
+def test_lloyd_matches_sklearn(load_dataset, name, K):
+    from sklearn.cluster import KMeans as SKKMeans
+
+    X = datasets(load_dataset)[name]
+    rng = np.random.default_rng(K)
+    init = X[rng.choice(len(X), K, replace=False)]
+    for tol in (0.0, 1e-4):
+        sk = SKKMeans(K, init=init, n_init=1, tol=tol, max_iter=300,
+                      algorithm="lloyd").fit(X)
+        res = kmeans(X, K, init=init, tol=tol, max_iter=300)
+        assert res.n_iter == sk.n_iter_
+        np.testing.assert_array_equal(res.labels, sk.labels_)
+        np.testing.assert_allclose(res.centers, sk.cluster_centers_, rtol=0, atol=1e-10)
+        assert res.inertia == pytest.approx(sk.inertia_, rel=1e-10)
+
+
+def test_lloyd_matches_sklearn_weighted():
+    from sklearn.cluster import KMeans as SKKMeans
+
+    X = blobs(1500, 3, 4, 5)
+    w = np.random.default_rng(0).uniform(0.1, 3.0, size=len(X))
+    init = X[:4].copy()
+    # tol=0: scikit-learn's tolerance uses the unweighted variance, ours the
+    # weighted one (so that weights act as repeated rows).
+    sk = SKKMeans(4, init=init, n_init=1, tol=0).fit(X, sample_weight=w)
+    res = kmeans(X, 4, init=init, tol=0, sample_weight=w)
+    assert res.n_iter == sk.n_iter_
+    np.testing.assert_array_equal(res.labels, sk.labels_)
+    np.testing.assert_allclose(res.centers, sk.cluster_centers_, rtol=0, atol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# Against the numpy reference: both distance paths, relocation
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 11, 20])
+@pytest.mark.parametrize("method", ["direct", "gemm"])
+def test_lloyd_kernel_matches_reference(d, method):
+    X = blobs(700, d, 5, d)
+    K = 6
+    C0 = X[np.random.default_rng(d).choice(len(X), K, replace=False)].copy()
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))
+    C = C0.copy()
+    lab, inertia, n_iter, strict = _k.lloyd(X, w, C, 100, 0.0, method, 2)
+    rC, rlab, rinertia, rn_iter, rstrict = ref_lloyd(X, C0, w, 100, 0.0)
+    assert (n_iter, strict) == (rn_iter, rstrict)
+    np.testing.assert_array_equal(lab, rlab)
+    np.testing.assert_allclose(C, rC, rtol=0, atol=1e-10)
+    assert inertia == pytest.approx(rinertia, rel=1e-12)
+
+
+def test_empty_clusters_relocated_like_reference():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    X[:5] += 8.0  # far points that will be taken by the empty clusters
+    init = np.array([[0.0, 0.0], [0.1, 0.1], [50.0, 50.0], [-60.0, 40.0]])
+    w = np.ones(len(X))
+    C = init.copy()
+    lab, inertia, n_iter, _ = _k.lloyd(X, None, C, 50, 0.0, "direct", 1)
+    rC, rlab, rinertia, rn_iter, _ = ref_lloyd(X, init, w, 50, 0.0)
+    assert n_iter == rn_iter
+    np.testing.assert_array_equal(lab, rlab)
+    np.testing.assert_allclose(C, rC, atol=1e-12)
+    assert np.bincount(lab, minlength=4).min() > 0  # every cluster refilled
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_duplicates_and_empty_never_nan(dtype):
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(3, 2)), 10, axis=0).astype(dtype)
+    for init in ("k-means++", "random", np.repeat(X[:1], 5, axis=0)):
+        res = kmeans(X, 5, init=init, random_state=0)
+        assert np.all(np.isfinite(res.centers))
+        assert np.isfinite(res.inertia)
+        assert res.inertia == pytest.approx(0.0, abs=1e-5)
+        assert res.labels.min() >= 0 and res.labels.max() < 5
+    # all points identical
+    Z = np.ones((7, 3), dtype=dtype)
+    res = kmeans(Z, 3, random_state=0)
+    assert np.all(np.isfinite(res.centers)) and res.inertia == 0.0
+
+
+def test_zero_weights_never_nan():
+    X = blobs(200, 2, 3, 4)
+    w = np.zeros(len(X))
+    w[:50] = 1.0
+    res = kmeans(X, 4, sample_weight=w, random_state=0)
+    assert np.all(np.isfinite(res.centers))
+
+
+# --------------------------------------------------------------------------
+# k-means++ and restarts
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kmeans_plusplus_matches_reference(dtype, weighted):
+    X = blobs(3000, 3, 9, 7).astype(dtype)
+    w = np.random.default_rng(2).uniform(0.2, 2, len(X)) if weighted else None
+    centers, idx = kmeans_plusplus(X, 9, sample_weight=w, random_state=42)
+    ref = ref_kmeans_plusplus(X.astype(np.float64), 9,
+                              np.ones(len(X)) if w is None else w.astype(dtype).astype(np.float64),
+                              np.random.default_rng(42))
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_array_equal(centers, X[ref])
+
+
+def test_n_init_keeps_lowest_inertia():
+    X = blobs(1500, 2, 10, 11, spread=2.0)
+    runs = [kmeans(X, 10, init="random", random_state=s).inertia for s in range(5)]
+    # n_init=5 draws five different seedings from one stream: its best is at
+    # least as good as a single run from the same generator.
+    first = kmeans(X, 10, init="random", random_state=0)
+    best = kmeans(X, 10, init="random", n_init=5, random_state=0)
+    assert best.inertia <= first.inertia + 1e-9
+    assert min(runs) > 0
+
+
+def test_same_seed_same_result():
+    X = blobs(2000, 4, 5, 12)
+    a = kmeans(X, 5, random_state=7, n_init=2)
+    b = kmeans(X, 5, random_state=7, n_init=2)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.centers, b.centers)
+
+
+# --------------------------------------------------------------------------
+# Invariances
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+def test_integer_weights_equal_repeated_rows(algorithm):
+    X = blobs(400, 3, 4, 13)
+    reps = np.random.default_rng(0).integers(1, 4, size=len(X))
+    init = X[[0, 100, 200, 300]].copy()
+    Xr = np.repeat(X, reps, axis=0)
+    a = kmeans(X, 4, init=init, sample_weight=reps.astype(float), tol=0, algorithm=algorithm)
+    b = kmeans(Xr, 4, init=init, tol=0, algorithm=algorithm) if algorithm == "lloyd" else None
+    if algorithm == "lloyd":
+        assert a.n_iter == b.n_iter
+        np.testing.assert_array_equal(np.repeat(a.labels, reps), b.labels)
+        np.testing.assert_allclose(a.centers, b.centers, rtol=0, atol=1e-10)
+        assert a.inertia == pytest.approx(b.inertia, rel=1e-10)
+    else:
+        # MacQueen with weight r equals r consecutive copies of the row only
+        # in the first step; the weighted reference is the pure-Python one.
+        ref, _ = ref_macqueen(X, init, reps.astype(float), 300, 0.0)
+        np.testing.assert_allclose(a.centers, ref, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+@pytest.mark.parametrize("d", [2, 8, 30])
+def test_one_vs_two_threads_bitwise(dtype, algorithm, d):
+    X = blobs(40000, d, 12, 14).astype(dtype)  # many segments
+    w = np.random.default_rng(0).uniform(0.5, 1.5, len(X))
+    a = kmeans(X, 12, sample_weight=w, random_state=3, n_threads=1, algorithm=algorithm,
+               max_iter=20)
+    b = kmeans(X, 12, sample_weight=w, random_state=3, n_threads=2, algorithm=algorithm,
+               max_iter=20)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert a.centers.tobytes() == b.centers.tobytes()
+    assert a.inertia == b.inertia and a.n_iter == b.n_iter
+
+
+def test_threadpoolctl_limit_same_result():
+    from threadpoolctl import threadpool_limits
+
+    X = blobs(30000, 3, 8, 15)
+    with threadpool_limits(1, "openmp"):
+        a = kmeans(X, 8, random_state=0)
+    b = kmeans(X, 8, random_state=0)
+    assert a.centers.tobytes() == b.centers.tobytes()
+    np.testing.assert_array_equal(a.labels, b.labels)
+
+
+@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+def test_float32_preserved_and_close_to_float64(algorithm):
+    X = blobs(3000, 3, 4, 16)
+    init = X[:4].copy()
+    a = kmeans(X.astype(np.float32), 4, init=init, algorithm=algorithm, tol=0)
+    b = kmeans(X, 4, init=init, algorithm=algorithm, tol=0)
+    assert a.centers.dtype == np.float32
+    assert a.labels.dtype == np.int64
+    np.testing.assert_allclose(a.centers, b.centers, atol=1e-4)
+    assert np.mean(a.labels == b.labels) > 0.999
+
+
+# --------------------------------------------------------------------------
+# Online (MacQueen)
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+def test_online_matches_python_macqueen(weighted):
+    X = blobs(300, 2, 3, 17)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(X)) if weighted else np.ones(len(X))
+    init = X[[0, 1, 2]].copy()
+    C = init.copy()
+    lab, inertia, n_iter, _ = _k.online(X, w if weighted else None, C, 30, 1e-12, "auto", 1)
+    ref, ref_iter = ref_macqueen(X, init, w, 30, 1e-12)
+    assert n_iter == ref_iter
+    np.testing.assert_allclose(C, ref, rtol=0, atol=1e-12)
+    rlab = ref_sq_dist(X, ref).argmin(1)
+    np.testing.assert_array_equal(lab, rlab)
+    assert inertia == pytest.approx(float((w * ((X - ref[rlab]) ** 2).sum(1)).sum()), rel=1e-10)
+
+
+# --------------------------------------------------------------------------
+# assign_labels and errors
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("d", [1, 3, 8, 9, 40])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_assign_labels_matches_brute_force(d, dtype):
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(1000, d)).astype(dtype)
+    C = rng.normal(size=(13, d)).astype(dtype)
+    lab, dist = assign_labels(X, C)
+    D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
+    assert dist.dtype == dtype
+    # ties are impossible here at float64 resolution; float32 may flip near-ties
+    agree = lab == D.argmin(1)
+    if dtype == np.float64:
+        assert agree.all()
+    else:
+        assert agree.mean() > 0.995
+        assert np.allclose(D[np.arange(1000), lab], D.min(1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dist, D[np.arange(1000), lab], rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_ties_go_to_lowest_index():
+    X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    C = np.array([[0.5, 1.0], [0.5, 1.0], [0.5, -1.0]])
+    lab, _ = assign_labels(X, C)
+    np.testing.assert_array_equal(lab, [0, 0])
+
+
+def test_errors():
+    X = blobs(10, 2, 2, 0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        kmeans(X, 11)
+    with pytest.raises(ValueError, match="n_clusters"):
+        kmeans(X, 0)
+    with pytest.raises(ValueError, match="init"):
+        kmeans(X, 3, init=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="init"):
+        kmeans(X, 3, init="kmeans")
+    with pytest.raises(ValueError, match="n_init"):
+        kmeans(X, 2, init=X[:2], n_init=3)
+    with pytest.raises(ValueError, match="algorithm"):
+        kmeans(X, 2, algorithm="elkan")
+    with pytest.raises(ValueError, match="sample_weight"):
+        kmeans(X, 2, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="method"):
+        _k.lloyd(X, None, X[:2].copy(), 10, 0.0, "fast", 1)
+    with pytest.raises(ValueError, match="features"):
+        _k.lloyd(X, None, np.zeros((2, 3)), 10, 0.0, "auto", 1)
+    with pytest.raises(ValueError, match="n_clusters"):
+        _k.lloyd(X[:1], None, np.zeros((2, 2)), 10, 0.0, "auto", 1)
+    with pytest.raises(ValueError, match="out of range"):
+        _k.pp_step(X, None, np.array([10], dtype=np.int64), np.full(10, np.inf))
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+def _expected_failed_checks(estimator):
+    return {
+        "check_estimators_unfitted": (
+            "metriclust raises its own NotFittedError (a ValueError and "
+            "AttributeError): scikit-learn is not imported at runtime, so it "
+            "cannot be sklearn.exceptions.NotFittedError."),
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the check shuffles the weighted rows, so the seeding's random draws "
+            "land on other rows (equivalence holds with rows in order: "
+            "test_weights_equal_repeats_with_seeding); scikit-learn's KMeans "
+            "fails it too."),
+    }
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from metriclust import KMeans
+
+    with pytest.warns(UserWarning, match="does not inherit"):
+        check_estimator(KMeans(), expected_failed_checks=_expected_failed_checks(KMeans()))
+
+
+def test_weights_equal_repeats_with_seeding():
+    # Integer weights act as repeated rows through the seeding too: each
+    # k-means++ draw lands on the same original row (rows kept in order).
+    from metriclust import KMeans
+
+    rng = np.random.RandomState(42)
+    X = rng.rand(40, 5)
+    sw = rng.randint(0, 5, size=40)
+    a = KMeans(4, random_state=0).fit(X.repeat(sw, axis=0))
+    b = KMeans(4, random_state=0).fit(X, sample_weight=sw)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-10)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+def test_estimator_attributes_and_methods(dtype, algorithm):
+    from metriclust import KMeans
+
+    X = blobs(600, 3, 4, 20).astype(dtype)
+    km = KMeans(4, algorithm=algorithm, random_state=0).fit(X)
+    assert km.cluster_centers_.dtype == dtype and km.cluster_centers_.shape == (4, 3)
+    assert km.n_features_in_ == 3 and km.n_iter_ >= 1
+    np.testing.assert_array_equal(km.predict(X), km.labels_)
+    np.testing.assert_array_equal(KMeans(4, algorithm=algorithm, random_state=0)
+                                  .fit_predict(X), km.labels_)
+    T = km.transform(X)
+    assert T.dtype == dtype
+    ref = np.sqrt(ref_sq_dist(X.astype(np.float64), km.cluster_centers_.astype(np.float64)))
+    np.testing.assert_allclose(T, ref, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+    np.testing.assert_array_equal(T.argmin(axis=1), km.labels_)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-5)
+    inertia = float((((X - km.cluster_centers_[km.labels_]).astype(np.float64)) ** 2).sum())
+    assert km.inertia_ == pytest.approx(inertia, rel=1e-5)
+
+
+def test_estimator_n_init_auto_and_init_array():
+    from metriclust import KMeans
+
+    X = blobs(500, 2, 5, 21)
+    # "auto": one k-means++ run, ten random runs; more random runs never do worse
+    r1 = KMeans(5, init="random", n_init=1, random_state=3).fit(X)
+    r10 = KMeans(5, init="random", random_state=3).fit(X)
+    assert r10.inertia_ <= r1.inertia_ + 1e-9
+    init = X[:5].copy()
+    with pytest.warns(RuntimeWarning, match="n_init"):
+        a = KMeans(5, init=init, n_init=3).fit(X)
+    b = KMeans(5, init=init).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+def test_estimator_errors():
+    from metriclust import KMeans
+
+    X = blobs(20, 2, 2, 0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        KMeans(21).fit(X)
+    with pytest.raises(ValueError, match="algorithm"):
+        KMeans(2, algorithm="elkan").fit(X)
+    with pytest.raises(ValueError, match="n_init"):
+        KMeans(2, n_init="many").fit(X)
+    with pytest.raises(ValueError, match="n_init"):
+        KMeans(2, n_init=0).fit(X)
+    with pytest.raises(ValueError, match="init"):
+        KMeans(2, init=np.zeros((3, 2))).fit(X)
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(2).fit(X, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="NaN"):
+        KMeans(2).fit(np.where(np.arange(40).reshape(20, 2) == 7, np.nan, X))
+    km = KMeans(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        km.predict(np.zeros((3, 5)))
