@@ -72,15 +72,15 @@ def test_refuses_to_overwrite_without_force(blobs_csv, tmp_path):
 
 def test_missing_file(tmp_path):
     proc = run("cluster", tmp_path / "nope.csv", "--n-clusters", 2, "--output", tmp_path / "o.csv")
-    assert_clean_error(proc, "nope.csv", "no such file")
+    assert_clean_error(proc, "nope.csv", "not found")
 
 
 @pytest.mark.parametrize("body, fragments", [
-    ("a,b\n1,2\n3\n", ["line 3", "1 fields", "header has 2"]),
-    ("a,b\n1,2\n3,x\n", ["line 3", "column 'b'", "'x' is not a number"]),
-    ("a,b\n1,2\n,4\n", ["line 3", "column 'a'", "missing value"]),
-    ("a,b\n1,2\nnan,4\n", ["line 3", "column 'a'", "not a finite number"]),
-    ("", ["empty"]),
+    ("a,b\n1,2\n3\n", ["line 3", "expected 2 fields", "got 1"]),
+    ("a,b\n1,2\n3,x\n", ["line 3", "column 'b'", "could not convert 'x'"]),
+    ("a,b\n1,2\n,4\n", ["line 3", "column 'a'", "empty field"]),
+    ("a,b\n1,2\nnan,4\n", ["line 3", "column 'a'", "non-finite"]),
+    ("", ["is empty"]),
     ("a,b\n", ["no data rows"]),
 ])
 def test_bad_csv(tmp_path, body, fragments):

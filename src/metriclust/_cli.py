@@ -108,7 +108,9 @@ def _cluster(args):
     for path in outputs:
         if os.path.exists(path) and not args.force:
             raise CLIError(f"{path} exists; pass --force to overwrite it")
-    X, y, _ = read_table(args.input, label_column=args.label_column)
+    from .datasets import load_csv
+
+    X, y = load_csv(args.input, label_column=args.label_column, label_dtype=str)
     if args.n_clusters < 1:
         raise CLIError(f"--n-clusters must be >= 1, got {args.n_clusters}")
     if args.n_clusters > X.shape[0]:
@@ -156,12 +158,13 @@ def _cluster(args):
 
 
 def _make_estimator(method, n_clusters, random_state, params, verbose):
-    from . import CPCM, CPDUML, MMC, KMeans
+    import metriclust
 
-    if method == "mmc":
-        estimator = MMC(random_state=random_state)
+    name = {"kmeans": "KMeans", "cpcm": "CPCM", "mmc": "MMC", "cpduml": "CPDUML"}[method]
+    cls = getattr(metriclust, name)
+    if method == "mmc":  # MMC learns the metric; constrained k-means clusters (see _fit_mmc)
+        estimator = cls(random_state=random_state)
     else:
-        cls = {"kmeans": KMeans, "cpcm": CPCM, "cpduml": CPDUML}[method]
         estimator = cls(n_clusters=n_clusters, random_state=random_state)
     valid = estimator.get_params(deep=False)
     unknown = sorted(set(params) - set(valid))
@@ -215,70 +218,6 @@ class _Progress:
 
 
 # ---------------------------------------------------------------- files
-
-
-def read_table(path, *, label_column=None):
-    """Read a CSV with a header: numeric features, optionally one label column.
-
-    Returns ``(X, y, feature_names)``; ``y`` keeps the label column's values
-    (numbers or strings) and is None without ``label_column``.
-    """
-    import csv
-
-    if not os.path.isfile(path):
-        raise CLIError(f"{path}: no such file")
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise CLIError(f"{path}: the file is empty")
-        header = [h.strip() for h in header]
-        label_index = None
-        if label_column is not None:
-            if label_column not in header:
-                raise CLIError(f"{path}: no column named {label_column!r} "
-                               f"(columns: {', '.join(header)})")
-            label_index = header.index(label_column)
-        rows, labels = [], []
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not field.strip() for field in row):
-                continue  # blank line
-            if len(row) != len(header):
-                raise CLIError(f"{path}, line {line_no}: {len(row)} fields, the header has "
-                               f"{len(header)}")
-            values = []
-            for j, field in enumerate(row):
-                if j == label_index:
-                    labels.append(field.strip())
-                    continue
-                text = field.strip()
-                if not text:
-                    raise CLIError(f"{path}, line {line_no}, column {header[j]!r}: missing value")
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise CLIError(f"{path}, line {line_no}, column {header[j]!r}: "
-                                   f"{text!r} is not a number") from None
-                if not np.isfinite(value):
-                    raise CLIError(f"{path}, line {line_no}, column {header[j]!r}: "
-                                   f"{text!r} is not a finite number")
-                values.append(value)
-            rows.append(values)
-    names = [h for j, h in enumerate(header) if j != label_index]
-    if not rows:
-        raise CLIError(f"{path}: no data rows")
-    if not names:
-        raise CLIError(f"{path}: no feature columns")
-    y = None
-    if label_index is not None:
-        y = np.asarray(labels)
-        try:  # numeric labels stay numeric
-            y = y.astype(np.float64)
-            if np.all(y == np.round(y)):
-                y = y.astype(np.int64)
-        except ValueError:
-            pass
-    return np.asarray(rows, dtype=np.float64), y, names
 
 
 def read_pairs(path):
