@@ -76,7 +76,7 @@ def main(argv=None):
     except CLIError as exc:
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, OSError) as exc:
+    except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -80,6 +80,9 @@ def run_demo(plot_dir=None, random_state=0, out=print):
     from .metrics import adjusted_rand_index, clustering_accuracy
 
     if plot_dir is not None:
+        from .plot import _pyplot
+
+        _pyplot()  # fail before the work if matplotlib is missing
         os.makedirs(plot_dir, exist_ok=True)
     out("metriclust demo: k-means on raw features against learned metrics.\n"
         "MMC is semi-supervised: it sees a few pairs known to share a class "
@@ -118,16 +121,17 @@ def _slug(title):
 def _plot_case(title, X, results, path):
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    matplotlib.use("Agg")  # files only, no display needed
+    from .plot import _pyplot, plot_clusters
 
-    from .plot import plot_clusters
+    plt = _pyplot()
 
     fig, axes = plt.subplots(2, len(results), figsize=(3.2 * len(results), 6.2),
                              squeeze=False)
     for j, (name, labels, Z) in enumerate(results):
         plot_clusters(X, labels, ax=axes[0, j], title=name, s=6)
-        plot_clusters(Z, labels, ax=axes[1, j], title="learned space", s=6)
+        space = "feature space (nothing learned)" if Z is X else "learned space"
+        plot_clusters(Z, labels, ax=axes[1, j], title=space, s=6)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
