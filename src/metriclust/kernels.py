@@ -73,7 +73,7 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None, out=None):
     Computed in parallel tiles with the exponential fused into the tile loop
     (SPEC 0.2). With ``Y=None`` only the upper triangle of tiles is computed and
     mirrored, so ``G`` is exactly symmetric with a unit diagonal. Squared
-    distances come from direct differences for up to 16 features, and from
+    distances come from direct differences for up to 8 features, and from
     the GEMM form :math:`\lVert x\rVert^2 - 2 x^\top y + \lVert y\rVert^2` on
     data centered by ``X``'s mean (limiting cancellation), clamped at 0, for
     wider data. Agrees with a direct float64 evaluation to about 1e-15
