@@ -370,3 +370,33 @@ def test_out_buffer():
                 np.empty((40, 150)).T, [[0.0] * 40] * 150]:
         with pytest.raises(ValueError, match="out"):
             gaussian_gram(X, Y, sigma=5.0, out=bad)
+
+
+# Two checks test the wording of messages that come from the shared
+# metriclust._core.validation.check_array (not from this estimator).
+_SHARED_MESSAGE_CHECKS = {
+    "check_estimators_empty_data_messages": "wording of _core.validation.check_array",
+    "check_fit2d_predict1d": "wording of _core.validation.check_array",
+}
+
+
+def test_nystrom_sklearn_estimator_checks():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(Nystrom(n_components=5, random_state=0),
+                        expected_failed_checks=_SHARED_MESSAGE_CHECKS)
+
+
+def test_nystrom_default_sigma_is_median_distance():
+    X = data(120, 3, 33)
+    ny = Nystrom(10, random_state=0).fit(X)
+    assert ny.sigma_ == median_pairwise_distance(X)
+    # scale-free: scaling X scales sigma_ and leaves the factor unchanged
+    ny2 = Nystrom(10, random_state=0).fit(5 * X)
+    assert ny2.sigma_ == pytest.approx(5 * ny.sigma_, rel=1e-13)
+    np.testing.assert_allclose(ny2.factor_, ny.factor_, atol=1e-8)
+    assert Nystrom(3).fit(np.ones((4, 2))).sigma_ == 1.0

@@ -252,8 +252,10 @@ class Nystrom(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=100
         Number of landmarks m (at most n; more is clipped to n).
-    sigma : float
-        Kernel width.
+    sigma : float or "median", default="median"
+        Kernel width. "median": the median pairwise distance of the training
+        data (:func:`median_pairwise_distance`, sampled above 2000 points
+        with a fixed seed), or 1.0 if that is 0; the value used is ``sigma_``.
     landmarks : {"random", "kmeans"} or array of shape (m, p), default="random"
         "random": m distinct rows of X; "kmeans": the centers of k-means
         (the shared core, ``metriclust._core.kmeans``) with m clusters, which
@@ -275,6 +277,8 @@ class Nystrom(TransformerMixin, BaseEstimator):
         ``U`` for the training points.
     n_components_ : int
         r, the number of kept eigenvalues.
+    sigma_ : float
+        The kernel width used.
     n_features_in_ : int
 
     References
@@ -295,8 +299,8 @@ class Nystrom(TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_components=100, *, sigma, landmarks="random", random_state=None,
-                 rcond=None, n_threads=None):
+    def __init__(self, n_components=100, *, sigma="median", landmarks="random",
+                 random_state=None, rcond=None, n_threads=None):
         self.n_components = n_components
         self.sigma = sigma
         self.landmarks = landmarks
@@ -307,8 +311,12 @@ class Nystrom(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Choose landmarks and compute the factor of X. Returns self."""
         X = check_array(X, name="X").astype(np.float64, copy=False)
-        sigma = _check_sigma(self.sigma)
         n = X.shape[0]
+        if isinstance(self.sigma, str) and self.sigma == "median":
+            med = median_pairwise_distance(X, random_state=0) if n > 1 else 0.0
+            sigma = med if med > 0 else 1.0
+        else:
+            sigma = _check_sigma(self.sigma)
         m = min(_check_n_components(self.n_components, n), n)
         rng = check_random_state(self.random_state)
         if isinstance(self.landmarks, str) and self.landmarks == "random":
@@ -340,6 +348,7 @@ class Nystrom(TransformerMixin, BaseEstimator):
         self.normalization_ = np.ascontiguousarray(vecs[:, keep] / np.sqrt(vals[keep]))
         self.n_components_ = int(keep.sum())
         self.n_features_in_ = X.shape[1]
+        self.sigma_ = sigma
         self.factor_ = gaussian_gram(X, Z, sigma=sigma, n_threads=self.n_threads) @ \
             self.normalization_
         return self
@@ -349,7 +358,7 @@ class Nystrom(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "factor_")
         Y = check_array(Y, name="Y").astype(np.float64, copy=False)
         check_n_features(self, Y)
-        return gaussian_gram(Y, self.landmarks_, sigma=_check_sigma(self.sigma),
+        return gaussian_gram(Y, self.landmarks_, sigma=self.sigma_,
                              n_threads=self.n_threads) @ self.normalization_
 
 
