@@ -10,6 +10,11 @@ CONTRACT (stable; CPCM and CPD-UML rely on it):
     top_eigenpairs(X, n_components, *, sigma, random_state=None) -> (eigvals desc, eigvecs)
     gram_matmat(X, V, *, sigma, Y=None, n_threads=None) -> G(X, Y) @ V, G never stored
 
+Added parameters (all with defaults): gaussian_gram(..., out=None);
+Nystrom(..., sigma="median", rcond=None, n_threads=None) (landmarks may also
+be an array); nystrom_factor(..., landmarks="random"); top_eigenpairs(...,
+method="auto", tol=1e-10, max_iter=300, dense_max_samples=3000, n_threads=None).
+
 Everything here runs on one C kernel (``csrc/gram.c``): tiles of the Gram
 matrix computed in parallel with the exp fused into the tile loop. The low-rank
 factors (Nystrom, top eigenpairs) are what CPCM's kernel predictor and
@@ -456,13 +461,18 @@ def top_eigenpairs(X, n_components, *, sigma, random_state=None, method="auto", 
             (N, N), dtype=np.float64,
             matvec=lambda v: gram_matmat(X, np.ravel(v), sigma=sigma, n_threads=n_threads),
             matmat=lambda V: gram_matmat(X, V, sigma=sigma, n_threads=n_threads))
-        vals, vecs = eigsh(op, k=m, which="LA", tol=tol, v0=rng.uniform(-1, 1, N))
+        with _blas_single_thread():  # ARPACK's own steps are O(N ncv) (see below)
+            vals, vecs = eigsh(op, k=m, which="LA", tol=tol, v0=rng.uniform(-1, 1, N))
         order = np.argsort(vals)[::-1]
         return vals[order], np.ascontiguousarray(vecs[:, order])
     if method != "subspace":
         raise ValueError(f"method must be 'auto', 'dense', 'subspace' or 'lanczos', "
                          f"got {method!r}.")
-    return _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads)
+    # The dense steps are O(N k^2) against O(N^2 k) for the products; one BLAS
+    # thread costs them little and avoids OpenBLAS's busy-waiting threads
+    # fighting the OpenMP ones on a loaded machine (measured: 3x slower).
+    with _blas_single_thread():
+        return _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads)
 
 
 def _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads):
