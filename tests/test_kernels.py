@@ -400,3 +400,32 @@ def test_nystrom_default_sigma_is_median_distance():
     assert ny2.sigma_ == pytest.approx(5 * ny.sigma_, rel=1e-13)
     np.testing.assert_allclose(ny2.factor_, ny.factor_, atol=1e-8)
     assert Nystrom(3).fit(np.ones((4, 2))).sigma_ == 1.0
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_gram_property_random_shapes():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(nx=st.integers(1, 300), ny=st.integers(0, 260), p=st.integers(1, 40),
+           log_sigma=st.floats(-1.0, 1.5), seed=st.integers(0, 2**16),
+           sym=st.booleans(), f32=st.booleans())
+    def check(nx, ny, p, log_sigma, seed, sym, f32):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(nx, p)) * rng.uniform(0.1, 3.0)
+        Y = None if sym or ny == 0 else rng.normal(size=(ny, p))
+        sigma = 10.0**log_sigma * np.sqrt(p)
+        if f32:
+            X = X.astype(np.float32)
+            Y = None if Y is None else Y.astype(np.float32)
+        G = gaussian_gram(X, Y, sigma=sigma)
+        ref = brute_gram(X, Y, sigma)
+        assert G.shape == ref.shape
+        assert np.abs(G - ref).max(initial=0.0) <= (3e-6 if f32 else 1e-12)
+        V = rng.normal(size=(G.shape[1], 3)).astype(G.dtype)
+        GV = gram_matmat(X, V, sigma=sigma, Y=Y)
+        tol = 1e-4 if f32 else 1e-11
+        assert np.abs(GV - ref @ V).max(initial=0.0) <= tol * max(1.0, G.shape[1])
+
+    check()
