@@ -35,10 +35,18 @@ typedef void (*ml_sgemm_fn)(char *transa, char *transb, int *m, int *n, int *k,
                             int *ldb, float *beta, float *c, int *ldc);
 
 /* Number of threads for a parallel region: n_threads <= 0 means "OpenMP's
- * default", which honours OMP_NUM_THREADS and threadpoolctl. */
+ * default", which honours OMP_NUM_THREADS and threadpoolctl. A request is
+ * capped at ML_MAX_THREADS_PER_PROC threads per processor (and never below
+ * OpenMP's default): asking for 100000 threads made libgomp fail to create
+ * them and the process crash; results do not depend on the thread count. */
+#define ML_MAX_THREADS_PER_PROC 4
 static inline int ml_threads(int n_threads) {
 #ifdef _OPENMP
-    return n_threads > 0 ? n_threads : omp_get_max_threads();
+    int dflt = omp_get_max_threads();
+    if (n_threads <= 0) return dflt;
+    int cap = ML_MAX_THREADS_PER_PROC * omp_get_num_procs();
+    if (cap < dflt) cap = dflt;
+    return n_threads < cap ? n_threads : cap;
 #else
     (void)n_threads;
     return 1;

@@ -296,10 +296,12 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     # -- helpers -------------------------------------------------------------
 
     def _check_params(self):
-        check_scalar(self.sigma, "sigma", numbers.Real, min_val=0, include_boundaries="neither")
-        check_scalar(self.lam, "lam", numbers.Real, min_val=0, include_boundaries="neither")
+        check_scalar(self.sigma, "sigma", numbers.Real, min_val=0, include_boundaries="neither",
+                     allow_inf=False)
+        check_scalar(self.lam, "lam", numbers.Real, min_val=0, include_boundaries="neither",
+                     allow_inf=False)
         check_scalar(self.kernel_sigma, "kernel_sigma", numbers.Real, min_val=0,
-                     include_boundaries="neither")
+                     include_boundaries="neither", allow_inf=False)
         check_scalar(self.n_kernel_components, "n_kernel_components", numbers.Integral,
                      min_val=1)
         check_scalar(self.n_components, "n_components", numbers.Integral, min_val=1)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.threads import effective_n_threads
-from ._core.validation import check_array, check_n_features, check_random_state
+from ._core.validation import check_array, check_n_features, check_random_state, check_scalar
 from ._kernels import _gram
 
 __all__ = ["gaussian_gram", "gram_matmat", "median_pairwise_distance", "Nystrom",
@@ -443,6 +443,9 @@ def top_eigenpairs(X, n_components, *, sigma, random_state=None, method="auto", 
     m = _check_n_components(n_components, N)
     if m > N:
         raise ValueError(f"n_components={m} exceeds the number of samples {N}.")
+    check_scalar(tol, "tol", numbers.Real, min_val=0)
+    check_scalar(max_iter, "max_iter", numbers.Integral, min_val=1)
+    check_scalar(dense_max_samples, "dense_max_samples", numbers.Integral, min_val=0)
     if method == "auto":
         method = "dense" if N <= dense_max_samples else "subspace"
     if method == "dense":

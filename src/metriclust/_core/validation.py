@@ -4,6 +4,7 @@ Errors name the parameter and, for non-finite values, the first bad position,
 so that a user can find the offending entry without a debugger.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -146,15 +147,22 @@ def check_n_features(estimator, X):
 
 
 def check_scalar(x, name, target_type, *, min_val=None, max_val=None,
-                 include_boundaries="both"):
+                 include_boundaries="both", allow_inf=True):
     """Check a scalar parameter's type and range, naming it in the error.
 
     ``include_boundaries`` is one of "both", "left", "right", "neither".
+    NaN is always refused (it passes every comparison); infinity unless
+    ``allow_inf``.
     """
     if isinstance(x, bool) or not isinstance(x, target_type):
         types = target_type if isinstance(target_type, tuple) else (target_type,)
         names = " or ".join(getattr(t, "__name__", str(t)) for t in types)
         raise TypeError(f"{name} must be an instance of {names}, got {x!r}.")
+    if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral):
+        if math.isnan(x):
+            raise ValueError(f"{name} == {x!r}, must be a number, not NaN.")
+        if not allow_inf and math.isinf(x):
+            raise ValueError(f"{name} == {x!r}, must be finite.")
     left = include_boundaries in ("both", "left")
     right = include_boundaries in ("both", "right")
     if min_val is not None and (x < min_val or (x == min_val and not left)):

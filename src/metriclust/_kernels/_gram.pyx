@@ -36,6 +36,15 @@ DIRECT_MAX_D = ML_GRAM_DIRECT_MAX_D
 cdef Py_ssize_t INT_MAX = 2147483647
 
 
+cdef _array(A, str name, int ndim):
+    # The extension is compiled with boundscheck=False, so A.shape[k] on an
+    # array of fewer dimensions would read past the shape tuple: check first.
+    if not isinstance(A, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(A).__name__}.")
+    if A.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got {A.ndim}-D.")
+
+
 cdef _check(Py_ssize_t nx, Py_ssize_t ny, Py_ssize_t dx, Py_ssize_t dy, double sigma):
     if dx != dy:
         raise ValueError(f"Y has {dy} features, but X has {dx} features.")
@@ -75,6 +84,9 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=N
     cdef float[:, ::1] Gf
     cdef const double *yd = NULL
     cdef const float *yf = NULL
+    _array(X, "X", 2)
+    if Y is not None:
+        _array(Y, "Y", 2)
     cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], ny = nx
     cdef int status
     if Y is not None:
@@ -125,6 +137,10 @@ def gram_matmat(X, Y, V, double sigma, int n_threads=0):
     cdef float[:, ::1] Of
     cdef const double *yd = NULL
     cdef const float *yf = NULL
+    _array(X, "X", 2)
+    if Y is not None:
+        _array(Y, "Y", 2)
+    _array(V, "V", 2)
     cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], ny = nx, k = V.shape[1]
     cdef int status
     if Y is not None:
@@ -179,6 +195,9 @@ def expneg(x, out=None):
     cdef const float[::1] xf
     cdef double[::1] od
     cdef float[::1] of
+    _array(x, "x", 1)
+    if out is not None:
+        _array(out, "out", 1)
     cdef Py_ssize_t n = x.shape[0]
     if out is None:
         out = np.empty_like(x)
