@@ -71,12 +71,19 @@ def check_array(
             "Convert it with .toarray() if it fits in memory."
         )
     dtypes = dtype if isinstance(dtype, tuple) else (dtype,)
-    arr = np.asarray(X)
+    try:
+        arr = np.asarray(X)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"{name} is not a rectangular array: {exc}") from None
     if arr.dtype.kind == "c":
         raise ValueError(f"Complex data not supported in {name}.")
     if arr.dtype.kind == "O":
-        # float() raises TypeError on non-numbers, which is what a user expects.
-        arr = arr.astype(np.float64)
+        # float() raises TypeError on non-numbers, which is what a user expects;
+        # the message names the parameter.
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name} must hold numbers: {exc}") from None
     elif arr.dtype.kind not in "biuf":
         raise TypeError(
             f"{name} must hold numbers, got an array of dtype {arr.dtype} "
