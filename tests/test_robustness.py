@@ -288,12 +288,115 @@ def test_n_clusters_equals_n_samples(est_name):
         assert fitted.inertia_ == pytest.approx(0.0, abs=1e-12)
 
 
+_PAIRS = np.array([[0, 1], [0, 20], [5, 17], [11, 12]])
+
+
 @pytest.mark.parametrize("scale", [1e-150, 1e150])
-def test_kmeans_scale_invariance(scale):
-    """k-means' partition is invariant to a global scaling of the data."""
-    ref = _kmeans(n_init=3).fit(X0).labels_
-    got = _kmeans(n_init=3).fit(X0 * scale).labels_
-    assert metrics.adjusted_rand_index(ref, got) == pytest.approx(1.0)
+@pytest.mark.parametrize("est_name", list(ESTIMATORS))
+def test_scale_invariance(est_name, scale):
+    """Extreme scales give the right answer, not merely a finite one.
+
+    Every method here is invariant to a global scaling of X (k-means' and
+    CPCM's criteria scale by s^2; CPD-UML's and CPCM-kernel's sigmas are
+    relative to the data's spread; MMC's metric scales by 1/s^2, so its pair
+    distances are unchanged): the partition at 1e-150 / 1e150 is the one at 1.
+    """
+    ref = _fit(ESTIMATORS[est_name](), X0)
+    got = _fit(ESTIMATORS[est_name](), X0 * scale)
+    assert_finite(got)
+    if est_name == "MMC":
+        np.testing.assert_allclose(got.pair_distances(X0 * scale, _PAIRS),
+                                   ref.pair_distances(X0, _PAIRS), rtol=1e-8)
+        return
+    assert metrics.adjusted_rand_index(ref.labels_, got.labels_) == pytest.approx(1.0)
+    assert np.array_equal(got.predict(X0 * scale), got.labels_) or est_name.startswith("CPCM")
+
+
+MMC_PAIR_DISTANCES_BAD = {
+    "out-of-range": (X0, np.array([[0, 24]]), ("pairs",)),
+    "negative": (X0, np.array([[-1, 0]]), ("pairs",)),
+    "float": (X0, np.array([[0.0, 1.5]]), ("pairs",)),
+    "shape": (X0, np.array([[0, 1, 2]]), ("pairs",)),
+    "strings": (X0, np.array([["a", "b"]]), ("pairs",)),
+    "X-features": (np.ones((24, 4)), np.array([[0, 1]]), ("features",)),
+    "X-nan": (BAD_X["nan"][0], np.array([[0, 1]]), ("X",)),
+    "X-1D": (X0[:, 0].copy(), np.array([[0, 1]]), ("X",)),
+}
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("case", list(MMC_PAIR_DISTANCES_BAD))
+def test_mmc_pair_distances_bad(case, diagonal):
+    mmc = _mmc(diagonal=diagonal).fit(X0, Y0)
+    X, pairs, names = MMC_PAIR_DISTANCES_BAD[case]
+    check_outcome(lambda: mmc.pair_distances(X, pairs), names, must_raise=True)
+
+
+def test_mmc_pair_distances_self_pair_is_zero():
+    """d_A(x, x) = 0 exactly: a self pair at predict time is a valid question."""
+    mmc = _mmc().fit(X0, Y0)
+    res = check_outcome(lambda: mmc.pair_distances(X0, np.array([[3, 3], [0, 1]])), ("pairs",))
+    if res is not None:
+        assert res[0] == 0.0 and res[1] > 0.0
+
+
+BAD_INIT = {
+    "KMeans-nan-centers": (lambda: _kmeans(init=np.where(np.eye(2, 3) > 0, np.nan, 0.0)),
+                           ("init",)),
+    "KMeans-inf-centers": (lambda: _kmeans(init=np.full((2, 3), np.inf)), ("init",)),
+    "KMeans-1D-centers": (lambda: _kmeans(init=np.ones(3)), ("init",)),
+    "KMeans-complex-centers": (lambda: _kmeans(init=np.ones((2, 3)) + 1j), ("init",)),
+    "CKMeans-wrong-shape": (lambda: _ckmeans(init=np.ones((3, 3))), ("init",)),
+    "CPCM-labels-short": (lambda: _cpcm("linear", init=np.zeros(5, dtype=int)), ("init",)),
+    "CPCM-labels-out-of-range": (lambda: _cpcm("linear", init=np.arange(24) % 3), ("init",)),
+    "CPCM-labels-negative": (lambda: _cpcm("linear", init=np.arange(24) % 2 - 1), ("init",)),
+    "CPCM-labels-nan": (lambda: _cpcm("linear", init=np.r_[np.nan, np.arange(23) % 2]),
+                        ("init",)),
+    "CPCM-labels-float": (lambda: _cpcm("linear", init=np.r_[0.5, np.arange(23) % 2]),
+                          ("init",)),
+    "CPCM-labels-2D": (lambda: _cpcm("linear", init=np.zeros((24, 1), dtype=int)), ("init",)),
+    "CPCM-labels-one-cluster": (lambda: _cpcm("linear", init=np.zeros(24, dtype=int)),
+                                ("init", "n_clusters", "cluster")),
+}
+
+XFAIL_INIT = {}
+
+
+@pytest.mark.parametrize("case", [_xfail((c,), XFAIL_INIT[c]) if c in XFAIL_INIT else c
+                                  for c in BAD_INIT])
+def test_bad_init(case):
+    make, names = BAD_INIT[case]
+    check_outcome(lambda: make().fit(X0), names, must_raise=case != "CPCM-labels-one-cluster")
+
+
+NYSTROM_LANDMARKS_BAD = {
+    "features": (np.ones((3, 4)), ("landmarks", "features")),
+    "nan": (np.full((3, 3), np.nan), ("landmarks",)),
+    "1-D": (np.ones(3), ("landmarks",)),
+    "empty": (np.empty((0, 3)), ("landmarks", "n_components")),
+    "strings": (np.full((3, 3), "a"), ("landmarks",)),
+}
+
+
+@pytest.mark.parametrize("case", list(NYSTROM_LANDMARKS_BAD))
+def test_nystrom_bad_landmarks(case):
+    landmarks, names = NYSTROM_LANDMARKS_BAD[case]
+    call = lambda: kernels.Nystrom(3, sigma=1.0, landmarks=landmarks).fit(X0)  # noqa: E731
+    check_outcome(call, names, must_raise=True)
+
+
+def test_nystrom_duplicate_landmarks():
+    """Duplicate landmarks make W singular: the factor stays finite and exact on X."""
+    L = np.repeat(X0[:3], 2, axis=0)
+    ny = check_outcome(lambda: kernels.Nystrom(6, sigma=2.0, landmarks=L).fit(X0),
+                       ("landmarks",))
+    if ny is not None:
+        U = ny.factor_
+        assert np.all(np.isfinite(U))
+        # rows of X that are landmarks are reproduced exactly: G(l, l') = u_l . u_l'
+        idx = [0, 1, 2]
+        np.testing.assert_allclose(U[idx] @ U[idx].T, _gram_ref(X0[:3], X0[:3], 2.0),
+                                   atol=1e-8)
 
 
 @pytest.mark.parametrize("est_name", list(ESTIMATORS))
