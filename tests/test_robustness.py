@@ -476,6 +476,49 @@ def _param_cases():
     return out
 
 
+_HUGE_ITER_REASON = (
+    "_core/kmeans.py: {}(max_iter=2**31).fit(X) raises OverflowError('value too large "
+    "to convert to int') from the Cython bridge's C int, not a ValueError naming max_iter "
+    "(or a clamp: a huge cap on iterations is a valid request)")
+XFAIL_HUGE = {"KMeans": _HUGE_ITER_REASON.format("KMeans"),
+              "ConstrainedKMeans": _HUGE_ITER_REASON.format("ConstrainedKMeans")}
+
+
+@pytest.mark.parametrize("est_name", [
+    pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=XFAIL_HUGE[e])]
+                 if e in XFAIL_HUGE else []) for e in ESTIMATORS])
+def test_huge_integer_parameters(est_name):
+    """2**31 iterations / components: a normal fit (loops end at convergence, ranks are
+    clipped to what the data allow) or a clear error -- never an OverflowError."""
+    names = {"MMC": ["max_iter"], "CPCM-kernel": ["max_iter", "n_components"],
+             "CPCM-stepwise": ["max_iter", "max_features"],
+             "CPDUML-nystrom": ["max_iter", "n_components"],
+             "CPDUML-eig": ["max_iter", "n_kernel_components", "n_components"]}
+    for param in names.get(est_name, ["max_iter"]):
+        est = ESTIMATORS[est_name](**{param: 2**31})
+        check_outcome(lambda: _fit(est, X0), (param,))
+
+
+@pytest.mark.parametrize("fn", ["gaussian_gram", "gram_matmat", "Nystrom", "top_eigenpairs"])
+@pytest.mark.parametrize("n_threads", [2**40, -2**40, 0, True, 1.5, "2"], ids=repr)
+def test_public_n_threads(fn, n_threads):
+    """n_threads: any int works (capped / counted back from the maximum); 0 and non-ints
+    are refused by name; the answer does not depend on it."""
+    calls = {
+        "gaussian_gram": lambda nt: kernels.gaussian_gram(X0, sigma=1.0, n_threads=nt),
+        "gram_matmat": lambda nt: kernels.gram_matmat(X0, np.ones((24, 2)), sigma=1.0,
+                                                      n_threads=nt),
+        "Nystrom": lambda nt: kernels.Nystrom(3, sigma=1.0, random_state=0,
+                                              n_threads=nt).fit(X0).factor_,
+        "top_eigenpairs": lambda nt: kernels.top_eigenpairs(X0, 2, sigma=1.0, random_state=0,
+                                                            n_threads=nt)[0],
+    }
+    res = check_outcome(lambda: calls[fn](n_threads), ("n_threads",),
+                        must_raise=not isinstance(n_threads, int) or n_threads in (0, True))
+    if res is not None:
+        np.testing.assert_allclose(res, calls[fn](1), rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("est_name,param,value", _param_cases())
 def test_bad_parameter(est_name, param, value):
     est = ESTIMATORS[est_name](**{param: value})
@@ -508,6 +551,23 @@ def test_kmeans_bad_sample_weight(case, method):
         km = _kmeans().fit(X0)
         call = lambda: km.score(X0, sample_weight=w)  # noqa: E731
     check_outcome(call, ("sample_weight",), must_raise=True)
+
+
+@pytest.mark.parametrize("factor", [
+    1e-300,
+    1e300,
+    pytest.param(1e307, marks=pytest.mark.xfail(strict=True, reason=(
+        "_core/kmeans.py: KMeans(n_clusters=2, n_init=1, random_state=0).fit(X, "
+        "sample_weight=np.full(24, 1e307)) raises numpy's 'Probabilities do not sum to 1' "
+        "from the k-means++ draw (sum(w) and w @ X overflow in the centering, line 193); "
+        "weights are defined up to scale: normalize w first"))),
+])
+def test_kmeans_weight_scale_invariance(factor):
+    """Weights matter only up to a common factor: extreme factors change nothing."""
+    ref = _kmeans(n_init=2).fit(X0)
+    got = _kmeans(n_init=2).fit(X0, sample_weight=np.full(24, factor))
+    assert np.array_equal(ref.labels_, got.labels_)
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
 
 
 def test_kmeans_zero_weight_points_are_ignored():

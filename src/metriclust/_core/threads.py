@@ -28,7 +28,8 @@ def effective_n_threads(n_threads=None):
         raise ValueError("n_threads must not be 0.")
     if n_threads < 0:
         return max(1, max_threads + 1 + int(n_threads))
-    return int(n_threads)
+    # The kernels take a C int (and cap it further at a few threads per core).
+    return int(min(n_threads, 2**31 - 1))
 
 
 @contextlib.contextmanager
