@@ -557,7 +557,7 @@ def test_kmeans_bad_sample_weight(case, method):
     1e-300,
     1e300,
     pytest.param(1e307, marks=pytest.mark.xfail(strict=True, reason=(
-        "_core/kmeans.py: KMeans(n_clusters=2, n_init=1, random_state=0).fit(X, "
+        "_core/kmeans.py: KMeans(n_clusters=2, n_init=2, random_state=0).fit(X, "
         "sample_weight=np.full(24, 1e307)) raises numpy's 'Probabilities do not sum to 1' "
         "from the k-means++ draw (sum(w) and w @ X overflow in the centering, line 193); "
         "weights are defined up to scale: normalize w first"))),
@@ -647,6 +647,38 @@ def test_contradictory_constraints():
                                   cannot_link=np.array([[1, 0]]))
     check_outcome(call, ("must_link", "cannot_link", "infeasible", "contradict"),
                   must_raise=True)
+
+
+def test_infeasible_cannot_links():
+    """Three mutually cannot-linked points and two clusters: a clear error."""
+    call = lambda: _ckmeans().fit(X0, cannot_link=np.array([[0, 1], [1, 2], [0, 2]]))  # noqa
+    check_outcome(call, ("cannot_link", "cannot-link"), must_raise=True)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "constraints.py: ConstrainedKMeans(n_clusters=2).fit(X (24 points), must_link="
+    "np.c_[np.zeros(23, int), np.arange(1, 24)]) says 'n_samples=1 should be >= "
+    "n_clusters=2.' -- the user passed 24 samples; the message should say that the "
+    "must-links leave 1 connected component, fewer than n_clusters"))
+def test_must_links_merge_below_n_clusters():
+    ml = np.c_[np.zeros(23, dtype=int), np.arange(1, 24)]
+    call = lambda: _ckmeans().fit(X0, must_link=ml)  # noqa: E731
+    check_outcome(call, ("must_link", "must-link", "component"), must_raise=True)
+
+
+@pytest.mark.parametrize("est_name", list(ESTIMATORS))
+def test_predict_float32_after_float64_fit(est_name):
+    """Serving float32 data to a float64 model gives the same answer (separated data)."""
+    est = _fit(ESTIMATORS[est_name](), X0)
+    for method in ("predict", "transform"):
+        if hasattr(est, method):
+            a = getattr(est, method)(X0)
+            b = getattr(est, method)(X0.astype(np.float32))
+            assert_finite(b)
+            if method == "predict":
+                assert np.array_equal(a, b)
+            else:
+                np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
 
 
 # ----------------------------------------------------------------------------
