@@ -32,8 +32,8 @@ import warnings
 import numpy as np
 import pytest
 
-import metriclust
-from metriclust import CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans, constraints, kernels, metrics
+from metriclust import (CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans, constraints, datasets,
+                        kernels, metrics)
 
 CLEAR = (ValueError, TypeError)
 
@@ -693,7 +693,7 @@ def _gram_ref(X, Y, sigma):
 KERNEL_FUNCS = {
     "gaussian_gram": lambda X: kernels.gaussian_gram(X, sigma=1.0),
     "gaussian_gram-Y": lambda X: kernels.gaussian_gram(X0, X, sigma=1.0),
-    "gram_matmat": lambda X: kernels.gram_matmat(X, np.ones((np.shape(X)[0], 2)), sigma=1.0),
+    "gram_matmat": lambda X: kernels.gram_matmat(X, np.ones((len(X), 2)), sigma=1.0),
     "median_pairwise_distance": lambda X: kernels.median_pairwise_distance(X, random_state=0),
     "Nystrom": lambda X: kernels.Nystrom(3, sigma=1.0, random_state=0).fit(X),
     "Nystrom-median": lambda X: kernels.Nystrom(3, random_state=0).fit(X),
@@ -703,7 +703,8 @@ KERNEL_FUNCS = {
 
 KERNEL_X = ["nan", "inf", "empty-rows", "empty-cols", "one-sample", "one-feature",
             "all-identical", "duplicates", "float16", "int", "bool", "object-numbers",
-            "object-numeric-strings", "object-strings", "strings", "complex", "1-D", "3-D", "list", "fortran",
+            "object-numeric-strings", "object-strings", "strings", "complex", "1-D", "3-D",
+            "list", "ragged-list", "object-mixed", "fortran",
             "negative-stride", "read-only", "tiny-1e-150", "huge-1e150"]
 
 XFAIL_KERNEL = {}
@@ -1001,6 +1002,62 @@ def test_constraint_functions(case):
 
 
 # ----------------------------------------------------------------------------
+# metriclust.datasets
+# ----------------------------------------------------------------------------
+
+_MAKERS = {
+    "make_parallel_lines": datasets.make_parallel_lines,
+    "make_parallel_clouds": datasets.make_parallel_clouds,
+    "make_concentric_circles": datasets.make_concentric_circles,
+    "make_moons": datasets.make_moons,
+    "make_xing_artificial": lambda **kw: datasets.make_xing_artificial(1, **kw),
+}
+_MAKER_BAD = [("n_samples", 0), ("n_samples", -5), ("n_samples", 2.5), ("n_samples", "10"),
+              ("random_state", "seed"), ("noise", -1.0), ("noise", _NAN), ("noise", _INF)]
+_MAKER_PARAMS = {"make_xing_artificial": {"n_samples", "random_state"},
+                 "make_moons": {"n_samples", "random_state", "noise"}}
+
+
+def _maker_cases():
+    for fn in _MAKERS:
+        for param, value in _MAKER_BAD:
+            if param in _MAKER_PARAMS.get(fn, {p for p, _ in _MAKER_BAD}):
+                yield pytest.param(fn, param, value, id=f"{fn}-{param}={value!r}")
+
+
+@pytest.mark.parametrize("fn,param,value", list(_maker_cases()))
+def test_dataset_makers_bad_params(fn, param, value):
+    check_outcome(lambda: _MAKERS[fn](**{param: value}), (param,), must_raise=True)
+
+
+_CSV_BAD = {
+    "empty": ("", ()),
+    "header-only": ("a,b,label\n", ()),
+    "no-label-column": ("a,b\n1,2\n3,4\n", ("label",)),
+    "nan-field": ("a,b,label\n1,nan,0\n3,4,1\n", ("nan", "finite", "NaN")),
+    "inf-field": ("a,b,label\n1,inf,0\n3,4,1\n", ("inf", "finite")),
+    "word-field": ("a,b,label\n1,x,0\n3,4,1\n", ("x",)),
+    "ragged": ("a,b,label\n1,2,0\n3,1\n", ("field", "column")),
+    "float-label": ("a,b,label\n1,2,0.5\n3,4,1\n", ("label",)),
+    "binary": ("a,b,label\n\x00\x01,2,0\n", ()),
+}
+
+
+@pytest.mark.parametrize("case", list(_CSV_BAD))
+def test_load_csv_hostile(tmp_path, case):
+    text, names = _CSV_BAD[case]
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    # errors name the file (and the line / field where there is one)
+    check_outcome(lambda: datasets.load_csv(path), ("d.csv",) + names, must_raise=True)
+
+
+def test_load_csv_missing_file(tmp_path):
+    with pytest.raises(OSError):
+        datasets.load_csv(tmp_path / "missing.csv")
+
+
+# ----------------------------------------------------------------------------
 # raw Cython bridges, in a child interpreter
 # ----------------------------------------------------------------------------
 
@@ -1247,6 +1304,10 @@ BRIDGE = {
     "km-weight-list": ("result = km.lloyd(X, [1.0] * 10, C.copy(), 10, 0.0)", "either"),
     "km-weight-readonly": ("result = km.lloyd(X, ro(np.ones(10)), C.copy(), 10, 0.0)", "ok"),
     "km-weight-zero": ("result = km.lloyd(X, np.zeros(10), C.copy(), 10, 0.0)", "either"),
+    "km-weight-nan": ("result = km.lloyd(X, np.full(10, np.nan), C.copy(), 10, 0.0)",
+                      "either-nan"),
+    "km-weight-negative": ("result = km.lloyd(X, -np.ones(10), C.copy(), 10, 0.0)",
+                           "either-nan"),
     "km-identical-points": ("Z = np.ones((10, 3)); c = Z[:2].copy()\n"
                             "result = km.lloyd(Z, None, c, 10, 0.0)", "ok"),
     "km-nan-centers": ("c = C.copy(); c[0, 0] = np.nan\n"
@@ -1336,6 +1397,10 @@ BRIDGE = {
     "pd-one-row": ("result = pw.pairs_diag(X[:1].copy(), None, np.ones(3))\n"
                    "assert result[0] == 0", "ok"),
     "pd-zero-cols": ("result = pw.pairs_diag(np.empty((10, 0)), None, np.empty(0))", "raise"),
+    "pd-a-negative": ("result = pw.pairs_diag(X, P, -np.ones(3))", "either-nan"),
+    "pd-a-nan": ("result = pw.pairs_diag(X, P, np.full(3, np.nan))", "either-nan"),
+    "pd-pairs-None-huge-threads-1row": ("result = pw.pairs_diag(X[:1].copy(), None,"
+                                        " np.ones(3), True, True, 100000)", "ok"),
     "pd-threads-huge": ("result = pw.pairs_diag(X, None, np.ones(3), True, True, 100000)",
                         "either"),
     "ap-ok": ("result = pw.allpairs_full(X, X)\n"
@@ -1420,7 +1485,8 @@ def test_raw_bridge(bridge_results, name):
     assert kind not in ("crash", "hang"), f"{name}: {kind} (rc={res.get('rc')})"
     assert kind != "wrong", f"{name}: wrong answer {res.get('msg')}"
     if kind == "raise":
-        assert res["type"] in _BRIDGE_RAISE_OK, f"{name}: {res['type']}: {res['msg']}"
+        allowed = _BRIDGE_RAISE_OK | ({"FloatingPointError"} if expect == "either-nan" else set())
+        assert res["type"] in allowed, f"{name}: {res['type']}: {res['msg']}"
         assert expect != "ok", f"{name}: refused a valid call: {res['type']}: {res['msg']}"
         return
     if expect == "either-nan":
