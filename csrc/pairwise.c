@@ -10,6 +10,7 @@
 #define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
 #define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
 #define ML_TILE 256           /* row tile of the all-pairs kernel */
+#define ML_MIN_PARALLEL_WORK 2000000.0  /* flops below which threads cost more than they save */
 
 /* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
  * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
@@ -73,7 +74,8 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
     int status = ML_OK;
     const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
 
-    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    const double work = (double)m * (double)p * (double)(r + (G ? p : 0));
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *D = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         double *Yb = malloc((size_t)(ML_CHUNK * r) * sizeof(double));
@@ -212,7 +214,9 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
-    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    const double n_pairs = implicit ? 0.5 * (double)n * (double)(n - 1) : (double)m;
+    const double work = n_pairs * (double)p * (double)(H ? p : 1);
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));

@@ -235,10 +235,10 @@ def test_full_reaches_the_optimum_of_an_independent_solver(seed):
     ref = lbfgs_over_L(X, S, D)
     assert mmc.converged_
     assert mmc.objective_ == pytest.approx(ref, rel=1e-6)
-    assert mmc.objective_ == pytest.approx(J_of(X, S, D, mmc.metric_), rel=1e-10)
-    # The paper's constraint is active: sum_S d_A^2 = 1.
+    assert mmc.objective_ == pytest.approx(J_of(X, S, D, mmc.metric_), rel=1e-8)  # ridge 1e-9
+    # The paper's constraint is active: sum_S d_A^2 = 1 (up to the 1e-9 ridge).
     dS = X[S[:, 0]] - X[S[:, 1]]
-    assert np.einsum("ij,jk,ik->", dS, mmc.metric_, dS) == pytest.approx(1.0, rel=1e-10)
+    assert np.einsum("ij,jk,ik->", dS, mmc.metric_, dS) == pytest.approx(1.0, rel=1e-7)
     assert np.linalg.eigvalsh(mmc.metric_)[0] > -1e-10 * np.abs(mmc.metric_).max()
     np.testing.assert_allclose(mmc.metric_, mmc.components_.T @ mmc.components_)
 
