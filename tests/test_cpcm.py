@@ -318,6 +318,10 @@ def test_large_n_thread_count_invariance():
         b = CPCM(3, n_init=2, random_state=1).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.blur_ratio_ == b.blur_ratio_
+    # above 20000 points the search runs on a subsample, then polishes on all of X
+    assert a.search_size_ == 20000
+    assert adjusted_rand_index(np.repeat([0, 1, 2], 10000), a.labels_) > 0.9
+    assert a.history_[-1] == a.blur_ratio_ and np.all(np.diff(a.history_) < 0)
 
 
 def test_float32_input_kept():
@@ -355,8 +359,11 @@ def test_perfectly_predicted_cluster_warns(load_dataset):
 def test_rank_deficient_linear_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 30))
-    with pytest.warns(UserWarning, match="predicts every partition perfectly"):
+    with pytest.warns(UserWarning) as record:
         CPCM(2, init="random", n_init=1, random_state=0).fit(X)
+    messages = " ".join(str(w.message) for w in record)
+    assert "predicts every partition perfectly" in messages
+    assert "predicted perfectly" in messages          # and the result says so too
 
 
 @pytest.mark.parametrize("params,err", [
