@@ -9,6 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Let the compiler fuse a * b + c into FMA where the target has it (ISO C
+ * mode turns contraction off by default). Only the ISA clones with FMA use
+ * it; results then differ from the baseline build in the last bit. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
 /* Hot loops are compiled for three ISA levels and dispatched at load time
  * (the wheel itself targets baseline x86-64). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
@@ -39,19 +46,18 @@ static inline double ml_expneg1_f64(double x) {
     double t = x * log2e + shift;
     double kd = t - shift;
     double r = (x - kd * ln2hi) - kd * ln2lo;
-    double p = 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    /* Taylor coefficients 1/j!, evaluated by Estrin's scheme (short
+     * dependency chains: the loop is latency-bound under Horner). */
+    const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const double p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6.0),
+                 p45 = 1.0 / 24.0 + r * (1.0 / 120.0),
+                 p67 = 1.0 / 720.0 + r * (1.0 / 5040.0),
+                 p89 = 1.0 / 40320.0 + r * (1.0 / 362880.0),
+                 p1011 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
+    const double q0 = p01 + r2 * p23, q1 = p45 + r2 * p67,
+                 q2 = p89 + r2 * p1011;
+    const double e0 = q0 + r4 * q1, e1 = q2 + r4 * (1.0 / 479001600.0);
+    const double p = e0 + r8 * e1;
     double h = kd * 0.5 + shift; /* low bits: k1 = round(k / 2) */
     double t2 = (kd - (h - shift)) + shift; /* low bits: k2 = k - k1 */
     uint64_t b1, b2;
@@ -74,14 +80,11 @@ static inline float ml_expneg1_f32(float x) {
     float t = x * log2e + shift;
     float kd = t - shift;
     float r = (x - kd * ln2hi) - kd * ln2lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    const float r2 = r * r, r4 = r2 * r2;
+    const float p01 = 1.0f + r, p23 = 0.5f + r * (1.0f / 6.0f),
+                p45 = 1.0f / 24.0f + r * (1.0f / 120.0f),
+                p67 = 1.0f / 720.0f + r * (1.0f / 5040.0f);
+    const float p = (p01 + r2 * p23) + r4 * (p45 + r2 * p67);
     float h = kd * 0.5f + shift;
     float t2 = (kd - (h - shift)) + shift;
     uint32_t b1, b2;
@@ -108,6 +111,18 @@ void ml_expneg_f32(const float *ML_RESTRICT x, float *ML_RESTRICT out,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Row copies from a tile buffer into G. (Non-temporal stores were tried
+ * here: no measurable gain, the first-touch page clearing of the fresh output
+ * dominates the memory time; see benchmarks/results/gram.md.) */
+static inline void ml_copy_row_f64(double *ML_RESTRICT dst, const double *ML_RESTRICT src,
+                                   ptrdiff_t n) {
+    memcpy(dst, src, sizeof(double) * (size_t)n);
+}
+static inline void ml_copy_row_f32(float *ML_RESTRICT dst, const float *ML_RESTRICT src,
+                                   ptrdiff_t n) {
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
 #define ML_GRAM_TILE 128
 
 #define REAL double
@@ -115,21 +130,25 @@ void ml_expneg_f32(const float *ML_RESTRICT x, float *ML_RESTRICT out,
 #define SUF(name) name##_f64
 #define GEMM_T ml_dgemm_fn
 #define EXPNEG ml_expneg1_f64
+#define COPY_ROW ml_copy_row_f64
 #include "gram_impl.h"
 #undef REAL
 #undef REAL_MAX
 #undef SUF
 #undef GEMM_T
 #undef EXPNEG
+#undef COPY_ROW
 
 #define REAL float
 #define REAL_MAX FLT_MAX
 #define SUF(name) name##_f32
 #define GEMM_T ml_sgemm_fn
 #define EXPNEG ml_expneg1_f32
+#define COPY_ROW ml_copy_row_f32
 #include "gram_impl.h"
 #undef REAL
 #undef REAL_MAX
 #undef SUF
 #undef GEMM_T
 #undef EXPNEG
+#undef COPY_ROW

@@ -115,17 +115,20 @@ static void SUF(ml_tile_direct)(const REAL *ML_RESTRICT X, ptrdiff_t i0,
     }
 }
 
-/* The fused pass after the tile's gemm: dot products -> squared distances
- * (clamped at 0) -> exp, in place. */
+/* The fused pass after the tile's gemm: dot products (src) -> squared
+ * distances (clamped at 0) -> exp, written to dst (src == dst allowed). */
 ML_CLONES
 static void SUF(ml_tile_finish)(const REAL *ML_RESTRICT nx, const REAL *ML_RESTRICT ny,
                                 ptrdiff_t ni, ptrdiff_t nj, REAL scale,
-                                REAL *ML_RESTRICT out, ptrdiff_t ldo) {
+                                const REAL *src, ptrdiff_t lds, REAL *dst,
+                                ptrdiff_t ldd) {
     for (ptrdiff_t ii = 0; ii < ni; ii++) {
-        REAL *o = out + ii * ldo;
+        const REAL *s = src + ii * lds;
+        REAL *o = dst + ii * ldd;
         const REAL a = nx[ii];
+#pragma omp simd
         for (ptrdiff_t jj = 0; jj < nj; jj++) {
-            REAL d2 = (a + ny[jj]) - 2 * o[jj];
+            REAL d2 = (a + ny[jj]) - 2 * s[jj];
             d2 = d2 > 0 ? d2 : 0;
             o[jj] = EXPNEG(d2 * scale);
         }
@@ -133,38 +136,62 @@ static void SUF(ml_tile_finish)(const REAL *ML_RESTRICT nx, const REAL *ML_RESTR
 }
 
 /* One tile of G: rows i0..i0+ni of X against rows j0..j0+nj of Y, written to
- * out (leading dimension ldo). */
+ * dst (leading dimension ldd). buf (ML_GRAM_TILE^2, may equal dst when
+ * ldd == ML_GRAM_TILE) receives the GEMM's dot products; acc is one row. */
 static void SUF(ml_gram_tile)(const SUF(ml_gram_ops) *op, ptrdiff_t i0,
                               ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj,
-                              REAL *out, ptrdiff_t ldo, REAL *acc) {
+                              REAL *dst, ptrdiff_t ldd, REAL *buf, REAL *acc) {
     if (op->direct) {
         SUF(ml_tile_direct)(op->X, i0, ni, op->YT, op->ny, j0, nj, op->d,
-                            op->scale, out, ldo, acc);
+                            op->scale, dst, ldd, acc);
         return;
     }
-    /* Row-major out (ni x nj) = Xc_blk Yc_blk^T is column-major
-     * out^T (nj x ni) = Yc_blk (as d x nj, transposed) ^T * Xc_blk (d x ni). */
+    /* Row-major buf (ni x nj) = Xc_blk Yc_blk^T is column-major
+     * buf^T (nj x ni) = Yc_blk (as d x nj, transposed) ^T * Xc_blk (d x ni).
+     * The tile stays in L2 between the gemm and the fused exp pass. */
     char ta = 'T', tb = 'N';
     int m = (int)nj, n = (int)ni, k = (int)op->d, lda = (int)op->d,
-        ldb = (int)op->d, ldc = (int)ldo;
+        ldb = (int)op->d, ldc = ML_GRAM_TILE;
     REAL one = 1, zero = 0;
     op->gemm(&ta, &tb, &m, &n, &k, &one, op->Yc + j0 * op->d, &lda,
-             op->Xc + i0 * op->d, &ldb, &zero, out, &ldc);
-    SUF(ml_tile_finish)(op->nxc + i0, op->nyc + j0, ni, nj, op->scale, out, ldo);
+             op->Xc + i0 * op->d, &ldb, &zero, buf, &ldc);
+    SUF(ml_tile_finish)(op->nxc + i0, op->nyc + j0, ni, nj, op->scale, buf,
+                        ML_GRAM_TILE, dst, ldd);
 }
 
-/* G[j0 + jj, i0 + ii] = G[i0 + ii, j0 + jj] for the tile (strict lower part
- * only when the tile is on the diagonal). */
-static void SUF(ml_mirror_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
-                                ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj) {
-    int diag = (i0 == j0);
-    for (ptrdiff_t jj = 0; jj < nj; jj++) {
-        REAL *dst = G + (j0 + jj) * ld + i0;
-        const REAL *src = G + i0 * ld + j0 + jj;
-        ptrdiff_t end = diag ? jj : ni;
-        for (ptrdiff_t ii = 0; ii < end; ii++) dst[ii] = src[ii * ld];
-        if (diag) dst[jj] = 1;
+/* Write a tile held in buf (ni x nj, ld ML_GRAM_TILE) to G at (i0, j0) and,
+ * in the symmetric case, transposed at (j0, i0) (through buf2, so that both
+ * writes are contiguous rows). A diagonal tile (i0 == j0) is
+ * written from its upper triangle only, with a unit diagonal, so that G is
+ * exactly symmetric whatever the rounding of the GEMM. */
+static void SUF(ml_store_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
+                               ptrdiff_t ni, ptrdiff_t j0, ptrdiff_t nj,
+                               const REAL *buf, REAL *buf2, int sym) {
+    const ptrdiff_t T = ML_GRAM_TILE;
+    if (sym && i0 == j0) {
+        for (ptrdiff_t ii = 0; ii < ni; ii++) {
+            REAL *g = buf2 + ii * T;
+            for (ptrdiff_t jj = 0; jj < ii; jj++) g[jj] = buf[jj * T + ii];
+            g[ii] = 1;
+            for (ptrdiff_t jj = ii + 1; jj < nj; jj++) g[jj] = buf[ii * T + jj];
+            COPY_ROW(G + (i0 + ii) * ld + j0, g, nj);
+        }
+        return;
     }
+    for (ptrdiff_t ii = 0; ii < ni; ii++)
+        COPY_ROW(G + (i0 + ii) * ld + j0, buf + ii * T, nj);
+    if (!sym) return;
+    /* buf2 = buf^T in 8 x 8 blocks (both in L2) */
+    for (ptrdiff_t ib = 0; ib < ni; ib += 8) {
+        ptrdiff_t ie = ib + 8 < ni ? ib + 8 : ni;
+        for (ptrdiff_t jb = 0; jb < nj; jb += 8) {
+            ptrdiff_t je = jb + 8 < nj ? jb + 8 : nj;
+            for (ptrdiff_t ii = ib; ii < ie; ii++)
+                for (ptrdiff_t jj = jb; jj < je; jj++) buf2[jj * T + ii] = buf[ii * T + jj];
+        }
+    }
+    for (ptrdiff_t jj = 0; jj < nj; jj++)
+        COPY_ROW(G + (j0 + jj) * ld + i0, buf2 + jj * T, ni);
 }
 
 int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
@@ -187,14 +214,17 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     const ptrdiff_t nbx = (nx + T - 1) / T, nby = (ny + T - 1) / T;
     const ptrdiff_t ntasks = sym ? nbx * (nbx + 1) / 2 : nbx * nby;
     const int nt = ml_threads(n_threads);
-    REAL *acc = malloc(sizeof(REAL) * (size_t)(T * nt));
-    if (!acc) {
+    const ptrdiff_t per_thread = 2 * T * T + T;
+    REAL *work = malloc(sizeof(REAL) * (size_t)(per_thread * nt));
+    if (!work) {
         SUF(ml_gram_ops_free)(&op);
         return ML_ERR_ALLOC;
     }
     ptrdiff_t t;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (t = 0; t < ntasks; t++) {
+        REAL *buf = work + per_thread * ml_thread_id(), *buf2 = buf + T * T,
+             *acc = buf2 + T * T;
         ptrdiff_t bi, bj;
         if (sym) { /* t-th tile of the upper triangle, row by row */
             ptrdiff_t r = t;
@@ -210,11 +240,10 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
         }
         ptrdiff_t i0 = bi * T, j0 = bj * T;
         ptrdiff_t ni = nx - i0 < T ? nx - i0 : T, nj = ny - j0 < T ? ny - j0 : T;
-        SUF(ml_gram_tile)(&op, i0, ni, j0, nj, G + i0 * ny + j0, ny,
-                          acc + T * ml_thread_id());
-        if (sym) SUF(ml_mirror_tile)(G, ny, i0, ni, j0, nj);
+        SUF(ml_gram_tile)(&op, i0, ni, j0, nj, buf, T, buf, acc);
+        SUF(ml_store_tile)(G, ny, i0, ni, j0, nj, buf, buf2, sym);
     }
-    free(acc);
+    free(work);
     SUF(ml_gram_ops_free)(&op);
     return ML_OK;
 }
@@ -251,7 +280,7 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
         ptrdiff_t i0 = bi * T, ni = nx - i0 < T ? nx - i0 : T;
         for (ptrdiff_t bj = 0; bj < nby; bj++) {
             ptrdiff_t j0 = bj * T, nj = ny - j0 < T ? ny - j0 : T;
-            SUF(ml_gram_tile)(&op, i0, ni, j0, nj, tile, T, acc);
+            SUF(ml_gram_tile)(&op, i0, ni, j0, nj, tile, T, tile, acc);
             /* out_blk (ni x k) += tile (ni x nj) V_blk (nj x k), column-major:
              * out^T (k x ni) += V_blk^T (k x nj) tile^T (nj x ni). */
             char ta = 'N', tb = 'N';

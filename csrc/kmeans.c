@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runtime dispatch for the vectorized distance loops: an AVX2+FMA clone and
- * a baseline x86-64 one, chosen at load time (no -march=native needed). */
+/* Runtime dispatch for the vectorized distance loops: an AVX2 clone and a
+ * baseline x86-64 (SSE2) one, chosen at load time by CPU feature (no
+ * -march=native).  ("arch=haswell" would test the CPU model, not features.) */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__)
-#define ML_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define ML_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ML_CLONES
 #endif

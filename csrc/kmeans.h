@@ -33,7 +33,7 @@
 #define ML_KM_GEMM 2
 
 #define ML_KM_CHUNK 256
-#define ML_KM_DIRECT_MAX_D 16
+#define ML_KM_DIRECT_MAX_D 8
 /* Below these sizes a kernel runs on one thread (same results either way). */
 #define ML_KM_PAR_MIN_WORK 1e6
 #define ML_KM_PAR_MIN_ROWS 16384

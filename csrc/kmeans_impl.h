@@ -131,6 +131,44 @@ FN(direct_any)(const REAL *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t d,
     }
 }
 
+/* best/bestk over the columns of P (m x K, column-major) plus cn. */
+ML_CLONES static void
+FN(argmin_cols)(const REAL *ML_RESTRICT P, ptrdiff_t m,
+                const REAL *ML_RESTRICT cn, ptrdiff_t K,
+                REAL *ML_RESTRICT best, REAL *ML_RESTRICT bestk)
+{
+    for (ptrdiff_t b = 0; b < m; ++b) { best[b] = P[b] + cn[0]; bestk[b] = 0; }
+    ptrdiff_t k = 1;
+    for (; k + 4 <= K; k += 4) {
+        const REAL *p0 = P + k * m, *p1 = p0 + m, *p2 = p1 + m, *p3 = p2 + m;
+        const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2], n3 = cn[k + 3];
+        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2),
+                   k3 = (REAL)(k + 3);
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            const REAL a0 = p0[b] + n0, a1 = p1[b] + n1, a2 = p2[b] + n2,
+                       a3 = p3[b] + n3;
+            REAL bs = best[b], bk = bestk[b];
+            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
+            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
+            bk = a2 < bs ? k2 : bk; bs = a2 < bs ? a2 : bs;
+            bk = a3 < bs ? k3 : bk; bs = a3 < bs ? a3 : bs;
+            best[b] = bs;
+            bestk[b] = bk;
+        }
+    }
+    for (; k < K; ++k) {
+        const REAL *p0 = P + k * m;
+        const REAL n0 = cn[k], k0 = (REAL)k;
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            const REAL a0 = p0[b] + n0;
+            REAL bs = best[b], bk = bestk[b];
+            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
+            best[b] = bs;
+            bestk[b] = bk;
+        }
+    }
+}
+
 #define KM_DIRECT_D(DV)                                                       \
     ML_CLONES static void FN(direct_d##DV)(                                   \
         const REAL *ML_RESTRICT X, ptrdiff_t m, const REAL *ML_RESTRICT cm2,  \
@@ -149,6 +187,74 @@ KM_DIRECT_D(7)
 KM_DIRECT_D(8)
 #undef KM_DIRECT_D
 
+/* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
+ * accumulator copy b mod `copies` (copies is 1 or 4): consecutive rows of the
+ * same cluster then do not wait on each other's additions. */
+static inline __attribute__((always_inline)) void
+FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
+               ptrdiff_t m, const ptrdiff_t d, const int32_t *ML_RESTRICT lab,
+               double *ML_RESTRICT acc, ptrdiff_t copies, ptrdiff_t stride,
+               ptrdiff_t K)
+{
+    double *ML_RESTRICT wacc = acc + K * d;
+    if (copies == 4 && m == ML_KM_CHUNK) {
+        for (ptrdiff_t b = 0; b < m; b += 4)
+            for (ptrdiff_t u = 0; u < 4; ++u) {
+                const ptrdiff_t k = lab[b + u];
+                const REAL *x = X + (b + u) * d;
+                double *row = acc + u * stride + k * d;
+                const double wb = w ? (double)w[b + u] : 1.0;
+                wacc[u * stride + k] += wb;
+                for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
+            }
+        return;
+    }
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const ptrdiff_t u = copies == 4 ? (b & 3) : 0;
+        const ptrdiff_t k = lab[b];
+        const REAL *x = X + b * d;
+        double *row = acc + u * stride + k * d;
+        const double wb = w ? (double)w[b] : 1.0;
+        wacc[u * stride + k] += wb;
+        for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
+    }
+}
+
+#define KM_ACCUM_D(DV)                                                        \
+    static void FN(accum_d##DV)(const REAL *X, const REAL *w, ptrdiff_t m,    \
+                                const int32_t *lab, double *acc,              \
+                                ptrdiff_t copies, ptrdiff_t stride,           \
+                                ptrdiff_t K)                                  \
+    {                                                                         \
+        FN(accum_body)(X, w, m, DV, lab, acc, copies, stride, K);             \
+    }
+KM_ACCUM_D(1)
+KM_ACCUM_D(2)
+KM_ACCUM_D(3)
+KM_ACCUM_D(4)
+KM_ACCUM_D(5)
+KM_ACCUM_D(6)
+KM_ACCUM_D(7)
+KM_ACCUM_D(8)
+#undef KM_ACCUM_D
+
+static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
+                      const int32_t *lab, double *acc, ptrdiff_t copies,
+                      ptrdiff_t stride, ptrdiff_t K)
+{
+    switch (d) {
+    case 1: FN(accum_d1)(X, w, m, lab, acc, copies, stride, K); break;
+    case 2: FN(accum_d2)(X, w, m, lab, acc, copies, stride, K); break;
+    case 3: FN(accum_d3)(X, w, m, lab, acc, copies, stride, K); break;
+    case 4: FN(accum_d4)(X, w, m, lab, acc, copies, stride, K); break;
+    case 5: FN(accum_d5)(X, w, m, lab, acc, copies, stride, K); break;
+    case 6: FN(accum_d6)(X, w, m, lab, acc, copies, stride, K); break;
+    case 7: FN(accum_d7)(X, w, m, lab, acc, copies, stride, K); break;
+    case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
+    default: FN(accum_body)(X, w, m, d, lab, acc, copies, stride, K);
+    }
+}
+
 /* Per-thread scratch for one chunk. */
 typedef struct {
     REAL *xT;     /* d x ML_KM_CHUNK (direct) */
@@ -164,24 +270,17 @@ static void FN(assign_chunk)(const REAL *X, ptrdiff_t m, ptrdiff_t d,
                              FN(km_scratch) *s, int32_t *lab)
 {
     if (use_gemm) {
-        /* D^T (K x m, column-major) = cn 1^T - 2 C X^T, i.e. D row-major m x K. */
-        REAL *D = s->acc;
-        for (ptrdiff_t b = 0; b < m; ++b)
-            memcpy(D + b * K, cn, (size_t)K * sizeof(REAL));
+        /* P (m x K, column-major: P[k * m + b]) = -2 X C^T, then the argmin
+         * of cn_k + P[k * m + b] over k, vectorized over the points b. */
+        REAL *P = s->acc;
         char ta = 'T', tb = 'N';
-        int M = (int)K, Nn = (int)m, Kk = (int)d, lda = (int)d, ldb = (int)d,
-            ldc = (int)K;
-        REAL alpha = -2, beta = 1;
-        gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)C, &lda, (REAL *)X, &ldb,
-             &beta, D, &ldc);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            const REAL *row = D + b * K;
-            REAL bs = row[0];
-            int32_t bk = 0;
-            for (ptrdiff_t k = 1; k < K; ++k)
-                if (row[k] < bs) { bs = row[k]; bk = (int32_t)k; }
-            lab[b] = bk;
-        }
+        int M = (int)m, Nn = (int)K, Kk = (int)d, lda = (int)d, ldb = (int)d,
+            ldc = (int)m;
+        REAL alpha = -2, beta = 0;
+        gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)X, &lda, (REAL *)C, &ldb,
+             &beta, P, &ldc);
+        FN(argmin_cols)(P, m, cn, K, s->best, s->bestk);
+        for (ptrdiff_t b = 0; b < m; ++b) lab[b] = (int32_t)s->bestk[b];
         return;
     }
     switch (d) {
@@ -310,21 +409,9 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
                 int32_t *L = lab + i0;
                 for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
                 memcpy(L, newlab, (size_t)m * sizeof(int32_t));
-                if (!do_sums) continue;
-                for (ptrdiff_t b = 0; b < m; ++b) {
-                    double *a = acc + (b & (copies - 1)) * stride;
-                    const ptrdiff_t k = newlab[b];
-                    const REAL *x = Xc + b * d;
-                    double *row = a + k * d;
-                    if (w) {
-                        const double wb = (double)w[i0 + b];
-                        a[K * d + k] += wb;
-                        for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
-                    } else {
-                        a[K * d + k] += 1.0;
-                        for (ptrdiff_t j = 0; j < d; ++j) row[j] += (double)x[j];
-                    }
-                }
+                if (do_sums)
+                    FN(accum)(Xc, w ? w + i0 : NULL, m, d, newlab, acc, copies,
+                              stride, K);
             }
             ws->seg_changed[s] = ch;
         }

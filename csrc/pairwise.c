@@ -1,2 +1,387 @@
-/* Filled in by the pairwise kernel work. */
-#include "common.h"
+/* Pairwise-constraint sums for MMC; see pairwise.h. */
+#include "pairwise.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ML_CHUNK 256          /* pairs gathered per BLAS call */
+#define ML_PAIR_BLOCK 4096    /* pairs per deterministic partial sum */
+#define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
+#define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
+#define ML_TILE 256           /* row tile of the all-pairs kernel */
+
+/* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
+ * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
+static ptrdiff_t n_blocks_for(ptrdiff_t m, ptrdiff_t p, ptrdiff_t *block) {
+    ptrdiff_t nb = (m + ML_PAIR_BLOCK - 1) / ML_PAIR_BLOCK;
+    ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + 1) * sizeof(double)));
+    if (cap < 1) cap = 1;
+    if (nb > cap) nb = cap;
+    if (nb < 1) nb = 1;
+    *block = (m + nb - 1) / nb;
+    if (*block < 1) *block = 1;
+    return nb;
+}
+
+/* acc (p x p, upper triangle in column-major = lower in row-major) += Z^T Z,
+ * Z row-major (c x p). */
+static void syrk_acc(double *acc, const double *Z, ptrdiff_t c, ptrdiff_t p,
+                     ml_dsyrk_fn dsyrk) {
+    if (c == 0) return;
+    if (p < ML_SMALL_P || dsyrk == NULL) {
+        for (ptrdiff_t k = 0; k < c; ++k) {
+            const double *z = Z + k * p;
+            for (ptrdiff_t a = 0; a < p; ++a) {
+                double za = z[a];
+                double *row = acc + a * p;
+                for (ptrdiff_t b = 0; b <= a; ++b) row[b] += za * z[b];
+            }
+        }
+        return;
+    }
+    char uplo = 'U', trans = 'N';
+    int pn = (int)p, kk = (int)c, lda = (int)p, ldc = (int)p;
+    double one = 1.0;
+    dsyrk(&uplo, &trans, &pn, &kk, &one, (double *)Z, &lda, &one, acc, &ldc);
+}
+
+/* Fill the upper (row-major) triangle from the lower one. */
+static void symmetrize_lower(double *G, ptrdiff_t p) {
+    for (ptrdiff_t a = 0; a < p; ++a)
+        for (ptrdiff_t b = a + 1; b < p; ++b) G[a * p + b] = G[b * p + a];
+}
+
+static int check_pairs_range(const int64_t *pairs, ptrdiff_t m, ptrdiff_t n) {
+    for (ptrdiff_t k = 0; k < 2 * m; ++k)
+        if (pairs[k] < 0 || pairs[k] >= n) return ML_ERR_ARG;
+    return ML_OK;
+}
+
+int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m,
+                  const double *Lt, ptrdiff_t r,
+                  double *h, double *G, double *dist,
+                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    if (n < 0 || p <= 0 || m < 0 || r <= 0) return ML_ERR_ARG;
+    if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
+    ptrdiff_t block;
+    ptrdiff_t nb = n_blocks_for(m, G ? p : 0, &block);
+    double *hpart = calloc((size_t)nb, sizeof(double));
+    double *gpart = G ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    if (!hpart || (G && !gpart)) { free(hpart); free(gpart); return ML_ERR_ALLOC; }
+    int status = ML_OK;
+    const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
+
+    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    {
+        double *D = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
+        double *Yb = malloc((size_t)(ML_CHUNK * r) * sizeof(double));
+        if (!D || !Yb) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t b = 0; b < nb; ++b) {
+            if (!D || !Yb) continue;
+            ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
+            double hacc = 0.0;
+            double *acc = G ? gpart + b * p * p : NULL;
+            for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
+                ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
+                for (ptrdiff_t k = 0; k < c; ++k) {
+                    const double *xi = X + pairs[2 * (c0 + k)] * p;
+                    const double *xj = X + pairs[2 * (c0 + k) + 1] * p;
+                    double *dk = D + k * p;
+                    for (ptrdiff_t t = 0; t < p; ++t) dk[t] = xi[t] - xj[t];
+                }
+                if (use_gemm) {  /* Yb^T (r x c) = Lt^T (r x p) . D^T (p x c) */
+                    char nn = 'N';
+                    int ri = (int)r, ci = (int)c, pi = (int)p;
+                    double one = 1.0, zero = 0.0;
+                    dgemm(&nn, &nn, &ri, &ci, &pi, &one, (double *)Lt, &ri, D,
+                          &pi, &zero, Yb, &ri);
+                } else {
+                    for (ptrdiff_t k = 0; k < c; ++k) {
+                        double *yk = Yb + k * r;
+                        for (ptrdiff_t s = 0; s < r; ++s) yk[s] = 0.0;
+                        for (ptrdiff_t t = 0; t < p; ++t) {
+                            double dt = D[k * p + t];
+                            const double *lrow = Lt + t * r;
+                            for (ptrdiff_t s = 0; s < r; ++s) yk[s] += dt * lrow[s];
+                        }
+                    }
+                }
+                for (ptrdiff_t k = 0; k < c; ++k) {
+                    double q = 0.0;
+                    const double *yk = Yb + k * r;
+                    for (ptrdiff_t s = 0; s < r; ++s) q += yk[s] * yk[s];
+                    double d = sqrt(q);
+                    hacc += d;
+                    if (dist) dist[c0 + k] = d;
+                    if (acc) {  /* scale the row by sqrt(w) = (2 d)^(-1/2) */
+                        double sw = d > 0.0 ? 1.0 / sqrt(2.0 * d) : 0.0;
+                        double *dk = D + k * p;
+                        for (ptrdiff_t t = 0; t < p; ++t) dk[t] *= sw;
+                    }
+                }
+                if (acc) syrk_acc(acc, D, c, p, dsyrk);
+            }
+            hpart[b] = hacc;
+        }
+        free(D);
+        free(Yb);
+    }
+    if (status == ML_OK) {
+        double hs = 0.0;
+        for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
+        *h = hs;
+        if (G) {
+            memset(G, 0, (size_t)(p * p) * sizeof(double));
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                const double *acc = gpart + b * p * p;
+                for (ptrdiff_t t = 0; t < p * p; ++t) G[t] += acc[t];
+            }
+            /* syrk 'U' column-major == lower triangle row-major */
+            symmetrize_lower(G, p);
+            if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+        }
+    }
+    free(hpart);
+    free(gpart);
+    return status;
+}
+
+/* One chunk of diagonal-metric pairs: rows v = (x_i - x_j)^2 go to V, scaled by
+ * sqrt(1 / (4 d^3)) when the Hessian is wanted. */
+static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
+                       const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
+                       const double *a, double *V, double *hacc,
+                       double *gacc, int want_H) {
+    for (ptrdiff_t k = 0; k < c; ++k) {
+        const double *xi = X + pi[k * stride] * p;
+        const double *xj = X + pj[k * stride] * p;
+        double *v = V + k * p;
+        double q = 0.0;
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            double dt = xi[t] - xj[t];
+            v[t] = dt * dt;
+            q += a[t] * v[t];
+        }
+        double d = sqrt(q);
+        *hacc += d;
+        if (d > 0.0) {
+            if (gacc) {
+                double w = 0.5 / d;
+                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += w * v[t];
+            }
+            if (want_H) {
+                double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
+                for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
+            }
+        } else if (want_H) {
+            for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
+        }
+    }
+}
+
+int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m, const double *a,
+                  double *h, double *grad, double *H,
+                  ml_dsyrk_fn dsyrk, int n_threads) {
+    if (n < 0 || p <= 0) return ML_ERR_ARG;
+    const int implicit = pairs == NULL;
+    if (!implicit && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
+    /* Blocks: explicit -> fixed ranges of pairs; implicit -> fixed row tiles
+     * (row i pairs with every j > i). */
+    ptrdiff_t block, nb;
+    if (implicit) {
+        block = 32;
+        nb = n > 1 ? (n - 1 + block - 1) / block : 1;
+        ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + p + 1) * sizeof(double)));
+        if (cap < 1) cap = 1;
+        if (nb > cap) { nb = cap; block = (n - 1 + nb - 1) / nb; }
+    } else {
+        nb = n_blocks_for(m, H ? p + 1 : 1, &block);
+    }
+    double *hpart = calloc((size_t)nb, sizeof(double));
+    double *gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
+    double *Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    if (!hpart || (grad && !gpart) || (H && !Hpart)) {
+        free(hpart); free(gpart); free(Hpart);
+        return ML_ERR_ALLOC;
+    }
+    int status = ML_OK;
+    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    {
+        double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
+        int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
+        if (!V || !idx) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t b = 0; b < nb; ++b) {
+            if (!V || !idx) continue;
+            double hacc = 0.0;
+            double *gacc = grad ? gpart + b * p : NULL;
+            double *Hacc = H ? Hpart + b * p * p : NULL;
+            if (!implicit) {
+                ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
+                for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
+                    ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
+                    diag_chunk(X, p, pairs + 2 * c0, pairs + 2 * c0 + 1, 2, c, a,
+                               V, &hacc, gacc, H != NULL);
+                    if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
+                }
+            } else {
+                ptrdiff_t i0 = b * block, i1 = i0 + block < n - 1 ? i0 + block : n - 1;
+                ptrdiff_t c = 0;
+                for (ptrdiff_t i = i0; i < i1; ++i) {
+                    for (ptrdiff_t j = i + 1; j < n; ++j) {
+                        idx[2 * c] = i;
+                        idx[2 * c + 1] = j;
+                        if (++c == ML_CHUNK) {
+                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                            if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
+                            c = 0;
+                        }
+                    }
+                }
+                if (c > 0) {
+                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                    if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
+                }
+            }
+            hpart[b] = hacc;
+        }
+        free(V);
+        free(idx);
+    }
+    if (status == ML_OK) {
+        double hs = 0.0;
+        for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
+        *h = hs;
+        if (grad) {
+            memset(grad, 0, (size_t)p * sizeof(double));
+            for (ptrdiff_t b = 0; b < nb; ++b)
+                for (ptrdiff_t t = 0; t < p; ++t) grad[t] += gpart[b * p + t];
+        }
+        if (H) {
+            memset(H, 0, (size_t)(p * p) * sizeof(double));
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                const double *acc = Hpart + b * p * p;
+                for (ptrdiff_t t = 0; t < p * p; ++t) H[t] += acc[t];
+            }
+            symmetrize_lower(H, p);
+        }
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+    }
+    free(hpart);
+    free(gpart);
+    free(Hpart);
+    return status;
+}
+
+int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *rowsum,
+                     double *Z, ml_dgemm_fn dgemm, int n_threads) {
+    if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
+    ptrdiff_t nt = (n + ML_TILE - 1) / ML_TILE;
+    double *ny = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    double *hpart = calloc((size_t)(nt > 0 ? nt : 1), sizeof(double));
+    if (!ny || !hpart) { free(ny); free(hpart); return ML_ERR_ALLOC; }
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        double q = 0.0;
+        for (ptrdiff_t s = 0; s < r; ++s) q += Y[i * r + s] * Y[i * r + s];
+        ny[i] = q;
+    }
+    memset(Z, 0, (size_t)(n * p) * sizeof(double));
+    memset(rowsum, 0, (size_t)n * sizeof(double));
+    const int use_gemm = dgemm != NULL && r > 8;
+    const int use_gemm_z = dgemm != NULL && p >= 4;
+    int status = ML_OK;
+    #pragma omp parallel if(nt > 1) num_threads(ml_threads(n_threads))
+    {
+        double *Wb = malloc((size_t)(ML_TILE * ML_TILE) * sizeof(double));
+        if (!Wb) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t I = 0; I < nt; ++I) {
+            if (!Wb) continue;
+            ptrdiff_t i0 = I * ML_TILE, ti = n - i0 < ML_TILE ? n - i0 : ML_TILE;
+            double hacc = 0.0;
+            for (ptrdiff_t J = 0; J < nt; ++J) {
+                ptrdiff_t j0 = J * ML_TILE, tj = n - j0 < ML_TILE ? n - j0 : ML_TILE;
+                if (use_gemm) {  /* Wb (ti x tj) = Y_I Y_J^T */
+                    char tt = 'T', nn = 'N';
+                    int m_ = (int)tj, n_ = (int)ti, k_ = (int)r, ld = (int)r, ldc = (int)tj;
+                    double one = 1.0, zero = 0.0;
+                    dgemm(&tt, &nn, &m_, &n_, &k_, &one, (double *)(Y + j0 * r), &ld,
+                          (double *)(Y + i0 * r), &ld, &zero, Wb, &ldc);
+                    for (ptrdiff_t a = 0; a < ti; ++a)
+                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
+                            double q = ny[i0 + a] + ny[j0 + b2] - 2.0 * Wb[a * tj + b2];
+                            Wb[a * tj + b2] = q > 0.0 ? q : 0.0;
+                        }
+                } else {
+                    for (ptrdiff_t a = 0; a < ti; ++a) {
+                        const double *ya = Y + (i0 + a) * r;
+                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
+                            const double *yb = Y + (j0 + b2) * r;
+                            double q = 0.0;
+                            for (ptrdiff_t s = 0; s < r; ++s) {
+                                double e = ya[s] - yb[s];
+                                q += e * e;
+                            }
+                            Wb[a * tj + b2] = q;
+                        }
+                    }
+                }
+                for (ptrdiff_t a = 0; a < ti; ++a) {
+                    double rs = 0.0;
+                    for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
+                        double d = sqrt(Wb[a * tj + b2]);
+                        double w = 0.0;
+                        if (i0 + a != j0 + b2 && d > 0.0) {
+                            hacc += d;
+                            w = 0.5 / d;
+                        }
+                        Wb[a * tj + b2] = w;
+                        rs += w;
+                    }
+                    rowsum[i0 + a] += rs;
+                }
+                if (use_gemm_z) {  /* Z_I^T (p x ti) += X_J^T (p x tj) . Wb^T (tj x ti) */
+                    char nn = 'N';
+                    int m_ = (int)p, n_ = (int)ti, k_ = (int)tj, lda = (int)p, ldb = (int)tj;
+                    double one = 1.0;
+                    dgemm(&nn, &nn, &m_, &n_, &k_, &one, (double *)(X + j0 * p), &lda,
+                          Wb, &ldb, &one, Z + i0 * p, &lda);
+                } else {
+                    for (ptrdiff_t a = 0; a < ti; ++a) {
+                        double *za = Z + (i0 + a) * p;
+                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
+                            double w = Wb[a * tj + b2];
+                            const double *xb = X + (j0 + b2) * p;
+                            for (ptrdiff_t t = 0; t < p; ++t) za[t] += w * xb[t];
+                        }
+                    }
+                }
+            }
+            hpart[I] = 0.5 * hacc;
+        }
+        free(Wb);
+    }
+    if (status == ML_OK) {
+        double hs = 0.0;
+        for (ptrdiff_t I = 0; I < nt; ++I) hs += hpart[I];
+        *h = hs;
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+    }
+    free(ny);
+    free(hpart);
+    return status;
+}

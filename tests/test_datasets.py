@@ -333,3 +333,17 @@ def test_python_m_metriclust_version():
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"metriclust {metriclust.__version__}")
+
+
+def test_load_csv_keeps_string_labels(tmp_path):
+    from metriclust.datasets import load_csv
+
+    path = tmp_path / "named.csv"
+    path.write_text("species,a,b\nsetosa,1,2\nvirginica,3,4\n")
+    X, y = load_csv(path, label_column="species", label_dtype=str)
+    assert X.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert y.tolist() == ["setosa", "virginica"]
+    with pytest.raises(ValueError, match="could not convert 'setosa'"):
+        load_csv(path, label_column="species")
+    with pytest.raises(ValueError, match="label_dtype"):
+        load_csv(path, label_column="species", label_dtype=float)

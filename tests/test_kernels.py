@@ -357,3 +357,15 @@ def test_subspace_iteration_warns_when_not_converged():
     with pytest.warns(RuntimeWarning, match="did not reach"):
         kernels.top_eigenpairs(X, 5, sigma=0.05, method="subspace", max_iter=2,
                                random_state=0)
+
+
+def test_out_buffer():
+    X, Y = data(150, 30, 31), data(40, 30, 32)
+    buf = np.full((150, 40), np.nan)
+    G = gaussian_gram(X, Y, sigma=5.0, out=buf)
+    assert G is buf
+    np.testing.assert_allclose(buf, brute_gram(X, Y, 5.0), rtol=0, atol=1e-12)
+    for bad in [np.empty((150, 41)), np.empty((150, 40), np.float32),
+                np.empty((40, 150)).T, [[0.0] * 40] * 150]:
+        with pytest.raises(ValueError, match="out"):
+            gaussian_gram(X, Y, sigma=5.0, out=bad)

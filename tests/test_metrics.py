@@ -438,18 +438,37 @@ def test_measures_do_not_depend_on_label_values():
         assert func(a2, b2) == pytest.approx(func(a, b), abs=1e-14), func.__name__
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64, bool])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64,
+                                   bool])
 def test_check_labels_fast_path_equals_numpy_unique(dtype):
     # check_labels encodes small-range integers without sorting; it must give
     # exactly np.unique's classes and inverse.
     rng = np.random.default_rng(3)
-    for lo, hi, n in [(0, 5, 50), (0, 100, 30), (0, 2, 1)]:
-        arr = rng.integers(lo, hi, n).astype(dtype)
+    if dtype is bool:
+        cases = [(0, 1, 50), (1, 1, 3)]
+    else:
+        info = np.iinfo(dtype)
+        cases = [(0, 5, 50), (0, 100, 30), (0, 2, 1),
+                 (info.min, info.min + 500, 300),   # near the bottom of the range
+                 (info.max - 500, info.max, 300),   # near the top
+                 (info.min, info.max, 300)]         # whole range: wide unless 8/16-bit
+    for lo, hi, n in cases:
+        if dtype is bool:
+            arr = rng.integers(lo, hi, n, endpoint=True).astype(bool)
+        else:
+            lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
+            arr = rng.integers(lo, hi, n, endpoint=True, dtype=dtype)
         codes, classes = check_labels(arr)
         ref_classes, ref_codes = np.unique(arr, return_inverse=True)
         np.testing.assert_array_equal(codes, ref_codes)
         np.testing.assert_array_equal(classes, ref_classes)
         assert classes.dtype == ref_classes.dtype and codes.dtype == np.int64
+    # Offsets beyond the dtype's own positive range (int8: -100 .. 100).
+    wide8 = np.array([100, -100, 0, 100, 7], dtype=np.int8)
+    codes, classes = check_labels(wide8)
+    np.testing.assert_array_equal(codes, [3, 0, 1, 3, 2])
+    np.testing.assert_array_equal(classes, [-100, 0, 7, 100])
+    assert classes.dtype == np.int8
     extreme = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).min + 3, 0])
     codes, classes = check_labels(extreme)
     np.testing.assert_array_equal(classes, np.unique(extreme))

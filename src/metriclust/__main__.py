@@ -1,24 +1,12 @@
-"""Command-line entry point: ``python -m metriclust`` / ``metriclust``."""
+"""``python -m metriclust`` and the ``metriclust`` console script."""
 
-import argparse
 import sys
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="metriclust", description="Clustering with learned distance metrics."
-    )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    args = parser.parse_args(argv)
-    if args.version:
-        from . import __version__
-        from ._kernels._openmp import openmp_enabled, openmp_max_threads
+    from ._cli import main as cli_main
 
-        omp = f"OpenMP, {openmp_max_threads()} threads" if openmp_enabled() else "no OpenMP"
-        print(f"metriclust {__version__} ({omp})")
-        return 0
-    parser.print_help()
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

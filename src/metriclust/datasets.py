@@ -419,7 +419,7 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
 # CSV reader
 
 
-def load_csv(path, *, label_column="label"):
+def load_csv(path, *, label_column="label", label_dtype=int):
     """Read a numeric CSV file in the format of the shared data sets.
 
     The format (``shared/data/README.md``): one header line of column names,
@@ -435,6 +435,11 @@ def load_csv(path, *, label_column="label"):
     label_column : str or None, default="label"
         Name of the column holding the class. None: every column is a feature
         and ``y`` is None.
+    label_dtype : {int, str}, default=int
+        ``int``: labels must be integers (the shared data sets' format).
+        ``str``: labels are kept as stripped strings, for user files with
+        class names (``"setosa"``); the measures in :mod:`metriclust.metrics`
+        accept either.
 
     Returns
     -------
@@ -467,6 +472,8 @@ def load_csv(path, *, label_column="label"):
     path = os.fspath(path)
     if label_column is not None and not isinstance(label_column, str):
         raise TypeError(f"label_column must be a str or None, got {label_column!r}.")
+    if label_dtype not in (int, str):
+        raise ValueError(f"label_dtype must be int or str, got {label_dtype!r}.")
     if not os.path.isfile(path):
         raise FileNotFoundError(errno.ENOENT, "CSV file not found", path)
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -496,7 +503,7 @@ def load_csv(path, *, label_column="label"):
                 )
             label_idx = hits[0]
 
-        rows, lines = [], []
+        rows, lines, names = [], [], []
         for row in reader:
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue  # blank line
@@ -506,6 +513,9 @@ def load_csv(path, *, label_column="label"):
                     f"{path}, line {line}: expected {n_cols} fields (as in the header), "
                     f"got {len(row)}."
                 )
+            if label_dtype is str and label_idx is not None:
+                names.append(row[label_idx].strip())
+                row = row[:label_idx] + ["0"] + row[label_idx + 1:]
             try:
                 values = [float(field) for field in row]
             except ValueError:
@@ -520,6 +530,9 @@ def load_csv(path, *, label_column="label"):
     data = np.array(rows, dtype=np.float64)
     if label_idx is None:
         return np.ascontiguousarray(data), None
+    X = np.ascontiguousarray(np.delete(data, label_idx, axis=1))
+    if label_dtype is str:
+        return X, np.array(names)
     labels = data[:, label_idx]
     if np.any(labels != np.round(labels)):
         r = int(np.argmax(labels != np.round(labels)))
@@ -527,7 +540,6 @@ def load_csv(path, *, label_column="label"):
             f"{path}, line {lines[r]}, column {label_column!r}: a label must be an "
             f"integer, got {labels[r]!r}."
         )
-    X = np.ascontiguousarray(np.delete(data, label_idx, axis=1))
     return X, labels.astype(np.int64)
 
 

@@ -65,7 +65,7 @@ def _check_pair(X, Y):
     return X, Y
 
 
-def gaussian_gram(X, Y=None, *, sigma, n_threads=None):
+def gaussian_gram(X, Y=None, *, sigma, n_threads=None, out=None):
     r"""Gaussian (RBF) Gram matrix.
 
     .. math:: G_{ij} = \exp\left(-\frac{\lVert x_i - y_j \rVert^2}{2\sigma^2}\right)
@@ -90,11 +90,16 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None):
     n_threads : int, default=None
         OpenMP threads; None uses OpenMP's default (``OMP_NUM_THREADS``,
         threadpoolctl).
+    out : ndarray of shape (n_x, n_y), default=None
+        Write the result here (C-contiguous, the result's dtype). Reusing a
+        buffer skips the page faults of a fresh N x N array, which are about
+        half the time of a large call (benchmarks/results/gram.md).
 
     Returns
     -------
     G : ndarray of shape (n_x, n_y)
-        float32 when the inputs are float32, float64 otherwise.
+        float32 when the inputs are float32, float64 otherwise (``out`` when
+        given).
 
     Examples
     --------
@@ -110,8 +115,8 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None):
     nt = effective_n_threads(n_threads)
     if X.shape[1] > _gram.DIRECT_MAX_D:
         with _blas_single_thread():
-            return _gram.gaussian_gram(X, Y, sigma, nt)
-    return _gram.gaussian_gram(X, Y, sigma, nt)
+            return _gram.gaussian_gram(X, Y, sigma, nt, True, out)
+    return _gram.gaussian_gram(X, Y, sigma, nt, True, out)
 
 
 def gram_matmat(X, V, *, sigma, Y=None, n_threads=None):
@@ -233,6 +238,14 @@ class Nystrom(TransformerMixin, BaseEstimator):
     out-of-sample kernel values are :math:`G(Y, X) \approx
     \mathrm{transform}(Y)\, U^\top`. The factor is computed in float64.
 
+    Accuracy: exact (to rounding) when the landmarks are all of X; otherwise
+    the error is the Schur complement :math:`G - U U^\top \succeq 0`, small
+    in Frobenius norm but close to :math:`G_{ii} = 1` on the diagonal for
+    points far from every landmark (outliers), so judge it by
+    :math:`\lVert G - U U^\top\rVert_F / \lVert G\rVert_F`. k-means
+    landmarks cover the data better (on 200 2-D normal points, sigma = 1,
+    m = 40: relative Frobenius error 1.3e-2 random, 1.2e-3 k-means).
+
     Cost ``O(n m (p + m))`` time, ``O(n m)`` memory.
 
     Parameters
@@ -274,8 +287,11 @@ class Nystrom(TransformerMixin, BaseEstimator):
     >>> import numpy as np
     >>> from metriclust.kernels import Nystrom, gaussian_gram
     >>> X = np.random.default_rng(0).normal(size=(200, 2))
-    >>> U = Nystrom(40, sigma=1.0, random_state=0).fit(X).factor_
-    >>> bool(np.abs(U @ U.T - gaussian_gram(X, sigma=1.0)).max() < 1e-2)
+    >>> G = gaussian_gram(X, sigma=1.0)
+    >>> U = Nystrom(40, sigma=1.0, landmarks="kmeans", random_state=0).fit(X).factor_
+    >>> U.shape
+    (200, 40)
+    >>> bool(np.linalg.norm(U @ U.T - G) < 1e-2 * np.linalg.norm(G))
     True
     """
 

@@ -283,10 +283,12 @@ def _encode_small_int_range(arr):
     lo, hi = int(arr.min()), int(arr.max())
     if hi - lo > 2 * arr.shape[0] + 1024:
         return None
-    base = arr.dtype.type(lo)
-    # Wrap-around arithmetic is exact here: every offset lies in [0, hi - lo].
-    offset = (arr - base).astype(np.intp)
+    # Subtract in 64 bits of the same signedness: every true offset lies in
+    # [0, hi - lo], so wrap-around arithmetic gives it exactly.
+    wide = np.int64 if arr.dtype.kind == "i" else np.uint64
+    base = wide(lo)
+    offset = (arr.astype(wide, copy=False) - base).astype(np.intp)
     present = np.bincount(offset, minlength=hi - lo + 1) > 0
     codes = (np.cumsum(present, dtype=np.int64) - 1)[offset]
-    classes = (np.flatnonzero(present).astype(arr.dtype) + base).astype(dtype)
+    classes = (np.flatnonzero(present).astype(wide) + base).astype(dtype)
     return codes, classes

@@ -54,10 +54,21 @@ cdef _raise(int status, str where):
         raise ValueError(f"{where}: invalid arguments (status {status})")
 
 
-def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True):
+cdef _output(out, Py_ssize_t nx, Py_ssize_t ny, dtype):
+    if out is None:
+        return np.empty((nx, ny), dtype=dtype)
+    if (not isinstance(out, np.ndarray) or out.dtype != dtype or out.shape != (nx, ny)
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        raise ValueError(f"out must be a writeable C-contiguous {np.dtype(dtype).name} "
+                         f"array of shape {(nx, ny)}.")
+    return out
+
+
+def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=None):
     """G = exp(-||x_i - y_j||^2 / (2 sigma^2)); Y None means Y = X (symmetric
     path). X and Y: C-contiguous 2-D arrays of one float dtype; the output has
-    that dtype. use_blas=False forces the direct-difference path."""
+    that dtype (written into out if given: C-contiguous, that dtype and shape).
+    use_blas=False forces the direct-difference path."""
     cdef const double[:, ::1] Xd, Yd
     cdef const float[:, ::1] Xf, Yf
     cdef double[:, ::1] Gd
@@ -75,7 +86,7 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True):
         _check(nx, ny, d, d, sigma)
     if X.dtype == np.float64:
         Xd = X
-        G = np.empty((nx, ny), dtype=np.float64)
+        G = _output(out, nx, ny, np.float64)
         if nx == 0 or ny == 0:
             return G
         Gd = G
@@ -88,7 +99,7 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True):
                                           n_threads)
     elif X.dtype == np.float32:
         Xf = X
-        G = np.empty((nx, ny), dtype=np.float32)
+        G = _output(out, nx, ny, np.float32)
         if nx == 0 or ny == 0:
             return G
         Gf = G
@@ -161,14 +172,18 @@ def gram_matmat(X, Y, V, double sigma, int n_threads=0):
     return out
 
 
-def expneg(x):
-    """exp(x) for x <= 0 by the kernel's vectorized exp (1-D contiguous input)."""
+def expneg(x, out=None):
+    """exp(x) for x <= 0 by the kernel's vectorized exp (1-D contiguous input;
+    out, if given, a contiguous array of the same dtype and length)."""
     cdef const double[::1] xd
     cdef const float[::1] xf
     cdef double[::1] od
     cdef float[::1] of
     cdef Py_ssize_t n = x.shape[0]
-    out = np.empty_like(x)
+    if out is None:
+        out = np.empty_like(x)
+    elif out.dtype != x.dtype or out.shape[0] != n:
+        raise ValueError("expneg: out must match x in dtype and length")
     if n == 0:
         return out
     if x.dtype == np.float64:

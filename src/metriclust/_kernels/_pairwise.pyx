@@ -1,1 +1,160 @@
-"""Bridge to csrc/pairwise.c (filled in by the kernel work)."""
+"""Bridge to csrc/pairwise.c: the pairwise-constraint sums of MMC (SPEC 1.1, 1.3).
+
+Every function takes float64 C-contiguous arrays (callers convert float32),
+checks shapes and index ranges before any pointer is touched, releases the GIL
+and returns new arrays. BLAS comes from scipy as function pointers; callers
+hold BLAS to one thread (``single_blas_thread``) because the kernels call it
+from inside their OpenMP region.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t
+from scipy.linalg.cython_blas cimport dgemm, dsyrk
+
+cdef extern from "pairwise.h" nogil:
+    ctypedef void (*ml_dgemm_fn)(char *, char *, int *, int *, int *, double *,
+                                 double *, int *, double *, int *, double *,
+                                 double *, int *)
+    ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
+                                 int *, double *, double *, int *)
+    int ml_pairs_full(const double *X, Py_ssize_t n, Py_ssize_t p,
+                      const int64_t *pairs, Py_ssize_t m,
+                      const double *Lt, Py_ssize_t r,
+                      double *h, double *G, double *dist,
+                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_pairs_diag(const double *X, Py_ssize_t n, Py_ssize_t p,
+                      const int64_t *pairs, Py_ssize_t m, const double *a,
+                      double *h, double *grad, double *H,
+                      ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
+                         Py_ssize_t p, Py_ssize_t r, double *h, double *rowsum,
+                         double *Z, ml_dgemm_fn dgemm, int n_threads)
+
+
+cdef _raise(int status, str where):
+    if status == -1:
+        raise MemoryError(f"{where}: allocation failed")
+    if status == -2:
+        raise ValueError(f"{where}: a pair index is out of range")
+    if status == -3:
+        raise FloatingPointError(f"{where}: non-finite sum (overflow in the data?)")
+
+
+cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
+    if pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (m, 2), got ({pairs.shape[0]}, {pairs.shape[1]})")
+    cdef Py_ssize_t k
+    for k in range(pairs.shape[0]):
+        if pairs[k, 0] < 0 or pairs[k, 0] >= n or pairs[k, 1] < 0 or pairs[k, 1] >= n:
+            raise ValueError(f"pairs[{k}] = ({pairs[k, 0]}, {pairs[k, 1]}) is out of range "
+                             f"for {n} samples")
+
+
+def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
+               const double[:, ::1] Lt, bint gradient=True, bint distances=False,
+               int n_threads=0):
+    """Explicit pairs, full metric ``A = L^T L`` with ``Lt = L^T`` (p x r).
+
+    Returns ``(h, G, dist)``: ``h = sum_k d_k`` with ``d_k = ||(x_i - x_j) L^T||``,
+    ``G = sum_k (x_i - x_j)(x_i - x_j)^T / (2 d_k)`` (None unless ``gradient``),
+    ``dist`` the d_k (None unless ``distances``).
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
+    if Lt.shape[0] != p:
+        raise ValueError(f"Lt has {Lt.shape[0]} rows, X has {p} columns")
+    if p == 0 or r == 0:
+        raise ValueError("X and Lt need at least one column")
+    _check_pairs(pairs, n)
+    G = np.zeros((p, p)) if gradient else None
+    dist = np.zeros(m) if distances else None
+    cdef double[:, ::1] Gv
+    cdef double[::1] dv
+    cdef double *Gp = NULL
+    cdef double *dp = NULL
+    if gradient:
+        Gv = G
+        Gp = &Gv[0, 0]
+    if distances and m > 0:
+        dv = dist
+        dp = &dv[0]
+    cdef double h = 0.0
+    cdef int status
+    with nogil:
+        status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
+                               &pairs[0, 0] if m > 0 else NULL, m,
+                               &Lt[0, 0], r, &h, Gp, dp, dgemm, dsyrk, n_threads)
+    _raise(status, "pairs_full")
+    return h, G, dist
+
+
+def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
+               bint gradient=True, bint hessian=True, int n_threads=0):
+    """Diagonal metric ``diag(a)``; ``pairs=None`` means all pairs i < j.
+
+    Returns ``(h, grad, H)`` with ``h = sum d``, ``grad = sum v / (2 d)``,
+    ``H = sum v v^T / (4 d^3)``, ``v = (x_i - x_j)**2``, ``d = sqrt(a . v)``.
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = 0
+    if a.shape[0] != p:
+        raise ValueError(f"a has {a.shape[0]} entries, X has {p} columns")
+    if p == 0:
+        raise ValueError("X needs at least one column")
+    cdef const int64_t[:, ::1] pv
+    cdef const int64_t *pp = NULL
+    if pairs is not None:
+        pv = pairs
+        _check_pairs(pv, n)
+        m = pv.shape[0]
+        if m > 0:
+            pp = &pv[0, 0]
+    grad = np.zeros(p) if gradient else None
+    H = np.zeros((p, p)) if hessian else None
+    cdef double[::1] gv
+    cdef double[:, ::1] Hv
+    cdef double *gp = NULL
+    cdef double *Hp = NULL
+    if gradient:
+        gv = grad
+        gp = &gv[0]
+    if hessian:
+        Hv = H
+        Hp = &Hv[0, 0]
+    cdef double h = 0.0
+    cdef int status
+    cdef bint explicit = pairs is not None
+    with nogil:
+        if explicit and m == 0:
+            status = 0
+        else:
+            status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
+                                   &h, gp, Hp, dsyrk, n_threads)
+    _raise(status, "pairs_diag")
+    return h, grad, H
+
+
+def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=0):
+    """All pairs i < j by the Laplacian form; distances from ``Y`` (n x r).
+
+    Returns ``(h, rowsum, Z)`` with ``h = sum_{i<j} d_ij``, ``rowsum = W 1`` and
+    ``Z = W X`` where ``W_ij = 1 / (2 d_ij)``; then
+    ``sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (rowsum[:, None] * X - Z)``.
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], r = Y.shape[1]
+    if Y.shape[0] != n:
+        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
+    if p == 0 or r == 0:
+        raise ValueError("X and Y need at least one column")
+    rowsum = np.zeros(n)
+    Z = np.zeros((n, p))
+    if n == 0:
+        return 0.0, rowsum, Z
+    cdef double[::1] rv = rowsum
+    cdef double[:, ::1] Zv = Z
+    cdef double h = 0.0
+    cdef int status
+    with nogil:
+        status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &rv[0], &Zv[0, 0],
+                                  dgemm, n_threads)
+    _raise(status, "allpairs_full")
+    return h, rowsum, Z

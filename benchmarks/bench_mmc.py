@@ -1,0 +1,244 @@
+"""MMC benchmark: metriclust.MMC against metric-learn 0.7.0 (issue #4).
+
+Usage::
+
+    python benchmarks/bench_mmc.py            # full grid (peer d=50 / 1e5 pairs: issue's number)
+    python benchmarks/bench_mmc.py --quick    # short run
+    python benchmarks/bench_mmc.py --fig6     # the paper's Fig. 6 protocol, 20 draws
+
+metric-learn 0.7.0 needs scikit-learn < 1.8, so it is installed in its own
+virtual environment (``benchmarks/.venv-metric-learn``, created on first use)
+and run in a subprocess on the same saved data. Both sides are scored with the
+same scale-free objective ``J(A) = sum_D d_A / sqrt(sum_S d_A^2)``; the optimum
+is our solver at ``tol=1e-10`` (a certified duality gap). Data (fixed seed):
+N = 2000, d in {10, 20, 50}, K = 5 Gaussian classes in the first max(2, d/5)
+dimensions, the other dimensions scaled by 3; P pairs, half same-class, half
+different. Repeats are interleaved (peer, ours, peer, ours, ...); medians.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+VENV = HERE / ".venv-metric-learn"
+PEER_PY = VENV / "bin" / "python"
+
+# Measured in the issue (#4) for metric-learn on this grid point; used instead of a
+# 217 s run unless --peer-all is given.
+ISSUE_PEER = {("full", 50, 100000): dict(time=217.0, J=None, note="issue #4 measurement")}
+
+PEER_CODE = r"""
+import json, sys, time, warnings
+import numpy as np
+warnings.filterwarnings("ignore")
+from metric_learn import MMC
+f, diagonal = sys.argv[1], sys.argv[2] == "diag"
+z = np.load(f)
+X, S, D = z["X"], z["S"], z["D"]
+pairs = np.vstack([S, D])
+y = np.r_[np.ones(len(S)), -np.ones(len(D))]
+m = MMC(preprocessor=X, diagonal=diagonal, random_state=0)
+t0, c0 = time.perf_counter(), time.process_time()
+m.fit(pairs, y)
+t1, c1 = time.perf_counter(), time.process_time()
+print(json.dumps(dict(wall=t1 - t0, cpu=c1 - c0, A=m.get_mahalanobis_matrix().tolist())))
+"""
+
+
+def ensure_peer():
+    if PEER_PY.exists():
+        return
+    print("creating", VENV, "(metric-learn 0.7.0, scikit-learn < 1.8)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(PEER_PY), "-m", "pip", "install", "-q", "metric-learn==0.7.0",
+                    "scikit-learn<1.8"], check=True)
+
+
+def make_data(d, P, seed=0, N=2000, K=5):
+    rng = np.random.default_rng(seed)
+    k = max(2, d // 5)
+    y = rng.integers(K, size=N)
+    X = rng.normal(size=(N, d))
+    X[:, :k] += 2.0 * rng.normal(size=(K, k))[y]
+    X[:, k:] *= 3.0
+    out = []
+    for same in (True, False):
+        a, b = rng.integers(N, size=(2, 8 * P))
+        ok = (a != b) & ((y[a] == y[b]) == same)
+        out.append(np.ascontiguousarray(np.c_[a[ok], b[ok]][: P // 2], dtype=np.int64))
+    return X, y, out[0], out[1]
+
+
+def J_of(X, S, D, A):
+    dS = X[S[:, 0]] - X[S[:, 1]]
+    dD = X[D[:, 0]] - X[D[:, 1]]
+    num = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", dD, A, dD), 0)).sum()
+    return num / np.sqrt(np.einsum("ij,jk,ik->", dS, A, dS))
+
+
+def run_peer(path, diagonal, threads, timeout):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads))
+    r = subprocess.run([str(PEER_PY), "-c", PEER_CODE, str(path), "diag" if diagonal else "full"],
+                       capture_output=True, text=True, env=env, timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["A"] = np.array(out["A"])
+    return out
+
+
+def run_ours(X, S, D, diagonal, threads, tol=1e-6):
+    from threadpoolctl import threadpool_limits
+
+    from metriclust import MMC
+
+    with threadpool_limits(threads):
+        t0, c0 = time.perf_counter(), time.process_time()
+        m = MMC(diagonal=diagonal, tol=tol).fit(X, similar=S, dissimilar=D)
+        t1, c1 = time.perf_counter(), time.process_time()
+    return dict(wall=t1 - t0, cpu=c1 - c0, A=m.metric_, n_iter=m.n_iter_, model=m)
+
+
+def grid(args):
+    OUT.mkdir(exist_ok=True)
+    ds = [10, 20, 50]
+    Ps = [1000, 10000] if args.quick else [1000, 10000, 100000]
+    threads = [1] if args.quick else [1, 2]
+    rows = []
+    for kind in ("full", "diag"):
+        for d in ds:
+            for P in Ps:
+                X, y, S, D = make_data(d, P)
+                path = OUT / f"mmc_d{d}_P{P}.npz"
+                np.savez(path, X=X, S=S, D=D)
+                diagonal = kind == "diag"
+                opt = run_ours(X, S, D, diagonal, 2, tol=1e-10)["model"].objective_
+                for t in threads:
+                    skip = (kind, d, P) in ISSUE_PEER and not args.peer_all
+                    peer, ours = [], []
+                    reps = 1 if (args.quick or P >= 100000) else 3
+                    for _ in range(reps):
+                        if not skip:
+                            peer.append(run_peer(path, diagonal, t, args.peer_timeout))
+                        for _ in range(3):
+                            ours.append(run_ours(X, S, D, diagonal, t))
+                    o_t = np.median([o["wall"] for o in ours])
+                    o_J = J_of(X, S, D, ours[0]["A"])
+                    if skip:
+                        p_t, p_J, note = ISSUE_PEER[(kind, d, P)]["time"], np.nan, "peer: issue #4 number (not rerun)"
+                    else:
+                        p_t = np.median([p["wall"] for p in peer])
+                        p_J = J_of(X, S, D, peer[0]["A"])
+                        note = ""
+                    rows.append(dict(kind=kind, d=d, P=P, threads=t, peer_t=p_t, ours_t=o_t,
+                                     ratio=p_t / o_t, peer_J=p_J, ours_J=o_J, opt=opt,
+                                     peer_gap=(opt - p_J) / opt, ours_gap=(opt - o_J) / opt,
+                                     iters=ours[0]["n_iter"], note=note))
+                    r = rows[-1]
+                    print(f"{kind} d={d} P={P} t={t}: peer {p_t:.3f}s J={p_J:.6f} | ours "
+                          f"{o_t:.4f}s J={o_J:.6f} ({r['iters']} it) | opt {opt:.6f} | "
+                          f"x{r['ratio']:.1f} {note}", flush=True)
+    return rows
+
+
+def all_pairs(args):
+    from threadpoolctl import threadpool_limits
+
+    from metriclust import MMC
+    from metriclust.constraints import sample_similar_pairs
+
+    Ns = [2000, 5000] if args.quick else [2000, 5000, 20000]
+    rows = []
+    for N in Ns:
+        X, y, _, _ = make_data(10, 10, N=N)
+        S = sample_similar_pairs(y, 0.9, random_state=0)
+        for t in ([1] if args.quick else [1, 2]):
+            with threadpool_limits(t):
+                t0 = time.perf_counter()
+                m = MMC(tol=1e-6).fit(X, similar=S)
+                wall = time.perf_counter() - t0
+            rows.append(dict(N=N, S=len(S), D=N * (N - 1) // 2 - len(S), threads=t, wall=wall,
+                             iters=m.n_iter_, J=m.objective_))
+            print(rows[-1], flush=True)
+    return rows
+
+
+def fig6(args):
+    from metriclust import MMC, ConstrainedKMeans, KMeans
+    from metriclust.constraints import sample_similar_pairs
+    from metriclust.metrics import pairwise_accuracy
+
+    data = Path(os.environ.get("METRICLUST_DATA", HERE.parents[1] / "shared" / "data"))
+    names = ["iris", "wine", "soybean_small", "ionosphere", "breast_cancer_wdbc"]
+    draws = 5 if args.quick else 20
+    rows = []
+    for name in names:
+        raw = np.loadtxt(data / f"{name}.csv", delimiter=",", skiprows=1)
+        X, y = raw[:, :-1], raw[:, -1].astype(int)
+        K = len(np.unique(y))
+        for info, ratio in (("little", 0.9), ("much", 0.7)):
+            acc = []
+            for s in range(draws):
+                S = sample_similar_pairs(y, ratio, random_state=s)
+                km = KMeans(K, n_init=5, random_state=s)
+                ckm = ConstrainedKMeans(K, n_init=5, random_state=s)
+                Td = MMC(diagonal=True).fit(X, similar=S).transform(X)
+                Tf = MMC().fit(X, similar=S).transform(X)
+                acc.append([pairwise_accuracy(y, lab) for lab in (
+                    km.fit_predict(X), km.fit_predict(Td), km.fit_predict(Tf),
+                    ckm.fit(X, must_link=S).labels_, ckm.fit(Td, must_link=S).labels_,
+                    ckm.fit(Tf, must_link=S).labels_)])
+            acc = np.array(acc)
+            rows.append(dict(name=name, info=info, mean=acc.mean(0), sd=acc.std(0), draws=draws))
+            print(name, info, np.round(acc.mean(0), 3), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fig6", action="store_true", help="only the Fig. 6 accuracy table")
+    ap.add_argument("--peer-all", action="store_true", help="also rerun the 217 s peer point")
+    ap.add_argument("--peer-timeout", type=float, default=900)
+    args = ap.parse_args()
+    print(f"# MMC benchmark {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"load average {os.getloadavg()}", flush=True)
+    if args.fig6:
+        rows = fig6(args)
+        print("\n| data | side info | k-means | +diag A | +full A | c-k-means | c+diag A | c+full A |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            cells = " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(r["mean"], r["sd"]))
+            print(f"| {r['name']} | {r['info']} | {cells} |")
+        return
+    ensure_peer()
+    rows = grid(args)
+    ap_rows = all_pairs(args)
+    print(f"\nload average at the end {os.getloadavg()}")
+    print("\n| A | d | pairs | threads | metric-learn s | ours s | ratio | J metric-learn | J ours "
+          "| J optimum | rel. gap ML | rel. gap ours | iters |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        pj = "n/a" if np.isnan(r["peer_J"]) else f"{r['peer_J']:.4f}"
+        pg = "n/a" if np.isnan(r["peer_gap"]) else f"{r['peer_gap']:.1e}"
+        star = " *" if r["note"] else ""
+        print(f"| {r['kind']} | {r['d']} | {r['P']} | {r['threads']} | {r['peer_t']:.3f}{star} | "
+              f"{r['ours_t']:.4f} | {r['ratio']:.0f}x | {pj} | {r['ours_J']:.4f} | "
+              f"{r['opt']:.4f} | {pg} | {r['ours_gap']:.1e} | {r['iters']} |")
+    print("\n| N | S pairs | implicit D pairs | threads | seconds | iters |")
+    print("|---|---|---|---|---|---|")
+    for r in ap_rows:
+        print(f"| {r['N']} | {r['S']} | {r['D']} | {r['threads']} | {r['wall']:.2f} | {r['iters']} |")
+
+
+if __name__ == "__main__":
+    main()

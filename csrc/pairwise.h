@@ -1,0 +1,46 @@
+/* Pairwise-constraint sums for MMC (SPEC 1.1, 1.3).
+ *
+ * Everything is float64 (callers convert float32). Matrices are row-major.
+ * A "pair" is a row (i, j) of an int64 (m, 2) array of indices into X.
+ *
+ * Determinism: pairs are cut into fixed blocks (a block never depends on the
+ * thread count), each block's partial sum is computed by one thread, and the
+ * partials are added in block order. */
+#ifndef METRICLUST_PAIRWISE_H
+#define METRICLUST_PAIRWISE_H
+#include "common.h"
+
+/* Fortran dsyrk (scipy.linalg.cython_blas.dsyrk). */
+typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
+                            double *alpha, double *a, int *lda, double *beta,
+                            double *c, int *ldc);
+
+/* Explicit pairs, full metric A = L^T L, Lt = L^T (p x r):
+ *   d_k = ||(x_i - x_j) Lt||,  *h = sum_k d_k,  dist[k] = d_k (dist may be NULL),
+ *   G = sum_k w_k D_k D_k^T with D_k = x_i - x_j and w_k = 1/(2 d_k) (0 where
+ *   d_k = 0); G (p x p) may be NULL (objective only). */
+int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m,
+                  const double *Lt, ptrdiff_t r,
+                  double *h, double *G, double *dist,
+                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+
+/* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,
+ * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
+ * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL.
+ * pairs == NULL means ALL pairs i < j of the n rows (m ignored). */
+int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m, const double *a,
+                  double *h, double *grad, double *H,
+                  ml_dsyrk_fn dsyrk, int n_threads);
+
+/* All pairs i < j, Laplacian form (SPEC 1.3). Y = X Lt (n x r, rows centred
+ * by the caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)
+ * (W_ii = 0, W_ij = 0 where d_ij = 0):
+ *   *h = sum_{i<j} d_ij,  rowsum = W 1 (n),  Z = W X (n x p).
+ * Then sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (diag(rowsum) X - Z).
+ * Row tiles: no n x n storage; each tile writes only its own rows. */
+int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *rowsum,
+                     double *Z, ml_dgemm_fn dgemm, int n_threads);
+#endif

@@ -1,0 +1,320 @@
+"""Closed-form Psi-step of CPD-UML (SPEC §3), dense and low-rank.
+
+Row form (one point a row): ``X`` is ``N x p``, ``G`` the ``N x N`` Gaussian Gram,
+``Psi`` the ``N x p`` kernel weights, ``X1 = X + G Psi`` (paper eq. 3) and, for a
+partition with normalized indicator ``Y`` (eq. 9) and projector ``P = I - Y Y^T``,
+
+    J(Psi) = ||P X1||_F^2 + lam ||Psi||_F^2                              (eq. 11)
+
+whose unique minimizer solves (row form of eq. 19/20)
+
+    (G P G + lam I) Psi = -G P X.                                        (*)
+
+Everything a partition contributes is ``K``-dimensional: ``Y Y^T X`` replaces each
+row by its cluster mean, and ``Y^T A`` / ``A^T Y`` are per-cluster row sums of
+``A`` divided by ``sqrt(n_k)`` -- one pass of the shared ``cluster_sums`` kernel,
+never a dense ``Y``.
+
+Solvers (each ``solve(labels, n_clusters) -> PsiStep``):
+
+``DensePsiSolver``
+    Exact. ``G P G + lam I = A - U U^T`` with ``A = G^2 + lam I`` (independent of
+    the partition) and ``U = G Y`` (``N x K``). ``A`` is formed once (one SYRK)
+    and Cholesky-factored in place; each iteration is then a rank-``K`` Woodbury
+    correction, ``O(N^2 (p + K))`` instead of the ``O(N^3)`` solve per iteration
+    of the paper's Algorithm 1.
+``LowRankPsiSolver``
+    ``G ~= Q diag(s) Q^T`` with ``Q`` orthonormal (``N x m``): ``Psi = Q C`` with
+    ``C = -(S M S + lam I_m)^{-1} S Q^T R``, ``M = I - B B^T``, ``B = Q^T Y``,
+    ``R = P X``; ``O(N m (p + K) + m^3)`` per iteration and no ``N x N`` array.
+    A Nystrom factor ``G ~= U U^T`` is brought to this form once by
+    ``orthonormalize_factor`` (``O(N m^2)``).
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg.blas import dsyrk
+
+from .._kernels._sums import cluster_sums, contingency
+from .threads import effective_n_threads, single_blas_thread
+
+__all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
+           "indicator_products", "objective", "same_partition", "cross_gram_matmat",
+           "KernelPCA"]
+
+#: Result of one Psi-step: the weights, the moved points and ``||Psi||_F^2``.
+PsiStep = namedtuple("PsiStep", ["psi", "X1", "psi_sq_norm"])
+
+
+def _cholesky(A):
+    """In-place lower Cholesky factor of the Fortran-ordered SPD ``A`` (for cho_solve).
+
+    BLAS is held to one thread: OpenBLAS's threaded ``potrf`` was measured 30 to
+    10^4 times slower than the serial one on this (shared, oversubscribed)
+    2-core machine -- 8.4 s against 0.26 s at n = 2000, 0.8 s against 0.2 ms at
+    n = 200 -- while serial ``potrf`` costs only ``n^3/3`` flops. (Tall-skinny
+    products suffer too: ``U^T U`` for U of 10^6 x 100 took 19 s threaded
+    against 1.4 s serial, so ``CPDUML.fit`` runs with serial BLAS throughout
+    and only the large square SYRK below asks for threads.)
+    """
+    with single_blas_thread():
+        return cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+
+
+def _syrk_lower(G):
+    """Lower triangle of ``G^T G`` (Fortran order), with BLAS threads: the one
+    large square product (``N^3`` flops), which does scale with threads."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=effective_n_threads(), user_api="blas"):
+        return dsyrk(1.0, G.T, lower=1)
+
+
+def indicator_products(A, labels, n_clusters):
+    """``Y^T A`` for the normalized indicator ``Y`` of ``labels`` (eq. 9).
+
+    Returns ``(YtA, counts)`` where ``YtA`` has one row per *non-empty*
+    cluster (an empty cluster has no column in ``Y``).
+    """
+    counts = np.bincount(labels, minlength=n_clusters)
+    sums = cluster_sums(A, labels, n_clusters)
+    keep = counts > 0
+    return sums[keep] / np.sqrt(counts[keep])[:, None], counts
+
+
+def objective(X1, labels, n_clusters, psi_sq_norm, lam):
+    """J of eq. 11: within-cluster sum of squares of ``X1`` plus ``lam ||Psi||^2``.
+
+    ``tr(X1^T X1) - tr(Y^T X1 X1^T Y) = ||X1||^2 - ||Y^T X1||^2`` for orthonormal
+    ``Y``; evaluated as the sum of squared deviations from the cluster means,
+    which does not cancel.
+    """
+    counts = np.bincount(labels, minlength=n_clusters)
+    sums = cluster_sums(X1, labels, n_clusters)
+    means = sums / np.maximum(counts, 1)[:, None]
+    R1 = X1 - means[labels]
+    return float(np.einsum("ij,ij->", R1, R1)) + lam * float(psi_sq_norm)
+
+
+class DensePsiSolver:
+    """Exact Psi-step with a dense Gram: Cholesky of ``G^2 + lam I`` once.
+
+    Parameters
+    ----------
+    G : ndarray (N, N), float64, C-contiguous, symmetric
+        The Gaussian Gram matrix. Kept by reference (not copied).
+    X : ndarray (N, p), float64
+    lam : float
+        Raw regularization (``> 0``).
+
+    Notes
+    -----
+    ``A = G^2 + lam I`` is the only other ``N x N`` array: SYRK writes its lower
+    triangle (``G`` is symmetric, so its transpose view is Fortran-ordered and
+    BLAS reads it without a copy) and ``potrf`` factors it in place. Per
+    partition, with ``U = G Y`` and ``b = -G R`` (``R = X - Y Y^T X``;
+    ``G R = G X - U (Y^T X)`` with ``G X`` precomputed)::
+
+        (A - U U^T)^{-1} b = A^{-1} b + A^{-1} U (I_K - U^T A^{-1} U)^{-1} U^T A^{-1} b
+
+    The capacitance ``I_K - U^T A^{-1} U`` is SPD because ``A - U U^T >= lam I``.
+    """
+
+    def __init__(self, G, X, lam):
+        n = G.shape[0]
+        self.G, self.X, self.lam = G, X, float(lam)
+        A = _syrk_lower(G)  # G^T G = G^2 (G symmetric): lower triangle, Fortran order
+        A[np.diag_indices(n)] += self.lam
+        try:
+            self._chol = _cholesky(A)
+        except np.linalg.LinAlgError:
+            raise ValueError(
+                f"G^2 + lam I is not numerically positive definite (raw lam={lam:.3g}); "
+                "increase lam."
+            ) from None
+        self._GX = G @ X
+
+    def solve(self, labels, n_clusters):
+        """Psi minimizing eq. 13 for the partition ``labels`` (row form of eq. 20)."""
+        G, X, p = self.G, self.X, self.X.shape[1]
+        # U = G Y: G is symmetric, so column sums by cluster are row sums.
+        UT, counts = indicator_products(G, labels, n_clusters)  # (K', N)
+        YtX, _ = indicator_products(X, labels, n_clusters)      # (K', p)
+        rhs = np.empty((G.shape[0], p + UT.shape[0]), order="F")
+        rhs[:, :p] = UT.T @ YtX - self._GX                      # b = -G R
+        rhs[:, p:] = UT.T
+        Z = cho_solve(self._chol, rhs, overwrite_b=True, check_finite=False)
+        Zb, ZU = Z[:, :p], Z[:, p:]
+        cap = np.eye(UT.shape[0]) - UT @ ZU
+        psi = Zb + ZU @ np.linalg.solve(cap, UT @ Zb)
+        X1 = X + G @ psi
+        return PsiStep(psi, X1, float(np.einsum("ij,ij->", psi, psi)))
+
+
+class LowRankPsiSolver:
+    """Psi-step with ``G ~= Q diag(s) Q^T`` (``Q`` orthonormal ``N x m``).
+
+    Parameters
+    ----------
+    Q : ndarray (N, m), float64, C-contiguous, orthonormal columns
+    s : ndarray (m,), nonnegative eigenvalues
+    X : ndarray (N, p), float64
+    lam : float
+        Raw regularization (``> 0``).
+
+    Notes
+    -----
+    With ``B = Q^T Y`` (``m x K``, per-cluster sums of ``Q``'s rows) and
+    ``Q^T R = Q^T X - B (Y^T X)`` (``Q^T X`` precomputed), the system (*)
+    restricted to ``span(Q)`` is the ``m x m`` SPD system
+    ``(S (I - B B^T) S + lam I) C = -S Q^T R``; then ``Psi = Q C``,
+    ``X1 = X + Q (S C)`` and ``||Psi||^2 = ||C||^2``. ``Psi`` itself is only
+    formed on request (``psi=Q C``, ``O(N m p)``).
+    """
+
+    def __init__(self, Q, s, X, lam):
+        self.Q, self.s, self.X, self.lam = Q, np.asarray(s, dtype=np.float64), X, float(lam)
+        self._QtX = Q.T @ X
+
+    def solve_coef(self, labels, n_clusters):
+        """The ``m x p`` coefficients ``C`` (``Psi = Q C``) for ``labels``."""
+        Q, s = self.Q, self.s
+        BT, _ = indicator_products(Q, labels, n_clusters)   # (K', m)
+        YtX, _ = indicator_products(self.X, labels, n_clusters)
+        QtR = self._QtX - BT.T @ YtX
+        H = np.eye(len(s)) - BT.T @ BT
+        H *= s[:, None]
+        H *= s[None, :]
+        H[np.diag_indices(len(s))] += self.lam
+        return -cho_solve(_cholesky(H), s[:, None] * QtR, overwrite_b=True,
+                          check_finite=False)
+
+    def solve(self, labels, n_clusters):
+        """``PsiStep`` for ``labels``; ``psi`` is the coefficient matrix ``C``."""
+        C = self.solve_coef(labels, n_clusters)
+        X1 = self.X + self.Q @ (self.s[:, None] * C)
+        return PsiStep(C, X1, float(np.einsum("ij,ij->", C, C)))
+
+
+_CHUNK_ELEMS = 1 << 22  # ~32 MB of float64 per row block
+
+
+def _row_blocks(n, width):
+    step = max(1, _CHUNK_ELEMS // max(int(width), 1))
+    return [(a, min(n, a + step)) for a in range(0, n, step)]
+
+
+def orthonormalize_factor(U, *, rtol=1e-12):
+    """Bring ``G ~= U U^T`` to ``G ~= Q diag(s) Q^T`` with orthonormal ``Q``, in place.
+
+    ``U^T U = V diag(s) V^T`` (``m x m``), ``Q = U T`` with ``T = V diag(s)^{-1/2}``;
+    directions with ``s <= rtol * max(s)`` are dropped. ``O(N m^2)``.
+
+    ``U`` (C-contiguous float64) is overwritten: ``Q``'s rows are written
+    block by block into ``U``'s buffer (a block's output, ``r <= m`` wide, never
+    reaches rows not yet read), so no second ``N x m`` array is allocated.
+    Returns ``(Q, s, T)``; ``Q`` is a view of ``U``'s memory.
+    """
+    n, m = U.shape
+    s, V = eigh(U.T @ U, check_finite=False)
+    s, V = s[::-1], V[:, ::-1]
+    keep = s > rtol * max(s[0], 0.0) if s.size else np.zeros(0, bool)
+    s, V = s[keep], V[:, keep]
+    T = V / np.sqrt(s)
+    r = T.shape[1]
+    flat = U.reshape(-1)
+    for a, b in _row_blocks(n, m):
+        block = U[a:b] @ T
+        flat[a * r:b * r] = block.reshape(-1)
+    return flat[:n * r].reshape(n, r), s, T
+
+
+def same_partition(a, b, n_clusters):
+    """True when label vectors ``a`` and ``b`` define the same partition (any permutation)."""
+    table = contingency(a, b, n_clusters, n_clusters)
+    nz = table > 0
+    return bool(np.all(nz.sum(0) <= 1) and np.all(nz.sum(1) <= 1))
+
+
+def cross_gram_matmat(A, B, V, *, sigma):
+    """``g(A, B) @ V`` (Gaussian cross Gram, SPEC 0.2) without storing ``g(A, B)`` whole.
+
+    Uses ``metriclust.kernels.gram_matmat`` where available, else the shared
+    ``gaussian_gram`` on row blocks of ``A``.
+    """
+    from .. import kernels
+
+    if hasattr(kernels, "gram_matmat"):
+        return kernels.gram_matmat(A, V, sigma=sigma, Y=B)
+    out = np.empty((A.shape[0], V.shape[1]))
+    for a, b in _row_blocks(A.shape[0], B.shape[0]):
+        out[a:b] = kernels.gaussian_gram(A[a:b], B, sigma=sigma) @ V
+    return out
+
+
+class KernelPCA:
+    """RBF kernel PCA for the kernel version of CPD-UML (paper section 2.4).
+
+    Exact (``landmarks=None``: eigenpairs of the doubly centered ``N x N`` Gram)
+    or Nystrom (``landmarks=m``: PCA of the centered rank-``m`` Nystrom features,
+    ``O(N m^2)``). ``transform`` maps new points through the same projection.
+    """
+
+    def __init__(self, n_components, *, sigma, landmarks=None, random_state=None):
+        self.n_components = n_components
+        self.sigma = sigma
+        self.landmarks = landmarks
+        self.random_state = random_state
+
+    def fit_transform(self, X):
+        from ..kernels import Nystrom, gaussian_gram
+
+        n = X.shape[0]
+        if self.landmarks is None:
+            Kc = gaussian_gram(X, sigma=self.sigma)
+            self.col_mean_ = Kc.mean(axis=0)
+            self.all_mean_ = float(self.col_mean_.mean())
+            Kc -= self.col_mean_[None, :]          # H K H, in place
+            Kc -= self.col_mean_[:, None]
+            Kc += self.all_mean_
+            k = min(self.n_components, n)
+            vals, vecs = eigh(Kc, subset_by_index=[n - k, n - 1], overwrite_a=True,
+                              check_finite=False)
+            del Kc
+            vals, vecs = vals[::-1], vecs[:, ::-1]
+            keep = vals > 1e-12 * max(vals[0], 0.0)
+            vals, vecs = vals[keep], vecs[:, keep]
+            self.X_fit_ = X
+            self.projection_ = vecs / np.sqrt(vals)
+            return np.ascontiguousarray(vecs * np.sqrt(vals))
+        nys = Nystrom(min(self.landmarks, n), sigma=self.sigma,
+                      random_state=self.random_state).fit(X)
+        U = nys.factor_
+        mean = U.mean(axis=0)
+        U -= mean
+        vals, vecs = eigh(U.T @ U, check_finite=False)
+        vals, vecs = vals[::-1], vecs[:, ::-1]
+        k = min(self.n_components, int(np.sum(vals > 1e-12 * max(vals[0], 0.0))))
+        # z(x) = (u(x) - mean) V_k with u(x) = g(x, L) N_L: one cross-Gram product
+        self.landmarks_ = nys.landmarks_
+        self.projection_ = nys.normalization_ @ vecs[:, :k]
+        self.offset_ = mean @ vecs[:, :k]
+        return np.ascontiguousarray(U @ vecs[:, :k])
+
+    def transform(self, X):
+        if self.landmarks is None:
+            P, n = self.projection_, self.X_fit_.shape[0]
+            # centered cross kernel k(x, X) - col_mean - mean_j k(x, x_j) + all_mean,
+            # times P; the row mean rides along as one extra column (one Gram pass).
+            KP = cross_gram_matmat(X, self.X_fit_, np.hstack([P, np.full((n, 1), 1.0 / n)]),
+                                   sigma=self.sigma)
+            Kx, row_mean = KP[:, :-1], KP[:, -1:]
+            colsum = P.sum(axis=0)
+            Kx -= (self.col_mean_ @ P)[None, :]
+            Kx -= row_mean * colsum[None, :]
+            Kx += self.all_mean_ * colsum[None, :]
+            return Kx
+        return cross_gram_matmat(X, self.landmarks_, self.projection_,
+                                 sigma=self.sigma) - self.offset_

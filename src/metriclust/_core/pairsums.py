@@ -1,0 +1,97 @@
+"""The pairwise-constraint sums of MMC over a dissimilar set D (SPEC 1.1, 1.3).
+
+``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
+S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
+no N x N storage) and subtracts S's own terms. Data are float64 (float32 input
+is converted by the caller). The kernels call BLAS from inside their OpenMP
+region: callers hold BLAS to one thread around a solve (``single_blas_thread``),
+once, not per call (threadpoolctl costs milliseconds per entry).
+"""
+
+import numpy as np
+
+from .._kernels import _pairwise
+from .threads import effective_n_threads
+
+__all__ = ["PairSums", "scatter_of_pairs", "unique_pairs"]
+
+
+def unique_pairs(pairs):
+    """Unordered pairs without duplicates, as (min, max) rows sorted."""
+    if len(pairs) == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    p = np.sort(pairs, axis=1)
+    return np.ascontiguousarray(np.unique(p, axis=0), dtype=np.int64)
+
+
+def scatter_of_pairs(X, pairs):
+    """``M = sum_k (x_i - x_j)(x_i - x_j)^T`` through the pair graph's Laplacian.
+
+    ``M = X^T (diag(deg) - Adj) X`` with the (multi)graph of the pairs, so the
+    pair differences are never materialized: O(m + N p^2).
+    """
+    from scipy import sparse
+
+    n, p = X.shape
+    if len(pairs) == 0:
+        return np.zeros((p, p))
+    i, j = pairs[:, 0], pairs[:, 1]
+    adj = sparse.coo_matrix((np.ones(len(pairs)), (i, j)), shape=(n, n)).tocsr()
+    adj = adj + adj.T
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    M = X.T @ (deg[:, None] * X - adj @ X)
+    return 0.5 * (M + M.T)
+
+
+class PairSums:
+    """h, gradient and Hessian sums over D for a full or diagonal metric.
+
+    Parameters
+    ----------
+    E : ndarray (n, p), float64
+        The data (in whatever coordinates the solver works in).
+    dissimilar : ndarray (m, 2) or None
+        Explicit D, or None for all pairs not in ``similar``.
+    similar : ndarray (k, 2)
+        S; used only when ``dissimilar`` is None.
+    """
+
+    def __init__(self, E, dissimilar, similar, n_threads=None):
+        self.implicit = dissimilar is None
+        self.n_threads = effective_n_threads(n_threads)
+        if self.implicit:
+            # Centre: the Laplacian form is translation invariant, GEMM distances are not.
+            self.E = np.ascontiguousarray(E - E.mean(axis=0))
+            self.S = unique_pairs(similar)
+        else:
+            self.E = np.ascontiguousarray(E)
+            self.D = np.ascontiguousarray(dissimilar, dtype=np.int64)
+
+    def full(self, Lt, gradient=True):
+        """``h = sum_D ||d L^T||`` and ``G = sum_D d d^T / (2 ||d L^T||)``."""
+        Lt = np.ascontiguousarray(Lt, dtype=np.float64)
+        if not self.implicit:
+            h, G, _ = _pairwise.pairs_full(self.E, self.D, Lt, gradient,
+                                           n_threads=self.n_threads)
+            return h, G
+        Y = np.ascontiguousarray(self.E @ Lt)
+        h, rowsum, Z = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
+        hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
+                                         n_threads=self.n_threads)
+        h -= hs
+        if not gradient:
+            return h, None
+        G = self.E.T @ (rowsum[:, None] * self.E - Z) - Gs
+        return h, 0.5 * (G + G.T)
+
+    def diag(self, a, gradient=True, hessian=True):
+        """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1)."""
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if not self.implicit:
+            return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
+                                        n_threads=self.n_threads)
+        h, g, H = _pairwise.pairs_diag(self.E, None, a, gradient, hessian,
+                                       n_threads=self.n_threads)
+        hs, gs, Hs = _pairwise.pairs_diag(self.E, self.S, a, gradient, hessian,
+                                          n_threads=self.n_threads)
+        return (h - hs, None if g is None else g - gs, None if H is None else H - Hs)

@@ -1,0 +1,294 @@
+"""Side information (SPEC 0.4) and constrained k-means (SPEC 1.4).
+
+Pairs are int64 arrays of shape ``(m, 2)`` of row indices. ``S`` (must-link,
+similar) and ``D`` (cannot-link, dissimilar).
+
+The paper's four clustering variants (Xing et al. 2003, Sec. 3), with
+``km = KMeans(K)``, ``ckm = ConstrainedKMeans(K)`` and ``mmc = MMC().fit(X, similar=S)``:
+
+1. k-means:                          ``km.fit_predict(X)``
+2. constrained k-means:              ``ckm.fit(X, must_link=S).labels_``
+3. k-means + learned metric:         ``km.fit_predict(mmc.transform(X))``
+4. constrained k-means + metric:     ``ckm.fit(mmc.transform(X), must_link=S).labels_``
+"""
+
+import numbers
+
+import numpy as np
+
+from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
+from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.validation import (check_array, check_n_clusters, check_n_features,
+                               check_pairs, check_random_state, check_scalar)
+
+__all__ = ["ConstrainedKMeans", "connected_components", "pairs_from_labels",
+           "sample_similar_pairs"]
+
+
+def connected_components(pairs, n_samples):
+    """Connected components of the graph on ``n_samples`` nodes with edges ``pairs``.
+
+    Returns ``(n_components, labels)``; ``labels[i]`` in ``[0, n_components)``,
+    numbered in order of each component's first node.
+
+    >>> connected_components([[0, 1], [2, 3], [1, 3]], 5)
+    (2, array([0, 0, 0, 0, 1]))
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as _cc
+
+    check_scalar(n_samples, "n_samples", numbers.Integral, min_val=1)
+    pairs = check_pairs(pairs, n_samples)
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
+                       shape=(n_samples, n_samples))
+    n_comp, labels = _cc(graph, directed=False)
+    # Renumber by first occurrence so the result does not depend on scipy's order.
+    _, first = np.unique(labels, return_index=True)
+    rank = np.empty(n_comp, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(n_comp)
+    return int(n_comp), rank[labels]
+
+
+def _labelled_classes(y):
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    idx = np.flatnonzero(y != -1)
+    classes, codes = np.unique(y[idx], return_inverse=True)
+    return idx, codes.reshape(-1), len(classes)
+
+
+def _sample_same(idx, codes, k, size, rng):
+    """``size`` random same-class pairs (with replacement), original indices."""
+    counts = np.bincount(codes, minlength=k)
+    weight = counts * (counts - 1.0)
+    if weight.sum() == 0:
+        raise ValueError("No class has two labelled points: no similar pair exists.")
+    order = np.argsort(codes, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    c = rng.choice(k, size=size, p=weight / weight.sum())
+    a = rng.integers(0, counts[c])
+    b = rng.integers(0, counts[c] - 1)
+    b = b + (b >= a)                                   # a distinct second member
+    return np.c_[idx[order[start[c] + a]], idx[order[start[c] + b]]].astype(np.int64)
+
+
+def _sample_different(idx, codes, k, size, rng):
+    counts = np.bincount(codes, minlength=k).astype(np.float64)
+    if np.count_nonzero(counts) < 2:
+        raise ValueError("Fewer than two labelled classes: no dissimilar pair exists.")
+    n = idx.size
+    out = np.empty((0, 2), dtype=np.int64)
+    while len(out) < size:                             # rejection: differs w.p. >= 1/n
+        m = 2 * (size - len(out)) + 16
+        a, b = rng.integers(0, n, size=m), rng.integers(0, n, size=m)
+        ok = codes[a] != codes[b]
+        out = np.vstack([out, np.c_[idx[a[ok]], idx[b[ok]]]])
+    return np.ascontiguousarray(out[:size])
+
+
+def pairs_from_labels(y, n_similar, n_dissimilar, random_state=None):
+    """Random similar (same class) and dissimilar (different class) pairs.
+
+    Pairs are drawn uniformly with replacement among the labelled points
+    (label -1 = unlabelled), never joining a point to itself.
+
+    Returns
+    -------
+    similar, dissimilar : ndarray of shape (n_similar, 2), (n_dissimilar, 2)
+
+    >>> S, D = pairs_from_labels([0, 0, 1, 1, -1], 3, 2, random_state=0)
+    >>> S.shape, D.shape
+    ((3, 2), (2, 2))
+    """
+    check_scalar(n_similar, "n_similar", numbers.Integral, min_val=0)
+    check_scalar(n_dissimilar, "n_dissimilar", numbers.Integral, min_val=0)
+    rng = check_random_state(random_state)
+    idx, codes, k = _labelled_classes(y)
+    S = _sample_same(idx, codes, k, n_similar, rng) if n_similar else np.empty((0, 2), np.int64)
+    D = (_sample_different(idx, codes, k, n_dissimilar, rng) if n_dissimilar
+         else np.empty((0, 2), np.int64))
+    return S, D
+
+
+def sample_similar_pairs(y, target_component_ratio=0.9, random_state=None):
+    """Similar pairs as in Xing et al. (2003, Sec. 4.2).
+
+    Random same-class pairs are added until the number of connected components
+    ``K_c`` of the pairs' graph is about ``target_component_ratio * N``: 0.9 is the
+    paper's "little" side information, 0.7 its "much". ``N`` counts every point
+    (unlabelled ones, label -1, stay singletons). The prefix length is found by
+    bisection on a random sequence of pairs (``K_c`` only decreases as pairs are
+    added), so there is no loop over pairs.
+
+    Returns
+    -------
+    similar : ndarray of shape (m, 2)
+
+    >>> y = np.repeat(np.arange(3), 20)
+    >>> S = sample_similar_pairs(y, 0.7, random_state=0)
+    >>> connected_components(S, 60)[0]
+    42
+    """
+    check_scalar(target_component_ratio, "target_component_ratio", numbers.Real,
+                 min_val=0, max_val=1)
+    rng = check_random_state(random_state)
+    y = np.asarray(y)
+    n = y.shape[0] if y.ndim == 1 else 0
+    idx, codes, k = _labelled_classes(y)
+    counts = np.bincount(codes, minlength=k)
+    target = int(round(target_component_ratio * n))
+    floor = n - idx.size + k                  # components when each class is joined
+    if target < floor:
+        raise ValueError(f"target_component_ratio={target_component_ratio} asks for "
+                         f"{target} components; the classes allow at least {floor}.")
+    if target >= n or np.all(counts < 2):
+        return np.empty((0, 2), dtype=np.int64)
+    need = n - target
+    pool = _sample_same(idx, codes, k, 4 * need + 16, rng)
+    while connected_components(pool, n)[0] > target:   # rare: grow the pool
+        pool = np.vstack([pool, _sample_same(idx, codes, k, len(pool), rng)])
+    lo, hi = need, len(pool)                 # K_c(prefix lo) >= N - lo >= target
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if connected_components(pool[:mid], n)[0] <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return np.ascontiguousarray(pool[:lo])
+
+
+class ConstrainedKMeans(ClusterMixin, BaseEstimator):
+    """k-means with must-link (and optional cannot-link) constraints.
+
+    Must-link (Xing et al. 2003, Sec. 3, SPEC 1.4): each connected component of
+    the must-link graph is assigned as a unit to
+    ``argmin_k sum_{i in comp} ||x_i - mu_k||^2``, which is exactly weighted
+    k-means on the component means with weight = component size; that is run
+    through the shared k-means core. Cannot-link (an extension beyond the paper,
+    Wagstaff et al. 2001, COP-k-means): in each assignment step the components
+    touched by a cannot-link take, in index order, the nearest centre not already
+    taken by a component they cannot join; if none is left the constraints are
+    infeasible for this run and ``ValueError`` is raised.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : {"k-means++", "random"} or ndarray, default="k-means++"
+    n_init : int, default=10
+    max_iter : int, default=300
+    tol : float, default=1e-4
+    random_state : None, int or Generator
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    labels_, cluster_centers_, inertia_, n_iter_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.1], [10.0], [10.1]])
+    >>> ckm = ConstrainedKMeans(2, random_state=0).fit(X, must_link=[[1, 2]])
+    >>> bool(ckm.labels_[1] == ckm.labels_[2])
+    True
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init=10, max_iter=300,
+                 tol=1e-4, random_state=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        """Cluster ``X`` with the constraints; ``y`` is ignored."""
+        X = check_array(X)
+        n = X.shape[0]
+        self.n_features_in_ = X.shape[1]
+        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
+        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
+        S = check_pairs(must_link if must_link is not None else [], n, name="must_link")
+        C = check_pairs(cannot_link if cannot_link is not None else [], n, name="cannot_link")
+        n_comp, comp = connected_components(S, n)
+        K = check_n_clusters(self.n_clusters, n_comp)
+        means, weights = cluster_means(X, comp, n_comp)
+        means = means.astype(X.dtype)
+        init = self.init
+        if not isinstance(init, str):
+            init = check_array(init, name="init", dtype=X.dtype)
+            if init.shape != (K, X.shape[1]):
+                raise ValueError(f"init must have shape ({K}, {X.shape[1]}), got {init.shape}.")
+        elif init not in ("k-means++", "random"):
+            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        rng = check_random_state(self.random_state)
+        res = kmeans(means, K, sample_weight=weights, init=init,
+                     n_init=1 if not isinstance(init, str) else self.n_init,
+                     max_iter=self.max_iter, tol=self.tol, random_state=rng,
+                     verbose=self.verbose)
+        centers, comp_labels, n_iter = res.centers, res.labels, res.n_iter
+        if len(C):
+            centers, comp_labels, n_iter = self._cop_lloyd(means, weights, comp[C], centers)
+        self.cluster_centers_ = np.asarray(centers)
+        self.labels_ = np.asarray(comp_labels, dtype=np.int64)[comp]
+        diff = X - self.cluster_centers_[self.labels_]
+        self.inertia_ = float(np.einsum("ij,ij->", diff, diff))
+        self.n_iter_ = int(n_iter)
+        return self
+
+    def _cop_lloyd(self, means, weights, cl, centers):
+        """Lloyd on component means with the cannot-link rule in the assignment."""
+        if np.any(cl[:, 0] == cl[:, 1]):
+            r = int(np.argmax(cl[:, 0] == cl[:, 1]))
+            raise ValueError(f"cannot_link[{r}] joins two points already must-linked "
+                             "(same connected component): the constraints are infeasible.")
+        K = centers.shape[0]
+        labels = None
+        for it in range(1, self.max_iter + 1):
+            new = _cop_assign(means, centers, cl)
+            if labels is not None and np.array_equal(new, labels):
+                break
+            labels = new
+            c, w = cluster_means(means, labels, K, sample_weight=weights)
+            centers = np.where(w[:, None] > 0, c, centers).astype(means.dtype)
+        return centers, labels, it
+
+    def predict(self, X):
+        """Nearest learned centre of each row (constraints do not apply to new points)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = check_array(X)
+        check_n_features(self, X)
+        return assign_labels(X, self.cluster_centers_.astype(X.dtype))[0]
+
+
+def _cop_assign(means, centers, cl):
+    """COP-k-means assignment of component means (Wagstaff et al. 2001).
+
+    Unconstrained components go to their nearest centre (vectorized); the
+    constrained ones, in index order, to the nearest centre not held by a
+    component they may not join. The loop runs over constrained components only.
+    """
+    labels, _ = assign_labels(means, centers)
+    d2 = ((means[:, None, :] - centers[None, :, :]) ** 2).sum(-1) if len(cl) else None
+    involved = np.unique(cl)
+    partners = {int(c): set() for c in involved}
+    for a, b in cl:
+        partners[int(a)].add(int(b))
+        partners[int(b)].add(int(a))
+    done = {}
+    for c in involved:
+        banned = {done[q] for q in partners[int(c)] if q in done}
+        for k in np.argsort(d2[c], kind="stable"):
+            if int(k) not in banned:
+                done[int(c)] = int(k)
+                break
+        else:
+            raise ValueError("The cannot-link constraints cannot be satisfied with "
+                             f"n_clusters={centers.shape[0]} in this assignment "
+                             f"(component {int(c)} conflicts with every cluster).")
+        labels[c] = done[int(c)]
+    return labels

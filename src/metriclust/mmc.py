@@ -1,0 +1,369 @@
+"""MMC: Mahalanobis metric learning from side information (Xing, Ng, Jordan & Russell 2003).
+
+The paper's problem (SPEC 1, the paper's eq. (2)-(4))::
+
+    min_A  sum_S ||x_i - x_j||_A^2   s.t.  sum_D ||x_i - x_j||_A >= 1,  A >= 0
+
+is solved in its equivalent scale-free form: maximize
+
+    J(A) = sum_D ||x_i - x_j||_A / sqrt(sum_S ||x_i - x_j||_A^2).
+
+Full A (the paper's Fig. 1, "gradient ascent + iterative projection", done
+properly). Whiten by the similar-pair scatter ``M_S = sum_S d d^T``:
+``E = X W`` with ``W = M_S^{-1/2}`` (eigenbasis form), ``A = W B W^T``. The
+constraint set C1 ∩ C2 = {<A, M_S> <= 1, A >= 0} becomes the spectraplex
+``{B >= 0, tr B <= 1}``, whose Euclidean projection is exact and costs one
+eigendecomposition (eigenvalues projected onto the capped simplex). The ascent
+itself is a spectral projected gradient (Barzilai-Borwein step, non-monotone
+Armijo search; Birgin, Martinez & Raydan 2000) on ``h(B) = sum_D ||e||_B`` with
+the gradient of the paper's Fig. 1, ``grad g = sum_D e e^T / (2 ||e||_B)``.
+Stopping is certified: for any B, weak duality gives
+``h* <= lambda_max(grad h(B)) + h(B) / 2`` (from ``sqrt(q) = min_t q/(2t) + t/2``),
+so the relative gap bounds the distance of J to its optimum.
+
+Diagonal A (the paper's Sec. 2.1, eq. (6)): Newton-Raphson on
+``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, as a projected
+Newton method (Bertsekas 1982): variables at the bound with a positive gradient
+are held, a Newton step on the rest, and an Armijo search along the projection
+arc ``max(a + t d, 0)``.
+
+References
+----------
+E. P. Xing, A. Y. Ng, M. I. Jordan, S. Russell. Distance metric learning, with
+application to clustering with side-information. NIPS 15, 2003.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
+from ._core.pairsums import PairSums, scatter_of_pairs
+from ._core.threads import single_blas_thread
+from ._core.psd import eigh_robust, project_spectraplex, psd_factor
+from ._core.validation import (check_array, check_n_features, check_pairs,
+                               check_random_state, check_scalar)
+
+__all__ = ["MMC"]
+
+# Relative floor on the eigenvalues of M_S when whitening (a singular M_S makes
+# the paper's problem unbounded along its null space; the floor keeps it finite).
+_RIDGE = 1e-10
+# Labelled pairs used as they are up to this count; beyond it, sampled.
+_MAX_LABEL_PAIRS = 200_000
+
+
+class ConvergenceWarning(UserWarning):
+    """MMC stopped at ``max_iter`` before its stopping rule was met."""
+
+
+class MMC(TransformerMixin, BaseEstimator):
+    """Mahalanobis metric for clustering with side information (Xing et al. 2003).
+
+    Parameters
+    ----------
+    diagonal : bool, default=False
+        Learn a diagonal ``A`` (Newton-Raphson, paper Sec. 2.1) instead of a full one.
+    max_iter : int, default=1000
+        Maximum number of ascent / Newton iterations.
+    tol : float, default=1e-6
+        Stop when the certified relative duality gap ``(J* - J) / J`` bound is
+        below ``tol`` (so ``objective_`` is within ``tol`` of the optimum).
+    init : {"identity", "covariance"} or ndarray, default="identity"
+        Starting metric: the identity, the inverse covariance of ``X``, or a
+        ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal).
+        The problem is convex: the optimum ``J`` does not depend on it.
+    random_state : None, int or Generator
+        Used only to sample pairs from ``y`` when there are very many.
+    verbose : int, default=0
+        Print the objective and gap every iteration when positive.
+
+    Attributes
+    ----------
+    metric_ : ndarray (p, p)
+        The learned ``A``, symmetric PSD, scaled so that ``sum_S ||.||_A^2 = 1``.
+    components_ : ndarray (p, p)
+        ``L`` with ``A = L^T L``; rows by decreasing eigenvalue of the whitened
+        problem, rows of zeros where ``A`` is rank deficient.
+    objective_ : float
+        ``J(A) = sum_D ||x_i - x_j||_A`` at that scale (the scale-free objective).
+    n_iter_ : int
+    converged_ : bool
+    n_features_in_ : int
+    similar_, dissimilar_ : ndarray (m, 2)
+        The pairs used; ``dissimilar_`` is None for "all pairs not in S".
+
+    Notes
+    -----
+    Side information: ``fit(X, similar=S)`` uses all pairs not in S as D (never
+    materialized: the Laplacian form of SPEC 1.3); ``fit(X, similar=S,
+    dissimilar=D)`` uses both lists. ``fit(X, y)`` with class labels (-1 =
+    unlabelled) builds the pairs among labelled points: every same-class pair is
+    similar and every different-class pair dissimilar when there are at most
+    200,000 labelled pairs; otherwise 50,000 of each are drawn at random
+    (:func:`metriclust.constraints.pairs_from_labels`). ``fit(X)`` without any
+    side information raises ``ValueError``.
+
+    The result is scale invariant: multiplying ``X`` by any ``c > 0`` leaves
+    ``transform(X)`` (hence any clustering of it) and ``objective_`` unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metriclust import MMC
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 50)
+    >>> X = np.c_[y + 0.1 * rng.normal(size=100), 10 * rng.normal(size=100)]
+    >>> mmc = MMC().fit(X, y)
+    >>> bool(abs(mmc.metric_[0, 0]) > 100 * abs(mmc.metric_[1, 1]))
+    True
+    """
+
+    def __init__(self, diagonal=False, max_iter=1000, tol=1e-6, init="identity",
+                 random_state=None, verbose=0):
+        self.diagonal = diagonal
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y=None, *, similar=None, dissimilar=None):
+        """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``."""
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
+        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
+        check_scalar(self.verbose, "verbose", (numbers.Integral, bool))
+        X = check_array(X, ensure_min_samples=2)
+        n, p = X.shape
+        self.n_features_in_ = p
+        X64 = X.astype(np.float64, copy=False)
+        S, D = self._side_information(X64, y, similar, dissimilar)
+        with single_blas_thread():     # the OpenMP kernels call BLAS themselves
+            self._fit(X64, S, D)
+        return self
+
+    def _fit(self, X64, S, D):
+        p = X64.shape[1]
+        M_S = scatter_of_pairs(X64, S)
+
+        # Whiten by M_S: <A, M_S> <= 1 becomes tr B <= 1 (full) or sum a <= 1 (diagonal).
+        if self.diagonal:
+            m = np.diag(M_S).copy()
+        else:
+            m, U = eigh_robust(M_S)
+        if not m.max() > 0:
+            raise ValueError("The similar pairs have zero scatter (all pairs join "
+                             "identical points); MMC's problem is unbounded.")
+        m = np.maximum(m, _RIDGE * m.max())
+        W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
+        W_inv = np.diag(np.sqrt(m)) if self.diagonal else np.sqrt(m)[:, None] * U.T
+        sums = PairSums(X64 @ W, D, S)
+        B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
+
+        if self.diagonal:
+            a0 = np.maximum(np.diag(B0), 0.0)
+            b, self.n_iter_, self.converged_ = _newton_diagonal(
+                sums, a0, self.max_iter, self.tol, self.verbose)
+            Lt = np.diag(np.sqrt(b))
+        else:
+            B, self.n_iter_, self.converged_ = _projected_gradient_full(
+                sums, B0, self.max_iter, self.tol, self.verbose)
+            lam, V = eigh_robust(B)
+            Lt = psd_factor(lam, V)
+        if not self.converged_:
+            warnings.warn(f"MMC did not reach tol={self.tol} in max_iter={self.max_iter} "
+                          "iterations; increase max_iter.", ConvergenceWarning)
+
+        L = Lt.T @ W.T                                  # A = W B W^T = L^T L
+        scale = np.sqrt(max(np.sum((L @ M_S) * L), np.finfo(float).tiny))
+        L = L / scale                                   # sum_S ||.||_A^2 = 1
+        self.components_ = np.zeros((p, p))
+        self.components_[: L.shape[0]] = L
+        self.metric_ = self.components_.T @ self.components_
+        self.objective_ = float(self._sum_d(X64, S, D))
+        self.similar_, self.dissimilar_ = S, D
+
+    # -- side information and initialization ------------------------------------
+    def _side_information(self, X, y, similar, dissimilar):
+        n = X.shape[0]
+        if similar is None and dissimilar is None:
+            if y is None:
+                raise ValueError(
+                    "MMC requires y to be passed, but the target y is None: give class "
+                    "labels y or pairs similar=/dissimilar=.")
+            return _pairs_from_y(y, n, self.random_state)
+        if similar is None:
+            raise ValueError("dissimilar pairs were given without similar pairs; "
+                             "MMC needs similar (and optionally dissimilar) pairs.")
+        S = check_pairs(similar, n, name="similar", allow_empty=False)
+        D = None if dissimilar is None else check_pairs(dissimilar, n, name="dissimilar")
+        return S, D
+
+    def _initial_metric(self, X):
+        p = X.shape[1]
+        init = self.init
+        if isinstance(init, str):
+            if init == "identity":
+                return np.eye(p)
+            if init == "covariance":
+                C = np.atleast_2d(np.cov(X, rowvar=False))
+                return np.linalg.pinv(C, hermitian=True)
+            raise ValueError(f"init must be 'identity', 'covariance' or an array, got {init!r}.")
+        A0 = check_array(init, name="init", ensure_2d=False, ensure_min_samples=p)
+        if A0.ndim == 1 and self.diagonal and A0.shape == (p,):
+            A0 = np.diag(A0)
+        if A0.shape != (p, p):
+            raise ValueError(f"init must have shape ({p}, {p}), got {A0.shape}.")
+        A0 = 0.5 * (A0 + A0.T).astype(np.float64)
+        if np.linalg.eigvalsh(A0)[-1] <= 0:
+            raise ValueError("init must be positive semi-definite and non-zero.")
+        return A0
+
+    def _sum_d(self, X, S, D):
+        Lt = np.ascontiguousarray(self.components_.T)
+        return PairSums(X, D, S).full(Lt, gradient=False)[0]
+
+    # -- the learned space ------------------------------------------------------
+    def transform(self, X):
+        """Map ``X`` into the learned space: ``X L^T`` (Euclidean there = ``d_A``)."""
+        check_is_fitted(self, "components_")
+        X = check_array(X)
+        check_n_features(self, X)
+        return X @ self.components_.T.astype(X.dtype)
+
+    def pair_distances(self, X, pairs):
+        """``d_A(x_i, x_j)`` for each row ``(i, j)`` of ``pairs`` (indices into X)."""
+        check_is_fitted(self, "components_")
+        X = check_array(X)
+        check_n_features(self, X)
+        pairs = check_pairs(pairs, X.shape[0])
+        from ._kernels._pairwise import pairs_full
+        _, _, dist = pairs_full(X.astype(np.float64, copy=False), pairs,
+                                np.ascontiguousarray(self.components_.T),
+                                gradient=False, distances=True)
+        return dist
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True   # side information is needed
+        return tags
+
+
+def _pairs_from_y(y, n, random_state):
+    """All labelled pairs split by class (or a sample when there are too many)."""
+    from .constraints import pairs_from_labels
+
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must be 1-D with {n} entries, got shape {y.shape}.")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    labelled = np.flatnonzero(y != -1)
+    n_l = labelled.size
+    if n_l * (n_l - 1) // 2 <= _MAX_LABEL_PAIRS:
+        i, j = np.triu_indices(n_l, 1)
+        i, j = labelled[i], labelled[j]
+        same = y[i] == y[j]
+        S = np.c_[i[same], j[same]].astype(np.int64)
+        D = np.c_[i[~same], j[~same]].astype(np.int64)
+    else:
+        S, D = pairs_from_labels(y, 50_000, 50_000, random_state=random_state)
+    if len(S) == 0:
+        raise ValueError("y gives no similar pairs (no class has two labelled points).")
+    return np.ascontiguousarray(S), np.ascontiguousarray(D)
+
+
+def _duality_gap(lam_max, h):
+    """Relative gap: ``h* <= lam_max(grad h) + h/2`` on ``{tr B <= 1}`` (module docstring)."""
+    return (lam_max + 0.5 * h - h) / h
+
+
+def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
+    """Maximize ``h(B) = sum_D ||e||_B`` over ``{B >= 0, tr B <= 1}`` (SPG)."""
+    B, lam, V = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
+    h, G = sums.full(psd_factor(lam, V))
+    if not h > 0:                       # no dissimilar pair has positive length
+        return B, 0, True
+    step = 1.0 / np.linalg.norm(G)
+    history = [h]
+    upper = np.inf
+    for it in range(1, max_iter + 1):
+        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)
+        gap = (upper - h) / h
+        if verbose:
+            print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
+        if gap <= tol:
+            return B, it - 1, True
+        # Projection of the gradient step onto C1 ∩ C2 (exact; one eigendecomposition).
+        P, lamP, VP = project_spectraplex(B + step * G)
+        direction = P - B
+        slope = np.sum(G * direction)
+        if not slope > 1e-15 * h:       # no ascent direction left at machine precision
+            return B, it, True
+        ref, t = min(history[-memory:]), 1.0
+        while True:                     # non-monotone Armijo search along B + t (P - B)
+            if t == 1.0:
+                Bn, Lt = P, psd_factor(lamP, VP)
+            else:
+                Bn = B + t * direction
+                Lt = psd_factor(*eigh_robust(Bn))
+            hn, Gn = sums.full(Lt)
+            if hn >= ref + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        s, g_diff = Bn - B, Gn - G
+        curvature = -np.sum(s * g_diff)     # h is concave: curvature >= 0
+        step = np.sum(s * s) / curvature if curvature > 0 else 10.0 * step
+        step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
+        if hn - h <= 1e-15 * abs(h) and t < 1e-12:
+            return B, it, False          # stalled: the search found no increase
+        B, h, G = Bn, hn, Gn
+        history.append(h)
+    return B, max_iter, False
+
+
+def _newton_diagonal(sums, a0, max_iter, tol, verbose):
+    """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``)."""
+    p = a0.size
+    a = a0 / a0.sum() if a0.sum() > 0 else np.full(p, 1.0 / p)
+
+    def g_of(a):
+        h = sums.diag(a, gradient=False, hessian=False)[0]
+        return a.sum() - np.log(h) if h > 0 else np.inf
+
+    h, gh, H = sums.diag(a)
+    if not h > 0:
+        return a, 0, True
+    for it in range(1, max_iter + 1):
+        # Certificate at the normalized point a / sum(a) (h is 1/2-homogeneous).
+        c = a.sum()
+        gap = (np.max(gh) * np.sqrt(c) - 0.5 * h / np.sqrt(c)) / (h / np.sqrt(c))
+        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
+        hess = H / h + np.outer(gh, gh) / h**2               # hess g
+        if verbose:
+            print(f"MMC-diag iter {it:4d}  g = {c - np.log(h):.12g}  rel. gap <= {gap:.3e}")
+        if gap <= tol:
+            return a, it - 1, True
+        # Bertsekas' projected Newton: hold bound variables pushed outward.
+        eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))
+        held = (a <= eps) & (grad > 0)
+        free = ~held
+        d = np.zeros(p)
+        lam, V = eigh_robust(hess[np.ix_(free, free)])
+        lam = np.maximum(lam, 1e-12 * max(lam.max(), np.finfo(float).tiny))
+        d[free] = -V @ ((V.T @ grad[free]) / lam)
+        d[held] = -grad[held]
+        g0, t = c - np.log(h), 1.0
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)   # rounding level of g
+        while True:                       # Armijo along the projection arc
+            an = np.maximum(a + t * d, 0.0)
+            gn = g_of(an)
+            if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
+                break
+            t *= 0.5
+        if gn > g0 + noise:               # no decrease even for tiny steps
+            return a, it, gap <= 10 * tol
+        a = an
+        h, gh, H = sums.diag(a)
+    return a, max_iter, False

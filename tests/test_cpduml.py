@@ -1,0 +1,369 @@
+"""CPD-UML (SPEC §3): solvers against slow numpy references, paper checks, estimator API."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment, minimize
+from threadpoolctl import threadpool_limits
+
+from metriclust import CPDUML
+from metriclust._core.base import NotFittedError
+from metriclust._core.cpd import (DensePsiSolver, KernelPCA, LowRankPsiSolver, objective,
+                                  orthonormalize_factor, same_partition)
+from metriclust._core.kmeans import assign_labels, kmeans
+from metriclust.kernels import Nystrom, gaussian_gram, top_eigenpairs
+
+
+# -- slow, obviously-correct references ---------------------------------------------
+
+def indicator(labels, K):
+    """Normalized cluster indicator Y (paper eq. 9), empty clusters dropped."""
+    Y = np.zeros((len(labels), K))
+    Y[np.arange(len(labels)), labels] = 1.0
+    Y = Y[:, Y.sum(0) > 0]
+    return Y / np.sqrt(Y.sum(0))
+
+
+def psi_reference(G, X, labels, K, lam):
+    """Row form of eq. 20 as written: dense Y, dense projector, np.linalg.solve."""
+    Y = indicator(labels, K)
+    P = np.eye(len(X)) - Y @ Y.T
+    return np.linalg.solve(G @ P @ G + lam * np.eye(len(X)), -G @ P @ X)
+
+
+def J_reference(X, G, Psi, Y, lam):
+    """Eq. 11 as written (traces)."""
+    X1 = X + G @ Psi
+    return (np.trace(X1.T @ X1) - np.trace(Y.T @ X1 @ X1.T @ Y)
+            + lam * np.trace(Psi.T @ Psi))
+
+
+def x1_nystrom_spec(X, U, labels, K, lam):
+    """SPEC §3's push-through form for G ~= U U^T (U not orthonormal):
+    X1 = X - U (lam I + (U^T U) H)^{-1} (U^T U) U^T R, H = U^T U - (U^T Y)(U^T Y)^T."""
+    Y = indicator(labels, K)
+    R = X - Y @ (Y.T @ X)
+    W = U.T @ U
+    UtY = U.T @ Y
+    H = W - UtY @ UtY.T
+    return X - U @ np.linalg.solve(lam * np.eye(U.shape[1]) + W @ H, W @ (U.T @ R))
+
+
+def accuracy(y, labels):
+    """Clustering accuracy after Hungarian matching."""
+    C = np.zeros((y.max() + 1, labels.max() + 1))
+    np.add.at(C, (y, labels), 1)
+    r, c = linear_sum_assignment(-C)
+    return C[r, c].sum() / len(y)
+
+
+def agreement(a, b):
+    return accuracy(np.asarray(a), np.asarray(b))
+
+
+def make_moons(n, noise, seed):
+    from metriclust.datasets import make_moons as generate
+
+    return generate(n, noise=noise, random_state=seed)
+
+
+@pytest.fixture(scope="module")
+def moons(load_dataset):
+    return load_dataset("two_moons")
+
+
+@pytest.fixture
+def small_problem():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((70, 3))
+    labels = rng.integers(0, 4, 70)
+    labels[labels == 2] = 3          # cluster 2 empty: Y has 3 columns
+    return X, labels
+
+
+# -- the Psi-step ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("sigma, lam", [(0.5, 1e-3), (1.5, 0.1), (3.0, 10.0)])
+def test_dense_solver_matches_direct_solve(small_problem, sigma, lam):
+    X, labels = small_problem
+    G = gaussian_gram(X, sigma=sigma)
+    step = DensePsiSolver(G.copy(), X, lam).solve(labels, 4)
+    ref = psi_reference(G, X, labels, 4, lam)
+    np.testing.assert_allclose(step.psi, ref, rtol=0, atol=1e-8 * np.abs(ref).max())
+    np.testing.assert_allclose(step.X1, X + G @ ref, rtol=0, atol=1e-9 * np.abs(X).max())
+    Y = indicator(labels, 4)
+    J = objective(step.X1, labels, 4, step.psi_sq_norm, lam)
+    assert J == pytest.approx(J_reference(X, G, ref, Y, lam), rel=1e-10)
+
+
+def test_closed_form_psi_is_the_numerical_minimizer_of_J():
+    # Eq. 13 for fixed Y minimized by BFGS on a tiny problem equals eq. 20.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((9, 2))
+    labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    G, lam = gaussian_gram(X, sigma=1.0), 0.3
+    Y = indicator(labels, 3)
+
+    def f(v):
+        Psi = v.reshape(X.shape)
+        X1 = X + G @ Psi
+        P = np.eye(9) - Y @ Y.T
+        return J_reference(X, G, Psi, Y, lam), (2 * G @ P @ X1 + 2 * lam * Psi).ravel()
+
+    res = minimize(f, np.zeros(X.size), jac=True, method="BFGS", options={"gtol": 1e-12})
+    closed = DensePsiSolver(G.copy(), X, lam).solve(labels, 3).psi
+    np.testing.assert_allclose(res.x.reshape(X.shape), closed, atol=1e-6)
+    assert f(closed.ravel())[0] <= res.fun + 1e-10
+
+
+def test_low_rank_solvers_at_full_rank_match_dense(small_problem):
+    X, labels = small_problem
+    n, sigma, lam = len(X), 0.6, 0.05
+    G = gaussian_gram(X, sigma=sigma)
+    dense = DensePsiSolver(G.copy(), X, lam).solve(labels, 4)
+    # exact eigenpairs, m = N
+    s, Q = top_eigenpairs(X, n, sigma=sigma)
+    eig = LowRankPsiSolver(np.ascontiguousarray(Q), np.maximum(s, 0), X, lam)
+    step = eig.solve(labels, 4)
+    np.testing.assert_allclose(step.X1, dense.X1, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(Q @ step.psi, dense.psi, rtol=0, atol=1e-8 * np.abs(dense.psi).max())
+    assert step.psi_sq_norm == pytest.approx(dense.psi_sq_norm, rel=1e-8)
+    # Nystrom with every point a landmark, m = N
+    U = Nystrom(n, sigma=sigma, random_state=0).fit(X).factor_.copy()
+    Qn, sn, _ = orthonormalize_factor(U)
+    step = LowRankPsiSolver(Qn, sn, X, lam).solve(labels, 4)
+    np.testing.assert_allclose(step.X1, dense.X1, rtol=0, atol=1e-8)
+
+
+def test_nystrom_solver_matches_spec_push_through_formula(small_problem):
+    X, labels = small_problem
+    U = Nystrom(15, sigma=0.8, random_state=1).fit(X).factor_
+    lam = 0.02
+    ref = x1_nystrom_spec(X, U, labels, 4, lam)
+    Q, s, T = orthonormalize_factor(U.copy())
+    np.testing.assert_allclose(Q.T @ Q, np.eye(Q.shape[1]), atol=1e-10)
+    np.testing.assert_allclose(Q @ np.diag(s) @ Q.T, U @ U.T, atol=1e-10)
+    step = LowRankPsiSolver(Q, s, X, lam).solve(labels, 4)
+    np.testing.assert_allclose(step.X1, ref, rtol=0, atol=1e-9)
+    # and Psi = Q C solves the dense system with G replaced by U U^T
+    np.testing.assert_allclose(Q @ step.psi, psi_reference(U @ U.T, X, labels, 4, lam),
+                               atol=1e-7)
+
+
+def test_same_partition_ignores_permutation():
+    a = np.array([0, 0, 1, 1, 2], dtype=np.int64)
+    assert same_partition(a, np.array([2, 2, 0, 0, 1], dtype=np.int64), 3)
+    assert not same_partition(a, np.array([0, 0, 1, 1, 1], dtype=np.int64), 3)
+    assert not same_partition(a, np.array([0, 1, 1, 1, 2], dtype=np.int64), 3)
+
+
+# -- paper checks: two moons (Fig. 1, 2) ----------------------------------------------
+
+def test_two_moons_documented_setting_and_defaults(moons):
+    # Paper section 3.1: 99% on the two-moon data where k-means fails. SPEC §3:
+    # 0.995-1.000 at sigma ~ 1 data unit, lambda = 100 for N = 200.
+    X, y = moons
+    n = len(X)
+    from metriclust.kernels import median_pairwise_distance
+
+    med = median_pairwise_distance(X)
+    doc = CPDUML(2, sigma=1.0 / med, lam=100.0 / n**2, random_state=0).fit(X)
+    assert doc.sigma_ == pytest.approx(1.0)
+    assert doc.lam_ == pytest.approx(100.0)
+    assert accuracy(y, doc.labels_) >= 0.99
+    default = CPDUML(2, random_state=0).fit(X)
+    assert accuracy(y, default.labels_) >= 0.95
+    km = kmeans(X, 2, n_init=10, random_state=0)
+    assert accuracy(y, km.labels) < 0.8          # k-means cuts across the moons (~0.7)
+    # converged on an unchanged partition: predict on the training points agrees
+    assert default.n_iter_ < default.max_iter
+    np.testing.assert_array_equal(default.predict(X), default.labels_)
+
+
+@pytest.mark.parametrize("width", [4.0, 16.0])
+def test_kernel_version_rescues_a_too_wide_kernel(moons, width):
+    # Paper Fig. 2: kernel k-means fails with RBF widths 4..32; kernel CPD-UML does not.
+    X, y = moons
+    from metriclust.kernels import median_pairwise_distance
+
+    rel = width / median_pairwise_distance(X)
+    Z = KernelPCA(50, sigma=width).fit_transform(X)
+    assert accuracy(y, kmeans(Z, 2, n_init=10, random_state=0).labels) < 0.8
+    model = CPDUML(2, kernel="rbf", kernel_sigma=rel, random_state=0).fit(X)
+    assert model.kernel_sigma_ == pytest.approx(width)
+    assert accuracy(y, model.labels_) >= 0.95
+    np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-6)
+    assert np.all(np.diff(model.history_) <= 1e-9 * model.history_[0])
+
+
+@pytest.mark.parametrize("n", [2000, 20000])
+def test_scale_free_defaults_transfer_across_sample_sizes(n):
+    # SPEC §3: with sigma relative to the median distance and lambda to N^2, one
+    # setting gives 0.999-1.000 on moons from N = 1,000 to 100,000.
+    X, y = make_moons(n, 0.1, seed=n)
+    model = CPDUML(2, random_state=0).fit(X)
+    assert model.approximation_ == ("dense" if n <= 4000 else "nystrom")
+    assert accuracy(y, model.labels_) >= 0.99
+
+
+def test_low_rank_labels_agree_with_dense_on_moons():
+    X, _ = make_moons(1000, 0.1, seed=5)
+    dense = CPDUML(2, approximation="dense", random_state=0).fit(X)
+    for approx, m in [("nystrom", 100), ("eig", 50)]:
+        lr = CPDUML(2, approximation=approx, n_components=m, random_state=0).fit(X)
+        assert lr.approximation_ == approx
+        assert agreement(dense.labels_, lr.labels_) >= 0.99
+
+
+@pytest.mark.parametrize("approx", ["eig", "nystrom"])
+def test_full_rank_estimator_transform_matches_dense(approx):
+    X, _ = make_moons(120, 0.1, seed=2)
+    Xnew, _ = make_moons(30, 0.1, seed=9)
+    kw = dict(sigma=0.5, random_state=0)
+    dense = CPDUML(2, approximation="dense", **kw).fit(X)
+    lr = CPDUML(2, approximation=approx, n_components=len(X), **kw).fit(X)
+    np.testing.assert_array_equal(lr.labels_, dense.labels_)
+    np.testing.assert_allclose(lr.embedding_, dense.embedding_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(lr.transform(Xnew), dense.transform(Xnew), rtol=0, atol=1e-8)
+
+
+def test_kernel_pca_exact_and_full_nystrom_agree():
+    X, _ = make_moons(80, 0.1, seed=3)
+    Xnew, _ = make_moons(20, 0.1, seed=4)
+    exact = KernelPCA(5, sigma=1.0)
+    nys = KernelPCA(5, sigma=1.0, landmarks=80, random_state=0)
+    Ze, Zn = exact.fit_transform(X), nys.fit_transform(X)
+    signs = np.sign(np.sum(Ze * Zn, axis=0))          # eigenvectors up to sign
+    np.testing.assert_allclose(Zn * signs, Ze, atol=1e-8)
+    np.testing.assert_allclose(nys.transform(Xnew) * signs, exact.transform(Xnew), atol=1e-8)
+    np.testing.assert_allclose(exact.transform(X), Ze, atol=1e-8)
+    # the reference: doubly centered Gram, its top eigenvectors scaled by sqrt(eigenvalue)
+    K = gaussian_gram(X, sigma=1.0)
+    H = np.eye(80) - 1.0 / 80
+    vals, vecs = np.linalg.eigh(H @ K @ H)
+    ref = vecs[:, ::-1][:, :5] * np.sqrt(vals[::-1][:5])
+    np.testing.assert_allclose(np.abs(Ze), np.abs(ref), atol=1e-8)
+
+
+# -- invariances and monotonicity -----------------------------------------------------
+
+@pytest.mark.parametrize("kw", [dict(), dict(lam=1e-4), dict(kernel="rbf"),
+                                dict(approximation="nystrom", n_components=40)])
+def test_objective_never_increases(load_dataset, kw):
+    X, _ = load_dataset("breast_cancer_wisconsin_original")   # p = 9 > K
+    model = CPDUML(3, random_state=0, **kw).fit(X[:300])
+    h = model.history_
+    assert len(h) == model.n_iter_ >= 1
+    assert np.all(np.diff(h) <= 1e-10 * h[0])
+    assert model.objective_ == h.min()
+
+
+@pytest.mark.parametrize("approx", ["dense", "nystrom"])
+def test_scaling_and_translating_x_leaves_labels_unchanged(approx):
+    X, _ = make_moons(300, 0.1, seed=4)
+    kw = dict(approximation=approx, n_components=60, random_state=7)
+    base = CPDUML(2, **kw).fit(X)
+    for c, shift in [(1e-3, 0.0), (7.5, 0.0), (1.0, 100.0)]:
+        m = CPDUML(2, **kw).fit(c * X + shift)
+        assert m.sigma_ == pytest.approx(c * base.sigma_, rel=1e-12)
+        np.testing.assert_array_equal(m.labels_, base.labels_)
+        np.testing.assert_allclose(m.embedding_ - shift, c * base.embedding_,
+                                   rtol=0, atol=1e-6 * c)
+
+
+# -- out of sample: the paper's protocol ------------------------------------------------
+
+def test_breast_three_fold_protocol_near_paper(load_dataset):
+    # Paper section 3.2: fit on two folds, label the third by the nearest transformed
+    # cluster center. Paper Table 1 (accuracy), row CPD-UML, column Breast: 97.06;
+    # Table 3 (purity): 97.06; k-means (Table 1 row K-means): 96.39.
+    X, y = load_dataset("breast_cancer_wisconsin_original")
+    rng = np.random.default_rng(0)
+    folds = np.array_split(rng.permutation(len(X)), 3)
+    accs = []
+    for f in range(3):
+        test = folds[f]
+        train = np.concatenate([folds[g] for g in range(3) if g != f])
+        model = CPDUML(2, sigma=1.5, lam=0.05, random_state=0).fit(X[train])
+        accs.append(accuracy(y[test], model.predict(X[test])))
+    assert np.mean(accs) >= 0.95
+
+
+# -- estimator API ------------------------------------------------------------------------
+
+def test_attributes_and_shapes(moons):
+    X, _ = moons
+    m = CPDUML(3, random_state=0).fit(X)
+    assert m.labels_.shape == (200,) and m.labels_.dtype == np.int64
+    assert m.weights_.shape == (200, 2) and m.embedding_.shape == (200, 2)
+    assert m.cluster_centers_.shape == (3, 2)
+    assert m.n_features_in_ == 2 and m.approximation_ == "dense"
+    assert m.lam_ == pytest.approx(m.lam * 200**2)
+    np.testing.assert_allclose(m.embedding_, X + gaussian_gram(X, sigma=m.sigma_) @ m.weights_,
+                               atol=1e-10)
+    np.testing.assert_allclose(m.fit_transform(X), m.embedding_, atol=1e-10)
+    np.testing.assert_array_equal(m.fit_predict(X), m.labels_)
+    Xnew = X[:7] + 0.01
+    np.testing.assert_array_equal(m.predict(Xnew),
+                                  assign_labels(m.transform(Xnew), m.cluster_centers_)[0])
+
+
+def test_nystrom_out_of_sample_uses_the_training_factor():
+    X, _ = make_moons(500, 0.1, seed=1)
+    m = CPDUML(2, approximation="nystrom", n_components=50, random_state=0).fit(X)
+    np.testing.assert_allclose(m.transform(X), m.embedding_, rtol=0, atol=1e-10)
+    assert m._field_centers.shape == (50, 2)    # the landmarks, not the training set
+
+
+def test_same_seed_same_result_for_any_thread_count(moons):
+    X, _ = moons
+    with threadpool_limits(1, "openmp"):
+        a = CPDUML(2, random_state=42).fit(X)
+    with threadpool_limits(2, "openmp"):
+        b = CPDUML(2, random_state=42).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(a.embedding_, b.embedding_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(a.history_, a.history_)
+
+
+def test_verbose_prints_objective(moons, capsys):
+    CPDUML(2, verbose=1, random_state=0).fit(moons[0])
+    assert "CPDUML iteration 0: J =" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(sigma=0.0), "sigma"), (dict(lam=-1.0), "lam"), (dict(kernel="poly"), "kernel"),
+    (dict(approximation="svd"), "approximation"), (dict(n_components=0), "n_components"),
+    (dict(max_iter=0), "max_iter"), (dict(tol=-1.0), "tol"), (dict(n_init=0), "n_init"),
+    (dict(kernel_sigma=0), "kernel_sigma"), (dict(n_kernel_components=0),
+                                             "n_kernel_components"),
+    (dict(n_clusters=500), "n_clusters"),
+])
+def test_bad_parameters_are_named(moons, params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        CPDUML(**{"n_clusters": 2, **params}).fit(moons[0])
+
+
+def test_transform_checks(moons):
+    X, _ = moons
+    with pytest.raises(NotFittedError):
+        CPDUML(2).transform(X)
+    m = CPDUML(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="2 features"):
+        m.transform(np.ones((3, 5)))
+    with pytest.raises(ValueError, match="NaN"):
+        m.predict(np.array([[np.nan, 0.0]]))
+
+
+def test_identical_points_do_not_break():
+    m = CPDUML(2, random_state=0).fit(np.ones((10, 3)))
+    assert np.all(np.isfinite(m.embedding_)) and np.isfinite(m.objective_)
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    expected = {"check_estimators_unfitted": (
+        "metriclust raises its own NotFittedError (a ValueError and AttributeError; "
+        "scikit-learn is not imported at runtime), tested in test_transform_checks.")}
+    with pytest.warns(UserWarning, match="does not inherit"):
+        check_estimator(CPDUML(n_clusters=3, random_state=0), expected_failed_checks=expected)
