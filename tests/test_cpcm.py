@@ -439,3 +439,18 @@ def test_sklearn_check_estimator_other_predictors(predictor):
         warnings.simplefilter("ignore")
         check_estimator(CPCM(predictor=predictor, n_init=2),
                         expected_failed_checks=_EXPECTED_FAILED)
+
+
+def test_kernel_switches_to_nystrom_above_2000_points():
+    X, y = datasets.make_parallel_lines(2100, n_lines=2, random_state=0)
+    est = CPCM(2, predictor="kernel", init="features", random_state=0).fit(X)
+    assert est._model.nystrom is not None and est._model.l.size <= 300
+    assert rand_index(y, est.labels_) >= 0.99
+
+
+def test_verbose_prints_one_line_per_start(capsys):
+    X, _ = datasets.make_parallel_lines(100, random_state=0)
+    est = CPCM(2, init="random", n_init=3, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and all(line.startswith("CPCM start random") for line in out)
+    assert est.best_start_.startswith("random ")
