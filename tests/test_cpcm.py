@@ -65,6 +65,25 @@ def ref_forward_selection(X, Z, penalty, max_features=None):
     return sorted(chosen)
 
 
+def ref_cpcm(X, labels, K, tol=1e-6, max_iter=100):
+    """Algorithm 1 the slow way: lstsq refit every iteration, k-means from theta."""
+    Zhat = ref_lsr(X, labels, K)
+    br = ref_blur_ratio(Zhat, labels)
+    history = [br]
+    for _ in range(max_iter):
+        theta = np.array([Zhat[labels == k].mean(0) for k in range(K)])
+        new = kmeans(Zhat, K, init=theta, n_init=1).labels
+        if np.array_equal(new, labels):
+            break
+        Znew = ref_lsr(X, new, K)
+        brnew = ref_blur_ratio(Znew, new)
+        if not brnew < br - tol:
+            break
+        labels, Zhat, br = new, Znew, brnew
+        history.append(br)
+    return labels, np.array(history)
+
+
 def rng_data(n=120, p=4, seed=0):
     rng = np.random.default_rng(seed)
     return rng.standard_normal((n, p)), rng.integers(0, 3, n)
@@ -165,6 +184,18 @@ def test_canonical_labels_identify_equal_partitions():
     a = np.array([2, 2, 0, 1, 0])
     assert partitions.canonical(a).tolist() == [0, 0, 1, 2, 1]
     assert np.array_equal(partitions.canonical(a), partitions.canonical(np.array([5, 5, 1, 0, 1])))
+
+
+def test_linear_cpcm_follows_the_slow_reference_path():
+    # the whole loop against lstsq-refit-every-iteration: same partitions, same history
+    X, _ = datasets.make_parallel_lines(300, n_lines=3, random_state=4)
+    X = np.column_stack([X, np.random.default_rng(2).standard_normal((300, 3))])
+    for seed in range(3):
+        start = partitions.random_partition(300, 3, np.random.default_rng(seed))
+        labels, history = ref_cpcm(X, start, 3)
+        est = CPCM(3, init=start).fit(X)
+        np.testing.assert_array_equal(est.labels_, labels)
+        np.testing.assert_allclose(est.history_, history, rtol=1e-9)
 
 
 # ------------------------------------------------------ the paper's figures
