@@ -112,15 +112,20 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         criterion, Foster & George 1994), ``log N`` or 2.
     max_features : int or None, default=None
         ``"stepwise"`` only: at most this many features (at least one always).
-    init : {"auto", "random", "kmeans", "features"} or array of shape (n_samples,), default="auto"
+    init : {"auto", "random", "features", "components", "kmeans"} or array of shape (n_samples,), default="auto"
         Starting partitions. ``"random"``: ``n_init`` balanced random
         partitions, the paper's protocol. ``"features"``: 1-D k-means of each
-        feature. ``"kmeans"``: ``n_init`` k-means++ runs on the whitened data
-        (kernel: on the leading kernel-PCA coordinates). ``"auto"``: all of
-        them; the lowest blur ratio wins. Random starts alone often miss the
-        structure (on the paper's Sec. 5.1 data 20 random starts reach ARI 0.02
-        while the true partition has a lower blur ratio); per-feature starts
-        find it. An array: one given partition (labels 0..K-1).
+        feature. ``"components"``: 1-D k-means of each leading principal
+        component (``n_init`` of them; kernel: every kernel-PCA coordinate
+        with shrinkage above 1% - on concentric circles one of them is the
+        radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
+        whitened data (kernel: on the K leading kernel-PCA coordinates).
+        ``"auto"``: all of them; the lowest blur ratio wins, ``best_start_``
+        says which. Random starts alone often miss the structure (on the
+        paper's Sec. 5.1 data 20 random starts reach ARI 0.02 while the true
+        partition has a lower blur ratio); per-feature starts find it.
+        Duplicate starting partitions are run once. An array: one given
+        partition (labels 0..K-1).
     n_init : int, default=10
         Number of random partitions, of leading principal components (1-D
         k-means starts) and of whitened k-means starts. Above 20,000 points
