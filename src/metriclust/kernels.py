@@ -10,6 +10,11 @@ CONTRACT (stable; CPCM and CPD-UML rely on it):
     top_eigenpairs(X, n_components, *, sigma, random_state=None) -> (eigvals desc, eigvecs)
     gram_matmat(X, V, *, sigma, Y=None, n_threads=None) -> G(X, Y) @ V, G never stored
 
+Added parameters (all with defaults): gaussian_gram(..., out=None);
+Nystrom(..., sigma="median", rcond=None, n_threads=None) (landmarks may also
+be an array); nystrom_factor(..., landmarks="random"); top_eigenpairs(...,
+method="auto", tol=1e-10, max_iter=300, dense_max_samples=3000, n_threads=None).
+
 Everything here runs on one C kernel (``csrc/gram.c``): tiles of the Gram
 matrix computed in parallel with the exp fused into the tile loop. The low-rank
 factors (Nystrom, top eigenpairs) are what CPCM's kernel predictor and
@@ -73,7 +78,7 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None, out=None):
     Computed in parallel tiles with the exponential fused into the tile loop
     (SPEC 0.2). With ``Y=None`` only the upper triangle of tiles is computed and
     mirrored, so ``G`` is exactly symmetric with a unit diagonal. Squared
-    distances come from direct differences for up to 16 features, and from
+    distances come from direct differences for up to 8 features, and from
     the GEMM form :math:`\lVert x\rVert^2 - 2 x^\top y + \lVert y\rVert^2` on
     data centered by ``X``'s mean (limiting cancellation), clamped at 0, for
     wider data. Agrees with a direct float64 evaluation to about 1e-15
@@ -252,8 +257,10 @@ class Nystrom(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=100
         Number of landmarks m (at most n; more is clipped to n).
-    sigma : float
-        Kernel width.
+    sigma : float or "median", default="median"
+        Kernel width. "median": the median pairwise distance of the training
+        data (:func:`median_pairwise_distance`, sampled above 2000 points
+        with a fixed seed), or 1.0 if that is 0; the value used is ``sigma_``.
     landmarks : {"random", "kmeans"} or array of shape (m, p), default="random"
         "random": m distinct rows of X; "kmeans": the centers of k-means
         (the shared core, ``metriclust._core.kmeans``) with m clusters, which
@@ -275,6 +282,8 @@ class Nystrom(TransformerMixin, BaseEstimator):
         ``U`` for the training points.
     n_components_ : int
         r, the number of kept eigenvalues.
+    sigma_ : float
+        The kernel width used.
     n_features_in_ : int
 
     References
@@ -295,8 +304,8 @@ class Nystrom(TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_components=100, *, sigma, landmarks="random", random_state=None,
-                 rcond=None, n_threads=None):
+    def __init__(self, n_components=100, *, sigma="median", landmarks="random",
+                 random_state=None, rcond=None, n_threads=None):
         self.n_components = n_components
         self.sigma = sigma
         self.landmarks = landmarks
@@ -307,8 +316,12 @@ class Nystrom(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Choose landmarks and compute the factor of X. Returns self."""
         X = check_array(X, name="X").astype(np.float64, copy=False)
-        sigma = _check_sigma(self.sigma)
         n = X.shape[0]
+        if isinstance(self.sigma, str) and self.sigma == "median":
+            med = median_pairwise_distance(X, random_state=0) if n > 1 else 0.0
+            sigma = med if med > 0 else 1.0
+        else:
+            sigma = _check_sigma(self.sigma)
         m = min(_check_n_components(self.n_components, n), n)
         rng = check_random_state(self.random_state)
         if isinstance(self.landmarks, str) and self.landmarks == "random":
@@ -340,6 +353,7 @@ class Nystrom(TransformerMixin, BaseEstimator):
         self.normalization_ = np.ascontiguousarray(vecs[:, keep] / np.sqrt(vals[keep]))
         self.n_components_ = int(keep.sum())
         self.n_features_in_ = X.shape[1]
+        self.sigma_ = sigma
         self.factor_ = gaussian_gram(X, Z, sigma=sigma, n_threads=self.n_threads) @ \
             self.normalization_
         return self
@@ -349,7 +363,7 @@ class Nystrom(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "factor_")
         Y = check_array(Y, name="Y").astype(np.float64, copy=False)
         check_n_features(self, Y)
-        return gaussian_gram(Y, self.landmarks_, sigma=_check_sigma(self.sigma),
+        return gaussian_gram(Y, self.landmarks_, sigma=self.sigma_,
                              n_threads=self.n_threads) @ self.normalization_
 
 
@@ -447,13 +461,18 @@ def top_eigenpairs(X, n_components, *, sigma, random_state=None, method="auto", 
             (N, N), dtype=np.float64,
             matvec=lambda v: gram_matmat(X, np.ravel(v), sigma=sigma, n_threads=n_threads),
             matmat=lambda V: gram_matmat(X, V, sigma=sigma, n_threads=n_threads))
-        vals, vecs = eigsh(op, k=m, which="LA", tol=tol, v0=rng.uniform(-1, 1, N))
+        with _blas_single_thread():  # ARPACK's own steps are O(N ncv) (see below)
+            vals, vecs = eigsh(op, k=m, which="LA", tol=tol, v0=rng.uniform(-1, 1, N))
         order = np.argsort(vals)[::-1]
         return vals[order], np.ascontiguousarray(vecs[:, order])
     if method != "subspace":
         raise ValueError(f"method must be 'auto', 'dense', 'subspace' or 'lanczos', "
                          f"got {method!r}.")
-    return _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads)
+    # The dense steps are O(N k^2) against O(N^2 k) for the products; one BLAS
+    # thread costs them little and avoids OpenBLAS's busy-waiting threads
+    # fighting the OpenMP ones on a loaded machine (measured: 3x slower).
+    with _blas_single_thread():
+        return _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads)
 
 
 def _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads):

@@ -239,19 +239,11 @@ def same_partition(a, b, n_clusters):
 
 
 def cross_gram_matmat(A, B, V, *, sigma):
-    """``g(A, B) @ V`` (Gaussian cross Gram, SPEC 0.2) without storing ``g(A, B)`` whole.
+    """``g(A, B) @ V`` (Gaussian cross Gram, SPEC 0.2) by the shared ``gram_matmat``:
+    ``g(A, B)`` is never stored whole."""
+    from ..kernels import gram_matmat
 
-    Uses ``metriclust.kernels.gram_matmat`` where available, else the shared
-    ``gaussian_gram`` on row blocks of ``A``.
-    """
-    from .. import kernels
-
-    if hasattr(kernels, "gram_matmat"):
-        return kernels.gram_matmat(A, V, sigma=sigma, Y=B)
-    out = np.empty((A.shape[0], V.shape[1]))
-    for a, b in _row_blocks(A.shape[0], B.shape[0]):
-        out[a:b] = kernels.gaussian_gram(A[a:b], B, sigma=sigma) @ V
-    return out
+    return gram_matmat(A, V, sigma=sigma, Y=B)
 
 
 class KernelPCA:
