@@ -220,10 +220,10 @@ def main():
     ap.add_argument("--fig6", action="store_true", help="only the Fig. 6 accuracy table")
     ap.add_argument("--peer-all", action="store_true", help="also rerun the 217 s peer point")
     ap.add_argument("--peer-timeout", type=float, default=None,
-                    help="seconds before a peer run is stopped (default 60 quick, 600 full)")
+                    help="seconds before a peer run is stopped (default 20 quick, 600 full)")
     args = ap.parse_args()
     if args.peer_timeout is None:
-        args.peer_timeout = 60.0 if args.quick else 600.0
+        args.peer_timeout = 20.0 if args.quick else 600.0
     print(f"# MMC benchmark {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"load average {os.getloadavg()}", flush=True)
     if args.fig6:

@@ -252,7 +252,7 @@ def test_diagonal_reaches_the_optimum_of_a_bound_constrained_solver(seed):
     assert mmc.objective_ == pytest.approx(lbfgsb_diagonal(X, S, D), rel=1e-6)
 
 
-def test_stopping_tolerance_is_a_certificate():
+def test_tol_bounds_the_distance_to_the_optimum():
     # tol bounds the relative distance to the optimum (duality gap), not just the last step.
     X, y, S, D = problem(p=5, seed=4)
     best = MMC(tol=1e-10).fit(X, similar=S, dissimilar=D).objective_
