@@ -146,8 +146,8 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
             }
             /* syrk 'U' column-major == lower triangle row-major */
             symmetrize_lower(G, p);
-            if (!isfinite(hs)) status = ML_ERR_NUMERIC;
         }
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);

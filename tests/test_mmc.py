@@ -379,6 +379,8 @@ def test_errors_name_the_parameter():
         MMC(max_iter=0).fit(X, similar=S)
     with pytest.raises(ValueError, match="zero scatter"):
         MMC().fit(np.zeros((4, 2)), similar=[[0, 1]])
+    with pytest.raises(ValueError, match="Rescale X"):
+        MMC().fit(X * 1e200, similar=S)
     with pytest.raises(ValueError, match="NaN"):
         MMC().fit(np.where(X > 3, np.nan, X), similar=S)
     with pytest.raises(ValueError, match="features"):

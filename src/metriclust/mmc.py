@@ -161,7 +161,11 @@ class MMC(TransformerMixin, BaseEstimator):
 
     def _fit(self, X64, S, D):
         p = X64.shape[1]
-        M_S = scatter_of_pairs(X64, S)
+        with np.errstate(over="ignore", invalid="ignore"):
+            M_S = scatter_of_pairs(X64, S)
+        if not np.all(np.isfinite(M_S)):
+            raise ValueError("X is too large: squared differences of similar pairs "
+                             "overflow float64. Rescale X (MMC is scale invariant).")
         if not np.trace(M_S) > 0:
             raise ValueError("The similar pairs have zero scatter (all pairs join "
                              "identical points); MMC's problem is unbounded.")
