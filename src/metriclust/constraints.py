@@ -18,7 +18,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
 from ._core.kmeans import assign_labels, cluster_means, kmeans
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
+from ._core.validation import (check_array, check_n_features,
                                check_pairs, check_random_state, check_scalar)
 
 __all__ = ["ConstrainedKMeans", "connected_components", "pairs_from_labels",
@@ -215,7 +215,11 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         S = check_pairs(must_link if must_link is not None else [], n, name="must_link")
         C = check_pairs(cannot_link if cannot_link is not None else [], n, name="cannot_link")
         n_comp, comp = connected_components(S, n)
-        K = check_n_clusters(self.n_clusters, n_comp)
+        check_scalar(self.n_clusters, "n_clusters", numbers.Integral, min_val=1)
+        if self.n_clusters > n_comp:
+            raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n_comp} units to "
+                             f"cluster ({n} samples joined into {n_comp} must-link components).")
+        K = int(self.n_clusters)
         means, weights = cluster_means(X, comp, n_comp)
         means = means.astype(X.dtype)
         init = self.init
