@@ -137,16 +137,16 @@ def test_pairs_diag_matches_reference_explicit_and_all_pairs(p):
         np.testing.assert_allclose(got[2], want[2], rtol=1e-10)
 
 
-@pytest.mark.parametrize("r", [2, 12])
-def test_allpairs_laplacian_form_matches_explicit_sum(r):
-    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path.
-    rng = np.random.default_rng(r)
-    X = rng.normal(size=(600, 12)) + 5.0
+@pytest.mark.parametrize("r,p", [(2, 12), (12, 12), (2, 3)])
+def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
+    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path,
+    # p = 3 the direct loops.
+    rng = np.random.default_rng(r + p)
+    X = rng.normal(size=(600, p)) + 5.0
     X -= X.mean(0)
-    L = rng.normal(size=(r, 12))
+    L = rng.normal(size=(r, p))
     Y = np.ascontiguousarray(X @ L.T)
-    h, rowsum, Z = K.allpairs_full(X, Y)
-    G = X.T @ (rowsum[:, None] * X - Z)
+    h, G = K.allpairs_full(X, Y)
     hr, Gr, _ = K.pairs_full(X, all_pairs(600), np.ascontiguousarray(L.T))
     assert h == pytest.approx(hr, rel=1e-10)
     np.testing.assert_allclose(G, Gr, rtol=1e-8, atol=1e-10 * np.abs(Gr).max())
