@@ -21,7 +21,6 @@ Usage: ``python benchmarks/bench_cpcm.py [--quick] [--sections peer,large,kernel
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys

@@ -10,6 +10,7 @@
 #define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
 #define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
 #define ML_TILE 256           /* row tile of the all-pairs kernel */
+#define ML_MIN_PARALLEL_WORK 2000000.0  /* flops below which threads cost more than they save */
 
 /* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
  * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
@@ -73,7 +74,8 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
     int status = ML_OK;
     const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
 
-    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    const double work = (double)m * (double)p * (double)(r + (G ? p : 0));
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *D = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         double *Yb = malloc((size_t)(ML_CHUNK * r) * sizeof(double));
@@ -144,8 +146,8 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
             }
             /* syrk 'U' column-major == lower triangle row-major */
             symmetrize_lower(G, p);
-            if (!isfinite(hs)) status = ML_ERR_NUMERIC;
         }
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);
@@ -212,7 +214,9 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
-    #pragma omp parallel if(nb > 1) num_threads(ml_threads(n_threads))
+    const double n_pairs = implicit ? 0.5 * (double)n * (double)(n - 1) : (double)m;
+    const double work = n_pairs * (double)p * (double)(H ? p : 1);
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
         int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
@@ -283,37 +287,62 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     return status;
 }
 
+/* acc (lower triangle, row-major) += sum_a c_a x_a x_a^T over the rows of Xr
+ * (t x p), c >= 0: rows scaled by sqrt(c) into buf, then syrk_acc. */
+static void weighted_gram_acc(double *acc, const double *Xr, const double *c,
+                              ptrdiff_t t, ptrdiff_t p, double *buf,
+                              ml_dsyrk_fn dsyrk) {
+    for (ptrdiff_t a = 0; a < t; ++a) {
+        double s = c[a] > 0.0 ? sqrt(c[a]) : 0.0;
+        for (ptrdiff_t k = 0; k < p; ++k) buf[a * p + k] = s * Xr[a * p + k];
+    }
+    syrk_acc(acc, buf, t, p, dsyrk);
+}
+
 int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
-                     ptrdiff_t p, ptrdiff_t r, double *h, double *rowsum,
-                     double *Z, ml_dgemm_fn dgemm, int n_threads) {
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
     ptrdiff_t nt = (n + ML_TILE - 1) / ML_TILE;
+    if (nt < 1) nt = 1;
     double *ny = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-    double *hpart = calloc((size_t)(nt > 0 ? nt : 1), sizeof(double));
-    if (!ny || !hpart) { free(ny); free(hpart); return ML_ERR_ALLOC; }
+    double *hpart = calloc((size_t)nt, sizeof(double));
+    double *gpart = calloc((size_t)(nt * p * p), sizeof(double));
+    if (!ny || !hpart || !gpart) { free(ny); free(hpart); free(gpart); return ML_ERR_ALLOC; }
     for (ptrdiff_t i = 0; i < n; ++i) {
         double q = 0.0;
         for (ptrdiff_t s = 0; s < r; ++s) q += Y[i * r + s] * Y[i * r + s];
         ny[i] = q;
     }
-    memset(Z, 0, (size_t)(n * p) * sizeof(double));
-    memset(rowsum, 0, (size_t)n * sizeof(double));
     const int use_gemm = dgemm != NULL && r > 8;
     const int use_gemm_z = dgemm != NULL && p >= 4;
+    const double work = 0.5 * (double)n * (double)n * (double)(r + p);
     int status = ML_OK;
-    #pragma omp parallel if(nt > 1) num_threads(ml_threads(n_threads))
+    /* Task I owns row tile I and the tiles J >= I of its row (the upper triangle
+     * of pairs, each unordered pair once). With W the weights of those pairs:
+     *   G_I = X_I^T diag(W 1) X_I + sum_J X_J^T diag(W^T 1) X_J - (C_I + C_I^T),
+     *   C_I = X_I^T T_I,  T_I = sum_J W_IJ X_J,
+     * and G = sum_I G_I, added in task order. */
+    #pragma omp parallel if(nt > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *Wb = malloc((size_t)(ML_TILE * ML_TILE) * sizeof(double));
-        if (!Wb) {
+        double *T = malloc((size_t)(ML_TILE * p) * sizeof(double));
+        double *buf = malloc((size_t)(ML_TILE * p) * sizeof(double));
+        double *rs = malloc((size_t)ML_TILE * sizeof(double));
+        double *cs = malloc((size_t)ML_TILE * sizeof(double));
+        if (!Wb || !T || !buf || !rs || !cs) {
             #pragma omp atomic write
             status = ML_ERR_ALLOC;
         }
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t I = 0; I < nt; ++I) {
-            if (!Wb) continue;
+            if (!Wb || !T || !buf || !rs || !cs) continue;
             ptrdiff_t i0 = I * ML_TILE, ti = n - i0 < ML_TILE ? n - i0 : ML_TILE;
+            double *acc = gpart + I * p * p;
             double hacc = 0.0;
-            for (ptrdiff_t J = 0; J < nt; ++J) {
+            memset(T, 0, (size_t)(ti * p) * sizeof(double));
+            memset(rs, 0, (size_t)ti * sizeof(double));
+            for (ptrdiff_t J = I; J < nt; ++J) {
                 ptrdiff_t j0 = J * ML_TILE, tj = n - j0 < ML_TILE ? n - j0 : ML_TILE;
                 if (use_gemm) {  /* Wb (ti x tj) = Y_I Y_J^T */
                     char tt = 'T', nn = 'N';
@@ -340,48 +369,74 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
                         }
                     }
                 }
+                for (ptrdiff_t b2 = 0; b2 < tj; ++b2) cs[b2] = 0.0;
                 for (ptrdiff_t a = 0; a < ti; ++a) {
-                    double rs = 0.0;
+                    double rsum = 0.0;
                     for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
-                        double d = sqrt(Wb[a * tj + b2]);
                         double w = 0.0;
-                        if (i0 + a != j0 + b2 && d > 0.0) {
-                            hacc += d;
-                            w = 0.5 / d;
+                        if (J > I || b2 > a) {          /* each unordered pair once */
+                            double d = sqrt(Wb[a * tj + b2]);
+                            if (d > 0.0) {
+                                hacc += d;
+                                w = 0.5 / d;
+                            }
                         }
                         Wb[a * tj + b2] = w;
-                        rs += w;
+                        rsum += w;
+                        cs[b2] += w;
                     }
-                    rowsum[i0 + a] += rs;
+                    rs[a] += rsum;
                 }
-                if (use_gemm_z) {  /* Z_I^T (p x ti) += X_J^T (p x tj) . Wb^T (tj x ti) */
+                /* column role: X_J^T diag(W^T 1) X_J */
+                weighted_gram_acc(acc, X + j0 * p, cs, tj, p, buf, dsyrk);
+                if (use_gemm_z) {  /* T^T (p x ti) += X_J^T (p x tj) . Wb^T (tj x ti) */
                     char nn = 'N';
                     int m_ = (int)p, n_ = (int)ti, k_ = (int)tj, lda = (int)p, ldb = (int)tj;
                     double one = 1.0;
                     dgemm(&nn, &nn, &m_, &n_, &k_, &one, (double *)(X + j0 * p), &lda,
-                          Wb, &ldb, &one, Z + i0 * p, &lda);
+                          Wb, &ldb, &one, T, &lda);
                 } else {
                     for (ptrdiff_t a = 0; a < ti; ++a) {
-                        double *za = Z + (i0 + a) * p;
+                        double *ta = T + a * p;
                         for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
                             double w = Wb[a * tj + b2];
                             const double *xb = X + (j0 + b2) * p;
-                            for (ptrdiff_t t = 0; t < p; ++t) za[t] += w * xb[t];
+                            for (ptrdiff_t t = 0; t < p; ++t) ta[t] += w * xb[t];
                         }
                     }
                 }
             }
-            hpart[I] = 0.5 * hacc;
+            /* row role: X_I^T diag(W 1) X_I */
+            weighted_gram_acc(acc, X + i0 * p, rs, ti, p, buf, dsyrk);
+            /* minus (C + C^T), C = X_I^T T, lower triangle */
+            for (ptrdiff_t a = 0; a < ti; ++a) {
+                const double *xa = X + (i0 + a) * p, *ta = T + a * p;
+                for (ptrdiff_t k = 0; k < p; ++k)
+                    for (ptrdiff_t l = 0; l <= k; ++l)
+                        acc[k * p + l] -= xa[k] * ta[l] + ta[k] * xa[l];
+            }
+            hpart[I] = hacc;
         }
         free(Wb);
+        free(T);
+        free(buf);
+        free(rs);
+        free(cs);
     }
     if (status == ML_OK) {
         double hs = 0.0;
-        for (ptrdiff_t I = 0; I < nt; ++I) hs += hpart[I];
+        memset(G, 0, (size_t)(p * p) * sizeof(double));
+        for (ptrdiff_t I = 0; I < nt; ++I) {
+            hs += hpart[I];
+            const double *acc = gpart + I * p * p;
+            for (ptrdiff_t t = 0; t < p * p; ++t) G[t] += acc[t];
+        }
+        symmetrize_lower(G, p);
         *h = hs;
         if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(ny);
     free(hpart);
+    free(gpart);
     return status;
 }

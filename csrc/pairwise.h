@@ -36,11 +36,12 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
 
 /* All pairs i < j, Laplacian form (SPEC 1.3). Y = X Lt (n x r, rows centred
  * by the caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)
- * (W_ii = 0, W_ij = 0 where d_ij = 0):
- *   *h = sum_{i<j} d_ij,  rowsum = W 1 (n),  Z = W X (n x p).
- * Then sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (diag(rowsum) X - Z).
- * Row tiles: no n x n storage; each tile writes only its own rows. */
+ * (0 where d_ij = 0):  *h = sum_{i<j} d_ij  and
+ *   G = sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (diag(W 1) - W) X,
+ * computed over the upper triangle of 256-row tiles (each pair once; no n x n
+ * storage): per row tile I, X_I^T diag(W 1) X_I + sum_J X_J^T diag(W^T 1) X_J
+ * - (C_I + C_I^T) with C_I = X_I^T sum_J W_IJ X_J; tiles' partials added in order. */
 int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
-                     ptrdiff_t p, ptrdiff_t r, double *h, double *rowsum,
-                     double *Z, ml_dgemm_fn dgemm, int n_threads);
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 #endif

@@ -168,3 +168,26 @@ def test_check_estimator():
     expected = {"check_estimators_unfitted": "metriclust's own NotFittedError"}
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(ConstrainedKMeans(3, n_init=2), expected_failed_checks=expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cop_assignment_matches_a_sequential_reference(seed):
+    # Wagstaff et al. 2001: constrained components, in index order, take the nearest
+    # centre not held by an already placed cannot-link partner; the rest the nearest.
+    from metriclust.constraints import _cop_assign
+
+    rng = np.random.default_rng(seed)
+    means, centers = rng.normal(size=(30, 2)), rng.normal(size=(5, 2))
+    cl = rng.integers(30, size=(25, 2))
+    cl = cl[cl[:, 0] != cl[:, 1]]
+    d2 = ((means[:, None] - centers[None]) ** 2).sum(-1)
+    want = d2.argmin(1)
+    placed = {}
+    for c in sorted(set(cl.ravel().tolist())):
+        partners = {int(b) for a, b in cl.tolist() if a == c} | {int(a) for a, b in cl.tolist() if b == c}
+        banned = {placed[q] for q in partners if q in placed}
+        placed[c] = next(int(k) for k in np.argsort(d2[c], kind="stable") if int(k) not in banned)
+        want[c] = placed[c]
+    got = _cop_assign(means, centers, cl)
+    assert np.array_equal(got, want)
+    assert np.all(got[cl[:, 0]] != got[cl[:, 1]])

@@ -65,6 +65,25 @@ def ref_forward_selection(X, Z, penalty, max_features=None):
     return sorted(chosen)
 
 
+def ref_cpcm(X, labels, K, tol=1e-6, max_iter=100):
+    """Algorithm 1 the slow way: lstsq refit every iteration, k-means from theta."""
+    Zhat = ref_lsr(X, labels, K)
+    br = ref_blur_ratio(Zhat, labels)
+    history = [br]
+    for _ in range(max_iter):
+        theta = np.array([Zhat[labels == k].mean(0) for k in range(K)])
+        new = kmeans(Zhat, K, init=theta, n_init=1).labels
+        if np.array_equal(new, labels):
+            break
+        Znew = ref_lsr(X, new, K)
+        brnew = ref_blur_ratio(Znew, new)
+        if not brnew < br - tol:
+            break
+        labels, Zhat, br = new, Znew, brnew
+        history.append(br)
+    return labels, np.array(history)
+
+
 def rng_data(n=120, p=4, seed=0):
     rng = np.random.default_rng(seed)
     return rng.standard_normal((n, p)), rng.integers(0, 3, n)
@@ -167,6 +186,18 @@ def test_canonical_labels_identify_equal_partitions():
     assert np.array_equal(partitions.canonical(a), partitions.canonical(np.array([5, 5, 1, 0, 1])))
 
 
+def test_linear_cpcm_follows_the_slow_reference_path():
+    # the whole loop against lstsq-refit-every-iteration: same partitions, same history
+    X, _ = datasets.make_parallel_lines(300, n_lines=3, random_state=4)
+    X = np.column_stack([X, np.random.default_rng(2).standard_normal((300, 3))])
+    for seed in range(3):
+        start = partitions.random_partition(300, 3, np.random.default_rng(seed))
+        labels, history = ref_cpcm(X, start, 3)
+        est = CPCM(3, init=start).fit(X)
+        np.testing.assert_array_equal(est.labels_, labels)
+        np.testing.assert_allclose(est.history_, history, rtol=1e-9)
+
+
 # ------------------------------------------------------ the paper's figures
 
 def test_fig1abc_two_parallel_lines_cpcm_separates_where_kmeans_cuts_across():
@@ -187,12 +218,11 @@ def test_fig1abc_two_parallel_lines_cpcm_separates_where_kmeans_cuts_across():
     assert rand_index(y, paper.labels_) >= 0.99
 
 
-@pytest.mark.parametrize("make,seed", [
-    (lambda s: datasets.make_parallel_lines(300, n_lines=3, random_state=s), 0),
-    (lambda s: datasets.make_parallel_lines(300, n_lines=3, random_state=s), 1),
-    (lambda s: datasets.make_concentric_circles(300, random_state=s), 0),
-    (lambda s: datasets.make_concentric_circles(300, random_state=s), 1),
-], ids=["lines3-0", "lines3-1", "circles-0", "circles-1"])
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("make", [
+    lambda s: datasets.make_parallel_lines(300, n_lines=3, random_state=s),
+    lambda s: datasets.make_concentric_circles(300, random_state=s),
+], ids=["lines3", "circles"])
 def test_fig1def_kernel_predictor_three_lines_and_circles(make, seed):
     # Fig. 1(d-f): CPCM-RKHS with a Gaussian kernel finds three parallel lines and
     # three concentric circles.
@@ -311,13 +341,18 @@ def test_large_n_thread_count_invariance():
     # above the single-thread cut-off the OpenMP kernels run on all threads
     from threadpoolctl import threadpool_limits
 
+    # 51000 x 20 = 1.02e6 entries: the row sums over X run multi-threaded
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((30000, 5)) + np.repeat(np.eye(5)[:3] * 4, 10000, axis=0)
+    X = rng.standard_normal((51000, 20)) + np.repeat(np.eye(20)[:3] * 4, 17000, axis=0)
     a = CPCM(3, n_init=2, random_state=1).fit(X)
     with threadpool_limits(1, "openmp"):
         b = CPCM(3, n_init=2, random_state=1).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.blur_ratio_ == b.blur_ratio_
+    # above 20000 points the search runs on a subsample, then polishes on all of X
+    assert a.search_size_ == 20000
+    assert adjusted_rand_index(np.repeat([0, 1, 2], 17000), a.labels_) > 0.9
+    assert a.history_[-1] == a.blur_ratio_ and np.all(np.diff(a.history_) < 0)
 
 
 def test_float32_input_kept():
@@ -355,8 +390,11 @@ def test_perfectly_predicted_cluster_warns(load_dataset):
 def test_rank_deficient_linear_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 30))
-    with pytest.warns(UserWarning, match="predicts every partition perfectly"):
+    with pytest.warns(UserWarning) as record:
         CPCM(2, init="random", n_init=1, random_state=0).fit(X)
+    messages = " ".join(str(w.message) for w in record)
+    assert "predicts every partition perfectly" in messages
+    assert "predicted perfectly" in messages          # and the result says so too
 
 
 @pytest.mark.parametrize("params,err", [
@@ -432,3 +470,18 @@ def test_sklearn_check_estimator_other_predictors(predictor):
         warnings.simplefilter("ignore")
         check_estimator(CPCM(predictor=predictor, n_init=2),
                         expected_failed_checks=_EXPECTED_FAILED)
+
+
+def test_kernel_switches_to_nystrom_above_2000_points():
+    X, y = datasets.make_parallel_lines(2100, n_lines=2, random_state=0)
+    est = CPCM(2, predictor="kernel", init="features", random_state=0).fit(X)
+    assert est._model.nystrom is not None and est._model.l.size <= 300
+    assert rand_index(y, est.labels_) >= 0.99
+
+
+def test_verbose_prints_one_line_per_start(capsys):
+    X, _ = datasets.make_parallel_lines(100, random_state=0)
+    est = CPCM(2, init="random", n_init=3, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and all(line.startswith("CPCM start random") for line in out)
+    assert est.best_start_.startswith("random ")

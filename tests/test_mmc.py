@@ -137,16 +137,16 @@ def test_pairs_diag_matches_reference_explicit_and_all_pairs(p):
         np.testing.assert_allclose(got[2], want[2], rtol=1e-10)
 
 
-@pytest.mark.parametrize("r", [2, 12])
-def test_allpairs_laplacian_form_matches_explicit_sum(r):
-    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path.
-    rng = np.random.default_rng(r)
-    X = rng.normal(size=(600, 12)) + 5.0
+@pytest.mark.parametrize("r,p", [(2, 12), (12, 12), (2, 3)])
+def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
+    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path,
+    # p = 3 the direct loops.
+    rng = np.random.default_rng(r + p)
+    X = rng.normal(size=(600, p)) + 5.0
     X -= X.mean(0)
-    L = rng.normal(size=(r, 12))
+    L = rng.normal(size=(r, p))
     Y = np.ascontiguousarray(X @ L.T)
-    h, rowsum, Z = K.allpairs_full(X, Y)
-    G = X.T @ (rowsum[:, None] * X - Z)
+    h, G = K.allpairs_full(X, Y)
     hr, Gr, _ = K.pairs_full(X, all_pairs(600), np.ascontiguousarray(L.T))
     assert h == pytest.approx(hr, rel=1e-10)
     np.testing.assert_allclose(G, Gr, rtol=1e-8, atol=1e-10 * np.abs(Gr).max())
@@ -235,10 +235,10 @@ def test_full_reaches_the_optimum_of_an_independent_solver(seed):
     ref = lbfgs_over_L(X, S, D)
     assert mmc.converged_
     assert mmc.objective_ == pytest.approx(ref, rel=1e-6)
-    assert mmc.objective_ == pytest.approx(J_of(X, S, D, mmc.metric_), rel=1e-10)
-    # The paper's constraint is active: sum_S d_A^2 = 1.
+    assert mmc.objective_ == pytest.approx(J_of(X, S, D, mmc.metric_), rel=1e-8)  # ridge 1e-9
+    # The paper's constraint is active: sum_S d_A^2 = 1 (up to the 1e-9 ridge).
     dS = X[S[:, 0]] - X[S[:, 1]]
-    assert np.einsum("ij,jk,ik->", dS, mmc.metric_, dS) == pytest.approx(1.0, rel=1e-10)
+    assert np.einsum("ij,jk,ik->", dS, mmc.metric_, dS) == pytest.approx(1.0, rel=1e-7)
     assert np.linalg.eigvalsh(mmc.metric_)[0] > -1e-10 * np.abs(mmc.metric_).max()
     np.testing.assert_allclose(mmc.metric_, mmc.components_.T @ mmc.components_)
 
@@ -252,7 +252,7 @@ def test_diagonal_reaches_the_optimum_of_a_bound_constrained_solver(seed):
     assert mmc.objective_ == pytest.approx(lbfgsb_diagonal(X, S, D), rel=1e-6)
 
 
-def test_stopping_tolerance_is_a_certificate():
+def test_tol_bounds_the_distance_to_the_optimum():
     # tol bounds the relative distance to the optimum (duality gap), not just the last step.
     X, y, S, D = problem(p=5, seed=4)
     best = MMC(tol=1e-10).fit(X, similar=S, dissimilar=D).objective_
@@ -379,6 +379,8 @@ def test_errors_name_the_parameter():
         MMC(max_iter=0).fit(X, similar=S)
     with pytest.raises(ValueError, match="zero scatter"):
         MMC().fit(np.zeros((4, 2)), similar=[[0, 1]])
+    with pytest.raises(ValueError, match="Rescale X"):
+        MMC().fit(X * 1e200, similar=S)
     with pytest.raises(ValueError, match="NaN"):
         MMC().fit(np.where(X > 3, np.nan, X), similar=S)
     with pytest.raises(ValueError, match="features"):

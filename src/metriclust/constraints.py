@@ -18,7 +18,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
 from ._core.kmeans import assign_labels, cluster_means, kmeans
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
+from ._core.validation import (check_array, check_n_features,
                                check_pairs, check_random_state, check_scalar)
 
 __all__ = ["ConstrainedKMeans", "connected_components", "pairs_from_labels",
@@ -215,7 +215,11 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         S = check_pairs(must_link if must_link is not None else [], n, name="must_link")
         C = check_pairs(cannot_link if cannot_link is not None else [], n, name="cannot_link")
         n_comp, comp = connected_components(S, n)
-        K = check_n_clusters(self.n_clusters, n_comp)
+        check_scalar(self.n_clusters, "n_clusters", numbers.Integral, min_val=1)
+        if self.n_clusters > n_comp:
+            raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n_comp} units to "
+                             f"cluster ({n} samples joined into {n_comp} must-link components).")
+        K = int(self.n_clusters)
         means, weights = cluster_means(X, comp, n_comp)
         means = means.astype(X.dtype)
         init = self.init
@@ -269,26 +273,30 @@ def _cop_assign(means, centers, cl):
     """COP-k-means assignment of component means (Wagstaff et al. 2001).
 
     Unconstrained components go to their nearest centre (vectorized); the
-    constrained ones, in index order, to the nearest centre not held by a
-    component they may not join. The loop runs over constrained components only.
+    constrained ones, in index order, to the nearest centre not held by an
+    already placed component they may not join. That rule is sequential, so the
+    loop runs over the constrained components (not over pairs: their partners
+    come from a sparse adjacency).
     """
+    from scipy.sparse import coo_matrix
+
     labels, _ = assign_labels(means, centers)
-    d2 = ((means[:, None, :] - centers[None, :, :]) ** 2).sum(-1) if len(cl) else None
+    n_comp, K = means.shape[0], centers.shape[0]
+    adj = coo_matrix((np.ones(2 * len(cl)), (np.r_[cl[:, 0], cl[:, 1]], np.r_[cl[:, 1], cl[:, 0]])),
+                     shape=(n_comp, n_comp)).tocsr()
     involved = np.unique(cl)
-    partners = {int(c): set() for c in involved}
-    for a, b in cl:
-        partners[int(a)].add(int(b))
-        partners[int(b)].add(int(a))
-    done = {}
-    for c in involved:
-        banned = {done[q] for q in partners[int(c)] if q in done}
-        for k in np.argsort(d2[c], kind="stable"):
-            if int(k) not in banned:
-                done[int(c)] = int(k)
-                break
-        else:
+    d2 = ((means[involved, None, :] - centers[None, :, :]) ** 2).sum(-1)
+    placed = np.full(n_comp, -1, dtype=np.int64)
+    for row, c in enumerate(involved):
+        banned = np.zeros(K, dtype=bool)
+        held = placed[adj.indices[adj.indptr[c]:adj.indptr[c + 1]]]
+        banned[held[held >= 0]] = True
+        order = np.argsort(d2[row], kind="stable")
+        free = order[~banned[order]]
+        if free.size == 0:
             raise ValueError("The cannot-link constraints cannot be satisfied with "
-                             f"n_clusters={centers.shape[0]} in this assignment "
+                             f"n_clusters={K} in this assignment "
                              f"(component {int(c)} conflicts with every cluster).")
-        labels[c] = done[int(c)]
+        placed[c] = free[0]
+    labels[involved] = placed[involved]
     return labels

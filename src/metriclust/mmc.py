@@ -42,16 +42,19 @@ from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_spectraplex, psd_factor
-from ._core.validation import (check_array, check_n_features, check_pairs,
-                               check_random_state, check_scalar)
+from ._core.validation import check_array, check_n_features, check_pairs, check_scalar
 
 __all__ = ["MMC"]
 
-# Relative floor on the eigenvalues of M_S when whitening (a singular M_S makes
-# the paper's problem unbounded along its null space; the floor keeps it finite).
-_RIDGE = 1e-10
+# Tikhonov term: the constraint is <A, M_S + lambda I> <= 1 with
+# lambda = _RIDGE * tr(M_S) / p. A singular M_S (fewer similar pairs than
+# features, constant features) makes the paper's problem unbounded along its
+# null space; this keeps it bounded and changes J by ~1e-9 relative otherwise.
+_RIDGE = 1e-9
 # Labelled pairs used as they are up to this count; beyond it, sampled.
 _MAX_LABEL_PAIRS = 200_000
+# Iterations over which the objective-change stopping rule looks back.
+_WINDOW = 20
 
 
 class ConvergenceWarning(UserWarning):
@@ -68,8 +71,13 @@ class MMC(TransformerMixin, BaseEstimator):
     max_iter : int, default=1000
         Maximum number of ascent / Newton iterations.
     tol : float, default=1e-6
-        Stop when the certified relative duality gap ``(J* - J) / J`` bound is
-        below ``tol`` (so ``objective_`` is within ``tol`` of the optimum).
+        Stop when the certified relative duality gap (a bound on ``(J* - J) / J``)
+        is below ``tol``, so that ``objective_`` is within ``tol`` of the optimum;
+        or (full A) when J rose by less than ``tol / 10`` (relative) over the last
+        20 iterations: at non-smooth optima (rank-deficient A with dissimilar
+        pairs at distance ~0) the bound stays loose while J creeps (e.g. iris with
+        little side information: bound 4e-6 after 30 iterations, J changing by
+        1e-10 per iteration).
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric: the identity, the inverse covariance of ``X``, or a
         ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal).
@@ -82,7 +90,9 @@ class MMC(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     metric_ : ndarray (p, p)
-        The learned ``A``, symmetric PSD, scaled so that ``sum_S ||.||_A^2 = 1``.
+        The learned ``A``, symmetric PSD, scaled so that the constraint is
+        active: ``sum_S ||.||_A^2 + lambda tr(A) = 1`` with the tiny ridge
+        ``lambda = 1e-9 tr(M_S) / p`` (see Notes).
     components_ : ndarray (p, p)
         ``L`` with ``A = L^T L``; rows by decreasing eigenvalue of the whitened
         problem, rows of zeros where ``A`` is rank deficient.
@@ -104,6 +114,11 @@ class MMC(TransformerMixin, BaseEstimator):
     200,000 labelled pairs; otherwise 50,000 of each are drawn at random
     (:func:`metriclust.constraints.pairs_from_labels`). ``fit(X)`` without any
     side information raises ``ValueError``.
+
+    A singular ``M_S`` (fewer similar pairs than features, features constant
+    within every similar pair) makes the paper's problem unbounded; the ridge
+    ``lambda`` above keeps it bounded (the metric then grows large, not
+    infinite, along those directions) and changes ``J`` by about 1e-9 otherwise.
 
     The result is scale invariant: multiplying ``X`` by any ``c > 0`` leaves
     ``transform(X)`` (hence any clustering of it) and ``objective_`` unchanged.
@@ -135,7 +150,7 @@ class MMC(TransformerMixin, BaseEstimator):
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         check_scalar(self.verbose, "verbose", (numbers.Integral, bool))
         X = check_array(X, ensure_min_samples=2)
-        n, p = X.shape
+        p = X.shape[1]
         self.n_features_in_ = p
         X64 = X.astype(np.float64, copy=False)
         S, D = self._side_information(X64, y, similar, dissimilar)
@@ -145,17 +160,22 @@ class MMC(TransformerMixin, BaseEstimator):
 
     def _fit(self, X64, S, D):
         p = X64.shape[1]
-        M_S = scatter_of_pairs(X64, S)
+        with np.errstate(over="ignore", invalid="ignore"):
+            M_S = scatter_of_pairs(X64, S)
+        if not np.all(np.isfinite(M_S)):
+            raise ValueError("X is too large: squared differences of similar pairs "
+                             "overflow float64. Rescale X (MMC is scale invariant).")
+        if not np.trace(M_S) > 0:
+            raise ValueError("The similar pairs have zero scatter (all pairs join "
+                             "identical points); MMC's problem is unbounded.")
+        M_S = M_S + (_RIDGE * np.trace(M_S) / p) * np.eye(p)
 
         # Whiten by M_S: <A, M_S> <= 1 becomes tr B <= 1 (full) or sum a <= 1 (diagonal).
         if self.diagonal:
             m = np.diag(M_S).copy()
         else:
             m, U = eigh_robust(M_S)
-        if not m.max() > 0:
-            raise ValueError("The similar pairs have zero scatter (all pairs join "
-                             "identical points); MMC's problem is unbounded.")
-        m = np.maximum(m, _RIDGE * m.max())
+            m = np.maximum(m, 0.5 * _RIDGE * np.trace(M_S) / p)   # rounding guard
         W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
         W_inv = np.diag(np.sqrt(m)) if self.diagonal else np.sqrt(m)[:, None] * U.T
         sums = PairSums(X64 @ W, D, S)
@@ -178,6 +198,10 @@ class MMC(TransformerMixin, BaseEstimator):
         L = Lt.T @ W.T                                  # A = W B W^T = L^T L
         scale = np.sqrt(max(np.sum((L @ M_S) * L), np.finfo(float).tiny))
         L = L / scale                                   # sum_S ||.||_A^2 = 1
+        # Deterministic signs (eigenvectors are defined up to sign): each row's
+        # largest entry in absolute value is positive.
+        big = np.abs(L).argmax(axis=1)
+        L = L * np.where(L[np.arange(L.shape[0]), big] < 0, -1.0, 1.0)[:, None]
         self.components_ = np.zeros((p, p))
         self.components_[: L.shape[0]] = L
         self.metric_ = self.components_.T @ self.components_
@@ -287,20 +311,26 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
         return B, 0, True
     step = 1.0 / np.linalg.norm(G)
     history = [h]
+    best = (h, B)                       # the search is non-monotone: keep the best
     upper = np.inf
     for it in range(1, max_iter + 1):
-        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)
-        gap = (upper - h) / h
+        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)   # weak duality
+        gap = (upper - best[0]) / best[0]
         if verbose:
             print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
         if gap <= tol:
-            return B, it - 1, True
+            return best[1], it - 1, True
+        # Objective-change rule: at a non-smooth optimum (D pairs at distance ~0 under
+        # a rank-deficient A) the bound above stays loose while J has converged.
+        if (len(history) > _WINDOW
+                and max(history) - max(history[:-_WINDOW]) <= 0.1 * tol * max(history)):
+            return best[1], it - 1, True
         # Projection of the gradient step onto C1 ∩ C2 (exact; one eigendecomposition).
         P, lamP, VP = project_spectraplex(B + step * G)
         direction = P - B
         slope = np.sum(G * direction)
         if not slope > 1e-15 * h:       # no ascent direction left at machine precision
-            return B, it, True
+            return best[1], it, True
         ref, t = min(history[-memory:]), 1.0
         while True:                     # non-monotone Armijo search along B + t (P - B)
             if t == 1.0:
@@ -317,10 +347,12 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
         step = np.sum(s * s) / curvature if curvature > 0 else 10.0 * step
         step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
         if hn - h <= 1e-15 * abs(h) and t < 1e-12:
-            return B, it, False          # stalled: the search found no increase
+            return best[1], it, False    # stalled: the search found no increase
         B, h, G = Bn, hn, Gn
         history.append(h)
-    return B, max_iter, False
+        if h > best[0]:
+            best = (h, B)
+    return best[1], max_iter, False
 
 
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):

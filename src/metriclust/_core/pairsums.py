@@ -75,14 +75,10 @@ class PairSums:
                                            n_threads=self.n_threads)
             return h, G
         Y = np.ascontiguousarray(self.E @ Lt)
-        h, rowsum, Z = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
+        h, G = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
         hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
                                          n_threads=self.n_threads)
-        h -= hs
-        if not gradient:
-            return h, None
-        G = self.E.T @ (rowsum[:, None] * self.E - Z) - Gs
-        return h, 0.5 * (G + G.T)
+        return h - hs, (G - Gs if gradient else None)
 
     def diag(self, a, gradient=True, hessian=True):
         """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1)."""

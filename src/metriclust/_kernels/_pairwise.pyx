@@ -28,8 +28,8 @@ cdef extern from "pairwise.h" nogil:
                       double *h, double *grad, double *H,
                       ml_dsyrk_fn dsyrk, int n_threads)
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
-                         Py_ssize_t p, Py_ssize_t r, double *h, double *rowsum,
-                         double *Z, ml_dgemm_fn dgemm, int n_threads)
+                         Py_ssize_t p, Py_ssize_t r, double *h, double *G,
+                         ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
 
 
 cdef _raise(int status, str where):
@@ -136,25 +136,23 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
 def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=0):
     """All pairs i < j by the Laplacian form; distances from ``Y`` (n x r).
 
-    Returns ``(h, rowsum, Z)`` with ``h = sum_{i<j} d_ij``, ``rowsum = W 1`` and
-    ``Z = W X`` where ``W_ij = 1 / (2 d_ij)``; then
-    ``sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (rowsum[:, None] * X - Z)``.
+    Returns ``(h, G)``: ``h = sum_{i<j} d_ij`` and
+    ``G = sum_{i<j} (x_i - x_j)(x_i - x_j)^T / (2 d_ij) = X^T (diag(W 1) - W) X``
+    with ``d_ij = ||y_i - y_j||``; no n x n array is formed.
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], r = Y.shape[1]
     if Y.shape[0] != n:
         raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
     if p == 0 or r == 0:
         raise ValueError("X and Y need at least one column")
-    rowsum = np.zeros(n)
-    Z = np.zeros((n, p))
-    if n == 0:
-        return 0.0, rowsum, Z
-    cdef double[::1] rv = rowsum
-    cdef double[:, ::1] Zv = Z
+    G = np.zeros((p, p))
+    if n < 2:
+        return 0.0, G
+    cdef double[:, ::1] Gv = G
     cdef double h = 0.0
     cdef int status
     with nogil:
-        status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &rv[0], &Zv[0, 0],
-                                  dgemm, n_threads)
+        status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &Gv[0, 0],
+                                  dgemm, dsyrk, n_threads)
     _raise(status, "allpairs_full")
-    return h, rowsum, Z
+    return h, G
