@@ -655,12 +655,8 @@ def test_infeasible_cannot_links():
     check_outcome(call, ("cannot_link", "cannot-link"), must_raise=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "constraints.py: ConstrainedKMeans(n_clusters=2).fit(X (24 points), must_link="
-    "np.c_[np.zeros(23, int), np.arange(1, 24)]) says 'n_samples=1 should be >= "
-    "n_clusters=2.' -- the user passed 24 samples; the message should say that the "
-    "must-links leave 1 connected component, fewer than n_clusters"))
 def test_must_links_merge_below_n_clusters():
+    """Must-links that leave fewer groups than clusters: the error says so."""
     ml = np.c_[np.zeros(23, dtype=int), np.arange(1, 24)]
     call = lambda: _ckmeans().fit(X0, must_link=ml)  # noqa: E731
     check_outcome(call, ("must_link", "must-link", "component"), must_raise=True)
