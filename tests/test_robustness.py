@@ -455,14 +455,7 @@ BAD_PARAMS = {
     "CPDUML-eig": [("n_components", 0), ("n_kernel_components", 0)],
 }
 
-XFAIL_PARAMS = {
-    ("MMC", "random_state", "'seed'"):
-        "mmc.py: MMC(random_state='seed').fit(X, y) succeeds; random_state is only validated "
-        "when a random start is drawn, so a bad value passes silently with init='identity'",
-    ("CPCM-kernel", "alpha", "inf"):
-        "cpcm.py: CPCM(predictor='kernel', alpha=inf).fit(X) succeeds with a meaningless fit "
-        "(check_scalar(alpha, min_val=0) lets inf through; pass allow_inf=False)",
-}
+XFAIL_PARAMS = {}
 
 
 def _param_cases():
@@ -976,14 +969,7 @@ CONSTRAINT_CALLS = {
     "ssp-empty": (lambda: constraints.sample_similar_pairs(np.array([])), ("y",), False),
 }
 
-XFAIL_CONSTRAINTS = {
-    "pfl-nan-labels":
-        "constraints.py: pairs_from_labels(y with a NaN, 3, 3) returns pairs; NaN is taken "
-        "as a class of its own instead of a ValueError naming y (only -1 means unlabelled)",
-    "ssp-nan-labels":
-        "constraints.py: sample_similar_pairs(y with a NaN) returns pairs; NaN is taken as "
-        "a class of its own instead of a ValueError naming y",
-}
+XFAIL_CONSTRAINTS = {}
 
 
 def _constraint_cases():

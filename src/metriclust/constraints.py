@@ -53,6 +53,10 @@ def _labelled_classes(y):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        bad = int(np.argmax(~np.isfinite(y)))
+        raise ValueError(f"y contains NaN or infinity at index {bad}; mark unlabelled "
+                         "points with -1.")
     idx = np.flatnonzero(y != -1)
     classes, codes = np.unique(y[idx], return_inverse=True)
     return idx, codes.reshape(-1), len(classes)

@@ -331,7 +331,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
         if self.alpha is not None:
-            check_scalar(self.alpha, "alpha", numbers.Real, min_val=0)
+            check_scalar(self.alpha, "alpha", numbers.Real, min_val=0, allow_inf=False)
             if self.predictor == "kernel" and self.alpha == 0:
                 raise ValueError("alpha must be > 0 for predictor='kernel' (with alpha = 0 "
                                  "every partition is predicted perfectly).")

@@ -42,7 +42,8 @@ from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_spectraplex, psd_factor
-from ._core.validation import check_array, check_n_features, check_pairs, check_scalar
+from ._core.validation import (check_array, check_n_features, check_pairs, check_random_state,
+                                check_scalar)
 
 __all__ = ["MMC"]
 
@@ -149,6 +150,7 @@ class MMC(TransformerMixin, BaseEstimator):
         check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         check_scalar(self.verbose, "verbose", (numbers.Integral, bool))
+        check_random_state(self.random_state)  # fail on a bad value even if no draw is made
         X = check_array(X, ensure_min_samples=2)
         p = X.shape[1]
         self.n_features_in_ = p
