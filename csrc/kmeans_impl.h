@@ -303,13 +303,31 @@ static void FN(assign_chunk)(const REAL *X, ptrdiff_t m, ptrdiff_t d,
                              FN(km_scratch) *s, int32_t *lab)
 {
     if (use_gemm) {
+        REAL *P = s->acc;
+        REAL alpha = -2, beta = 0;
+        char ta = 'T', tb = 'N';
+        int Kk = (int)d, lda = (int)d, ldb = (int)d;
+        if (K < ML_KM_GEMM_ROWWISE_K) {
+            /* Few centers: P row-major (m x K) = -2 X C^T, the orientation in
+             * which BLAS packs the small C, and a short argmin per row. */
+            int M = (int)K, Nn = (int)m, ldc = (int)K;
+            gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)C, &lda, (REAL *)X,
+                 &ldb, &beta, P, &ldc);
+            for (ptrdiff_t b = 0; b < m; ++b) {
+                const REAL *row = P + b * K;
+                REAL bs = row[0] + cn[0];
+                int32_t bk = 0;
+                for (ptrdiff_t k = 1; k < K; ++k) {
+                    const REAL a = row[k] + cn[k];
+                    if (a < bs) { bs = a; bk = (int32_t)k; }
+                }
+                lab[b] = bk;
+            }
+            return;
+        }
         /* P (m x K, column-major: P[k * m + b]) = -2 X C^T, then the argmin
          * of cn_k + P[k * m + b] over k, vectorized over the points b. */
-        REAL *P = s->acc;
-        char ta = 'T', tb = 'N';
-        int M = (int)m, Nn = (int)K, Kk = (int)d, lda = (int)d, ldb = (int)d,
-            ldc = (int)m;
-        REAL alpha = -2, beta = 0;
+        int M = (int)m, Nn = (int)K, ldc = (int)m;
         gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)X, &lda, (REAL *)C, &ldb,
              &beta, P, &ldc);
         FN(argmin_cols)(P, m, cn, K, s->best, s->bestk);
