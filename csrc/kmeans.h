@@ -20,7 +20,7 @@
  *
  * Distance paths (`method`): ML_KM_DIRECT works on a transposed chunk and is
  * vectorized over points, with loops specialised for d = 1..8 and runtime
- * dispatch (AVX2+FMA or baseline x86-64); ML_KM_GEMM forms -2 X C^T per chunk
+ * dispatch (AVX2 or baseline x86-64); ML_KM_GEMM forms -2 X C^T per chunk
  * with the caller's BLAS gemm (hold BLAS to one thread around the call);
  * ML_KM_AUTO picks DIRECT for d <= ML_KM_DIRECT_MAX_D or when no gemm is
  * given.  Every function returns ML_OK or a negative ML_ERR_* code. */
@@ -34,6 +34,8 @@
 
 #define ML_KM_CHUNK 256
 #define ML_KM_DIRECT_MAX_D 8
+/* GEMM path: below this many centers, distances row-major (BLAS packs C). */
+#define ML_KM_GEMM_ROWWISE_K 16
 /* Below these sizes a kernel runs on one thread (same results either way). */
 #define ML_KM_PAR_MIN_WORK 1e6
 #define ML_KM_PAR_MIN_ROWS 16384

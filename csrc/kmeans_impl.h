@@ -14,8 +14,8 @@
  * cn = ||c||^2, the score of center k for point x is cn_k + x . cm2_k, i.e.
  * ||x - c_k||^2 - ||x||^2: the argmin is the nearest center.  Centers are
  * taken four at a time so that best/bestk are loaded and stored once per four
- * centers; the comparison is strict and in increasing k order, so ties go to
- * the lowest index.  bestk holds the label as a REAL (same vector width).
+ * centers (the last 1..3 in one more pass); the comparison is strict and in
+ * increasing k order, so ties go to the lowest index.  bestk holds the label as a REAL (same vector width).
  * ------------------------------------------------------------------------- */
 static inline __attribute__((always_inline)) void
 FN(direct_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
@@ -26,16 +26,12 @@ FN(direct_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     const ptrdiff_t B = ML_KM_CHUNK;
     for (ptrdiff_t b = 0; b < m; ++b)
         for (ptrdiff_t j = 0; j < d; ++j) xT[j * B + b] = X[b * d + j];
-    {
-        const REAL n0 = cn[0];
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL a0 = n0;
-            for (ptrdiff_t j = 0; j < d; ++j) a0 += xT[j * B + b] * cm2[j];
-            best[b] = a0;
-            bestk[b] = 0;
-        }
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        best[b] = (REAL)INFINITY;
+        bestk[b] = 0;
     }
-    ptrdiff_t k = 1;
+    /* Centers in blocks of four, then one pass for the last 1..3. */
+    ptrdiff_t k = 0;
     for (; k + 4 <= K; k += 4) {
         const REAL *c0 = cm2 + k * d, *c1 = c0 + d, *c2 = c1 + d, *c3 = c2 + d;
         const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2], n3 = cn[k + 3];
@@ -59,7 +55,44 @@ FN(direct_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             bestk[b] = bk;
         }
     }
-    for (; k < K; ++k) {
+    const ptrdiff_t r = K - k;
+    if (r == 3) {
+        const REAL *c0 = cm2 + k * d, *c1 = c0 + d, *c2 = c1 + d;
+        const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2];
+        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2);
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            REAL a0 = n0, a1 = n1, a2 = n2;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const REAL x = xT[j * B + b];
+                a0 += x * c0[j];
+                a1 += x * c1[j];
+                a2 += x * c2[j];
+            }
+            REAL bs = best[b], bk = bestk[b];
+            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
+            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
+            bk = a2 < bs ? k2 : bk; bs = a2 < bs ? a2 : bs;
+            best[b] = bs;
+            bestk[b] = bk;
+        }
+    } else if (r == 2) {
+        const REAL *c0 = cm2 + k * d, *c1 = c0 + d;
+        const REAL n0 = cn[k], n1 = cn[k + 1];
+        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1);
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            REAL a0 = n0, a1 = n1;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const REAL x = xT[j * B + b];
+                a0 += x * c0[j];
+                a1 += x * c1[j];
+            }
+            REAL bs = best[b], bk = bestk[b];
+            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
+            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
+            best[b] = bs;
+            bestk[b] = bk;
+        }
+    } else if (r == 1) {
         const REAL *c0 = cm2 + k * d;
         const REAL n0 = cn[k], k0 = (REAL)k;
         for (ptrdiff_t b = 0; b < m; ++b) {
@@ -270,13 +303,31 @@ static void FN(assign_chunk)(const REAL *X, ptrdiff_t m, ptrdiff_t d,
                              FN(km_scratch) *s, int32_t *lab)
 {
     if (use_gemm) {
+        REAL *P = s->acc;
+        REAL alpha = -2, beta = 0;
+        char ta = 'T', tb = 'N';
+        int Kk = (int)d, lda = (int)d, ldb = (int)d;
+        if (K < ML_KM_GEMM_ROWWISE_K) {
+            /* Few centers: P row-major (m x K) = -2 X C^T, the orientation in
+             * which BLAS packs the small C, and a short argmin per row. */
+            int M = (int)K, Nn = (int)m, ldc = (int)K;
+            gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)C, &lda, (REAL *)X,
+                 &ldb, &beta, P, &ldc);
+            for (ptrdiff_t b = 0; b < m; ++b) {
+                const REAL *row = P + b * K;
+                REAL bs = row[0] + cn[0];
+                int32_t bk = 0;
+                for (ptrdiff_t k = 1; k < K; ++k) {
+                    const REAL a = row[k] + cn[k];
+                    if (a < bs) { bs = a; bk = (int32_t)k; }
+                }
+                lab[b] = bk;
+            }
+            return;
+        }
         /* P (m x K, column-major: P[k * m + b]) = -2 X C^T, then the argmin
          * of cn_k + P[k * m + b] over k, vectorized over the points b. */
-        REAL *P = s->acc;
-        char ta = 'T', tb = 'N';
-        int M = (int)m, Nn = (int)K, Kk = (int)d, lda = (int)d, ldb = (int)d,
-            ldc = (int)m;
-        REAL alpha = -2, beta = 0;
+        int M = (int)m, Nn = (int)K, ldc = (int)m;
         gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)X, &lda, (REAL *)C, &ldb,
              &beta, P, &ldc);
         FN(argmin_cols)(P, m, cn, K, s->best, s->bestk);

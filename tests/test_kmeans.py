@@ -167,9 +167,9 @@ def test_lloyd_matches_sklearn_weighted():
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 11, 20])
 @pytest.mark.parametrize("method", ["direct", "gemm"])
-def test_lloyd_kernel_matches_reference(d, method):
+@pytest.mark.parametrize("K", [6, 21])  # GEMM path: row-major below 16 centers
+def test_lloyd_kernel_matches_reference(d, method, K):
     X = blobs(700, d, 5, d)
-    K = 6
     C0 = X[np.random.default_rng(d).choice(len(X), K, replace=False)].copy()
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))
     C = C0.copy()
