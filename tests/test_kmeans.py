@@ -488,3 +488,23 @@ def test_estimator_errors():
     km = KMeans(2, random_state=0).fit(X)
     with pytest.raises(ValueError, match="features"):
         km.predict(np.zeros((3, 5)))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 1e307])
+def test_weight_scale_changes_only_the_inertia(scale):
+    # Weights are normalized internally so their sums cannot overflow; the
+    # partition is unchanged and the inertia scales with them.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    w = rng.uniform(0.5, 2.0, size=60)
+    ref = kmeans(X, 3, sample_weight=w, n_init=2, random_state=0)
+    got = kmeans(X, 3, sample_weight=w * scale, n_init=2, random_state=0)
+    np.testing.assert_array_equal(got.labels, ref.labels)
+    np.testing.assert_allclose(got.centers, ref.centers, rtol=1e-12)
+    assert got.inertia == pytest.approx(ref.inertia * scale, rel=1e-12)
+
+
+def test_huge_max_iter_is_a_valid_cap():
+    X = np.random.default_rng(6).normal(size=(50, 2))
+    res = kmeans(X, 2, max_iter=2**40, random_state=0)
+    assert res.n_iter < 100

@@ -166,6 +166,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         raise ValueError(f"n_init must be a positive int, got {n_init!r}.")
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}.")
+    max_iter = min(int(max_iter), 2**31 - 1)  # the C loop counts in int; a huge cap is valid
     if not (isinstance(tol, numbers.Real) and tol >= 0):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
     init = _check_init(init, n_clusters, X, n_init)
@@ -180,6 +181,10 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum(dtype=np.float64) > 0):
             raise ValueError("sample_weight must be finite and non-negative, "
                              "and not all zero.")
+        # Weights matter only up to a common factor: scale the largest to 1 so
+        # that sums of weights cannot overflow; the inertia is scaled back.
+        w_scale = float(w.max())
+        w = np.ascontiguousarray(w / w.dtype.type(w_scale))
 
     # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances. The
     # mean and the variance behind ``tol`` are weighted, so that an integer
@@ -219,5 +224,6 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
             if best is None or inertia < best.inertia:
                 best = KMeansResult(centers, labels, inertia, n_iter)
     centers = best.centers + X_mean
-    return KMeansResult(centers.astype(X.dtype, copy=False), best.labels,
-                        float(best.inertia), int(best.n_iter))
+    inertia = float(best.inertia) * (1.0 if w is None else w_scale)
+    return KMeansResult(centers.astype(X.dtype, copy=False), best.labels, inertia,
+                        int(best.n_iter))
