@@ -178,7 +178,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         w = np.ascontiguousarray(sample_weight, dtype=X.dtype)
         if w.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
-        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum(dtype=np.float64) > 0):
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.any(w > 0)):
             raise ValueError("sample_weight must be finite and non-negative, "
                              "and not all zero.")
         # Weights matter only up to a common factor: scale the largest to 1 so
