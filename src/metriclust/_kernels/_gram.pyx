@@ -6,14 +6,9 @@ holds BLAS to one thread around the calls that use it."""
 import numpy as np
 
 from scipy.linalg.cython_blas cimport dgemm, sgemm
+from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn
 
 cdef extern from "gram.h" nogil:
-    ctypedef void (*ml_dgemm_fn)(char *, char *, int *, int *, int *, double *,
-                                 double *, int *, double *, int *, double *,
-                                 double *, int *)
-    ctypedef void (*ml_sgemm_fn)(char *, char *, int *, int *, int *, float *,
-                                 float *, int *, float *, int *, float *,
-                                 float *, int *)
     int ML_GRAM_DIRECT_MAX_D
     int ml_gaussian_gram_f64(const double *X, Py_ssize_t nx, const double *Y,
                              Py_ssize_t ny, Py_ssize_t d, double sigma, double *G,

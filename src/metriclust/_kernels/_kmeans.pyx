@@ -9,14 +9,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport dgemm, sgemm
+from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 
 cdef extern from "kmeans.h" nogil:
-    ctypedef void (*ml_dgemm_fn)(char *, char *, int *, int *, int *, double *,
-                                 double *, int *, double *, int *, double *,
-                                 double *, int *)
-    ctypedef void (*ml_sgemm_fn)(char *, char *, int *, int *, int *, float *,
-                                 float *, int *, float *, int *, float *,
-                                 float *, int *)
     int ML_KM_DIRECT_MAX_D
     int ml_kmeans_lloyd_f64(const double *X, const double *w, Py_ssize_t n,
                             Py_ssize_t d, Py_ssize_t K, double *centers,
@@ -54,10 +49,6 @@ cdef extern from "kmeans.h" nogil:
                               Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
-
-ctypedef fused real:
-    float
-    double
 
 #: Widest d served by the direct (no BLAS) path when method="auto".
 DIRECT_MAX_D = ML_KM_DIRECT_MAX_D

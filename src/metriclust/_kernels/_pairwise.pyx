@@ -11,11 +11,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport dgemm, dsyrk
+from metriclust._kernels._common cimport ml_dgemm_fn
 
 cdef extern from "pairwise.h" nogil:
-    ctypedef void (*ml_dgemm_fn)(char *, char *, int *, int *, int *, double *,
-                                 double *, int *, double *, int *, double *,
-                                 double *, int *)
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
                                  int *, double *, double *, int *)
     int ml_pairs_full(const double *X, Py_ssize_t n, Py_ssize_t p,

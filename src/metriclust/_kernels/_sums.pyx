@@ -3,6 +3,7 @@
 import numpy as np
 
 from libc.stdint cimport int64_t
+from metriclust._kernels._common cimport real
 
 cdef extern from "sums.h" nogil:
     int ml_cluster_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
@@ -13,10 +14,6 @@ cdef extern from "sums.h" nogil:
                             int n_threads)
     int ml_contingency(const int64_t *a, const int64_t *b, Py_ssize_t n,
                        Py_ssize_t ka, Py_ssize_t kb, int64_t *table)
-
-ctypedef fused real:
-    float
-    double
 
 
 def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_clusters,
