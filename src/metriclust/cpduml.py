@@ -142,7 +142,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     data: on the paper's Breast data they give 87% out-of-sample accuracy where
     k-means gets 96%, and ``lam=0.05`` gives k-means level again (the paper
     searched ``sigma`` and ``lambda`` over wide grids; see
-    ``benchmarks/results/cpduml.md``). Large ``lam`` tends to k-means on the
+    ``benchmarks/RESULTS.md``). Large ``lam`` tends to k-means on the
     spectral start.
 
     The paper's per-iteration Y-step (k-means on the top-K eigenvectors of

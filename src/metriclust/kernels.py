@@ -98,7 +98,7 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None, out=None):
     out : ndarray of shape (n_x, n_y), default=None
         Write the result here (C-contiguous, the result's dtype). Reusing a
         buffer skips the page faults of a fresh N x N array, which are about
-        half the time of a large call (benchmarks/results/gram.md).
+        half the time of a large call (benchmarks/RESULTS.md).
 
     Returns
     -------
