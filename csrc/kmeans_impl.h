@@ -272,7 +272,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                 if (w) {
                     const double wb = (double)w[b + u];
 #if KM_HAVE_VEC
-                    if (d % 4 == 0) {
+                    if (d % 4 == 0 && d <= 8) {
                         /* Four coordinates per vector operation (the same
                          * products and sums, element by element). */
                         for (ptrdiff_t j = 0; j < d; j += 4) {
@@ -289,7 +289,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                     wacc[u * stride + k] += wb;
                 } else {
 #if KM_HAVE_VEC
-                    if (d % 4 == 0) {
+                    if (d % 4 == 0 && d <= 8) {
                         for (ptrdiff_t j = 0; j < d; j += 4) {
                             FN(km_vr) xv;
                             km_v4d rv;
