@@ -5,6 +5,11 @@
 #define KM_CAT2(a, b) a##_##b
 #define KM_CAT(a, b) KM_CAT2(a, b)
 #define FN(name) KM_CAT(name, SFX)
+#if defined(__GNUC__) || defined(__clang__)
+#define KM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#else
+#define KM_PREFETCH(p) ((void)0)
+#endif
 
 /* ---------------------------------------------------------------------------
  * Direct distances for one chunk of m <= ML_KM_CHUNK rows.
@@ -24,8 +29,20 @@ FN(direct_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                 REAL *ML_RESTRICT bestk)
 {
     const ptrdiff_t B = ML_KM_CHUNK;
-    for (ptrdiff_t b = 0; b < m; ++b)
-        for (ptrdiff_t j = 0; j < d; ++j) xT[j * B + b] = X[b * d + j];
+    /* While transposing this chunk, prefetch the same rows of the next one
+     * (X + B * d onwards): the loads of X otherwise stall the transpose at
+     * small d, where there is little distance work per byte.  One prefetch
+     * per 64 bytes, eight rows at a time (the transpose of each group of
+     * eight rows stays vectorized); past the end of X it is harmless (a
+     * prefetch never faults). */
+    const char *nxt = (const char *)(X + B * d);
+    const ptrdiff_t gb = 8 * d * (ptrdiff_t)sizeof(REAL);
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += 8) {
+        for (ptrdiff_t t = 0; t < gb; t += 64) KM_PREFETCH(nxt + b0 * d * (ptrdiff_t)sizeof(REAL) + t);
+        const ptrdiff_t b1 = b0 + 8 < m ? b0 + 8 : m;
+        for (ptrdiff_t b = b0; b < b1; ++b)
+            for (ptrdiff_t j = 0; j < d; ++j) xT[j * B + b] = X[b * d + j];
+    }
     for (ptrdiff_t b = 0; b < m; ++b) {
         best[b] = (REAL)INFINITY;
         bestk[b] = 0;
@@ -220,9 +237,22 @@ KM_DIRECT_D(7)
 KM_DIRECT_D(8)
 #undef KM_DIRECT_D
 
+#if (defined(__GNUC__) && __GNUC__ >= 9) || defined(__clang__)
+#define KM_HAVE_VEC 1
+#ifndef KM_V4D_DEFINED
+#define KM_V4D_DEFINED
+typedef double km_v4d __attribute__((vector_size(32)));
+#endif
+typedef REAL FN(km_vr) __attribute__((vector_size(4 * sizeof(REAL))));
+#else
+#define KM_HAVE_VEC 0
+#endif
+
 /* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
  * accumulator copy b mod `copies` (copies is 1 or 4): consecutive rows of the
- * same cluster then do not wait on each other's additions. */
+ * same cluster then do not wait on each other's additions.  Without weights
+ * (w == NULL) the rows are added as they are: the same sums as with weight
+ * 1.0, whose products are exact, without the multiplications. */
 static inline __attribute__((always_inline)) void
 FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                ptrdiff_t m, const ptrdiff_t d, const int32_t *ML_RESTRICT lab,
@@ -236,9 +266,43 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                 const ptrdiff_t k = lab[b + u];
                 const REAL *x = X + (b + u) * d;
                 double *row = acc + u * stride + k * d;
-                const double wb = w ? (double)w[b + u] : 1.0;
-                wacc[u * stride + k] += wb;
-                for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
+                /* The row first, then its weight: wacc may alias row as far
+                 * as the compiler knows, and a store to it ahead of the row's
+                 * loads keeps the row update from being vectorized. */
+                if (w) {
+                    const double wb = (double)w[b + u];
+#if KM_HAVE_VEC
+                    if (d % 4 == 0 && d <= 8) {
+                        /* Four coordinates per vector operation (the same
+                         * products and sums, element by element). */
+                        for (ptrdiff_t j = 0; j < d; j += 4) {
+                            FN(km_vr) xv;
+                            km_v4d rv;
+                            memcpy(&xv, x + j, sizeof xv);
+                            memcpy(&rv, row + j, sizeof rv);
+                            rv += wb * __builtin_convertvector(xv, km_v4d);
+                            memcpy(row + j, &rv, sizeof rv);
+                        }
+                    } else
+#endif
+                    for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
+                    wacc[u * stride + k] += wb;
+                } else {
+#if KM_HAVE_VEC
+                    if (d % 4 == 0 && d <= 8) {
+                        for (ptrdiff_t j = 0; j < d; j += 4) {
+                            FN(km_vr) xv;
+                            km_v4d rv;
+                            memcpy(&xv, x + j, sizeof xv);
+                            memcpy(&rv, row + j, sizeof rv);
+                            rv += __builtin_convertvector(xv, km_v4d);
+                            memcpy(row + j, &rv, sizeof rv);
+                        }
+                    } else
+#endif
+                    for (ptrdiff_t j = 0; j < d; ++j) row[j] += (double)x[j];
+                    wacc[u * stride + k] += 1.0;
+                }
             }
         return;
     }
@@ -253,13 +317,17 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
     }
 }
 
+/* Specialised for d = 1..8 and for w == NULL (the branch on w then folds). */
 #define KM_ACCUM_D(DV)                                                        \
-    static void FN(accum_d##DV)(const REAL *X, const REAL *w, ptrdiff_t m,    \
-                                const int32_t *lab, double *acc,              \
-                                ptrdiff_t copies, ptrdiff_t stride,           \
-                                ptrdiff_t K)                                  \
+    ML_CLONES static void FN(accum_d##DV)(const REAL *X, const REAL *w,       \
+                                          ptrdiff_t m, const int32_t *lab,    \
+                                          double *acc, ptrdiff_t copies,      \
+                                          ptrdiff_t stride, ptrdiff_t K)      \
     {                                                                         \
-        FN(accum_body)(X, w, m, DV, lab, acc, copies, stride, K);             \
+        if (w)                                                                \
+            FN(accum_body)(X, w, m, DV, lab, acc, copies, stride, K);         \
+        else                                                                  \
+            FN(accum_body)(X, NULL, m, DV, lab, acc, copies, stride, K);      \
     }
 KM_ACCUM_D(1)
 KM_ACCUM_D(2)
@@ -785,5 +853,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
 }
 
 #undef FN
+#undef KM_HAVE_VEC
+#undef KM_PREFETCH
 #undef KM_CAT
 #undef KM_CAT2
