@@ -163,3 +163,22 @@ def test_base_estimator_params_and_repr():
         check_is_fitted(est)
     est.coef_ = 1
     check_is_fitted(est)
+
+
+def test_blas_thread_limits_apply_and_restore():
+    from threadpoolctl import threadpool_info
+
+    from metriclust._core.threads import blas_threads, single_blas_thread
+
+    def blas_counts():
+        return [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+
+    with single_blas_thread():  # the first use loads scipy's BLAS too
+        pass
+    before = blas_counts()
+    assert before
+    with single_blas_thread():
+        assert set(blas_counts()) == {1}
+    with blas_threads(2):
+        assert set(blas_counts()) == {2}
+    assert blas_counts() == before

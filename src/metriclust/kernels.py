@@ -27,26 +27,12 @@ import warnings
 import numpy as np
 
 from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
-from ._core.threads import effective_n_threads
+from ._core.threads import effective_n_threads, single_blas_thread
 from ._core.validation import check_array, check_n_features, check_random_state, check_scalar
 from ._kernels import _gram
 
 __all__ = ["gaussian_gram", "gram_matmat", "median_pairwise_distance", "Nystrom",
            "nystrom_factor", "top_eigenpairs"]
-
-_controller = None
-
-
-def _blas_single_thread():
-    """Context holding BLAS to one thread (the kernels call gemm per tile from
-    their own OpenMP threads). The threadpoolctl controller is built once."""
-    global _controller
-    if _controller is None:
-        from threadpoolctl import ThreadpoolController
-
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
-
 
 def _check_sigma(sigma):
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
@@ -119,7 +105,7 @@ def gaussian_gram(X, Y=None, *, sigma, n_threads=None, out=None):
     X, Y = _check_pair(X, Y)
     nt = effective_n_threads(n_threads)
     if X.shape[1] > _gram.DIRECT_MAX_D:
-        with _blas_single_thread():
+        with single_blas_thread():
             return _gram.gaussian_gram(X, Y, sigma, nt, True, out)
     return _gram.gaussian_gram(X, Y, sigma, nt, True, out)
 
@@ -172,7 +158,7 @@ def gram_matmat(X, V, *, sigma, Y=None, n_threads=None):
         Y = None if Y is None else Y.astype(np.float64)
         V2 = V2.astype(np.float64)
     V2 = np.ascontiguousarray(V2)
-    with _blas_single_thread():
+    with single_blas_thread():
         out = _gram.gram_matmat(X, Y, V2, sigma, effective_n_threads(n_threads))
     return out[:, 0] if vec else out
 
@@ -464,7 +450,7 @@ def top_eigenpairs(X, n_components, *, sigma, random_state=None, method="auto", 
             (N, N), dtype=np.float64,
             matvec=lambda v: gram_matmat(X, np.ravel(v), sigma=sigma, n_threads=n_threads),
             matmat=lambda V: gram_matmat(X, V, sigma=sigma, n_threads=n_threads))
-        with _blas_single_thread():  # ARPACK's own steps are O(N ncv) (see below)
+        with single_blas_thread():  # ARPACK's own steps are O(N ncv) (see below)
             vals, vecs = eigsh(op, k=m, which="LA", tol=tol, v0=rng.uniform(-1, 1, N))
         order = np.argsort(vals)[::-1]
         return vals[order], np.ascontiguousarray(vecs[:, order])
@@ -474,7 +460,7 @@ def top_eigenpairs(X, n_components, *, sigma, random_state=None, method="auto", 
     # The dense steps are O(N k^2) against O(N^2 k) for the products; one BLAS
     # thread costs them little and avoids OpenBLAS's busy-waiting threads
     # fighting the OpenMP ones on a loaded machine (measured: 3x slower).
-    with _blas_single_thread():
+    with single_blas_thread():
         return _subspace_iteration(X, m, sigma, rng, tol, max_iter, n_threads)
 
 

@@ -38,7 +38,7 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.linalg.blas import dsyrk
 
 from .._kernels._sums import cluster_sums, contingency
-from .threads import effective_n_threads, single_blas_thread
+from .threads import blas_threads, effective_n_threads, single_blas_thread
 
 __all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
            "indicator_products", "objective", "same_partition", "cross_gram_matmat",
@@ -66,9 +66,7 @@ def _cholesky(A):
 def _syrk_lower(G):
     """Lower triangle of ``G^T G`` (Fortran order), with BLAS threads: the one
     large square product (``N^3`` flops), which does scale with threads."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=effective_n_threads(), user_api="blas"):
+    with blas_threads(effective_n_threads()):
         return dsyrk(1.0, G.T, lower=1)
 
 
