@@ -26,17 +26,16 @@ def linear_blur_ratio(X, labels):
     """Blur ratio of a partition in CPCM's linear prediction space (lower: more linearly predictable).
 
     ``SSC / SST`` of ``Zhat = H Z``, with ``Z`` the one-hot labels and ``H``
-    the least-squares hat matrix of ``[1, X]`` (Gupta et al. 2008, section 3).
+    the least-squares hat matrix of ``[1, X]`` (Gupta et al. 2008, section 3):
+    CPCM's own linear predictor and criterion.
     """
-    from .metrics import blur_ratio
+    from ._core.predictors import Linear, blur_ratio
 
     _, codes = np.unique(labels, return_inverse=True)
-    Z = np.eye(codes.max() + 1)[codes.reshape(-1)]
-    A = np.column_stack([np.ones(len(X)), X])
-    Q, R = np.linalg.qr(A)
-    keep = np.abs(np.diag(R)) > 1e-10 * np.abs(np.diag(R)).max()
-    Q = Q[:, keep]
-    return blur_ratio(Q @ (Q.T @ Z), codes)
+    codes = codes.reshape(-1).astype(np.int64)
+    k = int(codes.max()) + 1
+    return blur_ratio(Linear(np.ascontiguousarray(X, dtype=np.float64)).fit(codes, k).Zhat,
+                      codes, k)
 
 
 def _methods(X, y, n_clusters, predictor, rs):
