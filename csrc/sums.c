@@ -6,6 +6,10 @@
 /* Rows per block: each block's partial sum is computed by one thread and the
  * blocks are added in order, so the float result is thread-count independent. */
 #define ML_SUM_BLOCK 4096
+/* Entries below which one thread runs the sum: starting a parallel region
+ * costs more than it saves there (measured: a 20000 x 20 sum took 12 ms on two
+ * threads and 0.3 ms on one on a loaded 2-core machine). */
+#define ML_SUM_MIN_PARALLEL 1000000
 
 #define DEFINE_CLUSTER_SUMS(SUFFIX, REAL)                                       \
 int ml_cluster_sums_##SUFFIX(const REAL *X, ptrdiff_t n, ptrdiff_t p,          \
@@ -19,7 +23,7 @@ int ml_cluster_sums_##SUFFIX(const REAL *X, ptrdiff_t n, ptrdiff_t p,          \
     if (n_blocks == 0) return ML_OK;                                           \
     double *partial = calloc((size_t)(n_blocks * K * p), sizeof(double));      \
     if (!partial) return ML_ERR_ALLOC;                                         \
-    _Pragma("omp parallel for schedule(static) num_threads(ml_threads(n_threads))") \
+    _Pragma("omp parallel for schedule(static) if(n * p >= ML_SUM_MIN_PARALLEL) num_threads(ml_threads(n_threads))") \
     for (ptrdiff_t b = 0; b < n_blocks; ++b) {                                 \
         double *acc = partial + b * K * p;                                     \
         ptrdiff_t end = (b + 1) * ML_SUM_BLOCK < n ? (b + 1) * ML_SUM_BLOCK : n; \

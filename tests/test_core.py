@@ -121,8 +121,9 @@ def test_cluster_sums_matches_numpy_for_both_dtypes():
 
 def test_cluster_sums_independent_of_thread_count():
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(50_000, 3))
-    labels = rng.integers(0, 4, size=50_000)
+    # 1.2e6 entries: above the kernel's serial threshold, so two threads really run.
+    X = rng.normal(size=(400_000, 3))
+    labels = rng.integers(0, 4, size=400_000)
     one = cluster_sums(X, labels, 4, 1)
     two = cluster_sums(X, labels, 4, 2)
     np.testing.assert_array_equal(one, two)

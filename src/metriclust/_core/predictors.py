@@ -53,6 +53,9 @@ class PredictorFit:
 def small_problem_threads(size, n_threads=0):
     """One thread below 1e6 entries, else ``n_threads`` (0 or None: the default).
 
+    Used for the k-means runs of the search (many small fits in a row); the
+    cluster-sum kernel applies the same rule itself.
+
     Measured on the shared 2-core machine under load: an OpenMP region costs
     ~10 ms of waiting for a second thread, so a 20000 x 20 cluster sum took
     12 ms on two threads and 0.3 ms on one. Results do not depend on it.
@@ -62,7 +65,7 @@ def small_problem_threads(size, n_threads=0):
 
 def one_hot_sums(F, labels, n_clusters, n_threads=0):
     """``Z^T F`` (K x m) and cluster sizes ``n`` for one-hot ``Z`` of ``labels``."""
-    sums = cluster_sums(F, labels, n_clusters, small_problem_threads(F.size, n_threads))
+    sums = cluster_sums(F, labels, n_clusters, n_threads)  # small sums run serially in C
     counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
     return sums, counts
 
