@@ -394,10 +394,6 @@ def test_errors():
 # --------------------------------------------------------------------------
 def _expected_failed_checks(estimator):
     return {
-        "check_estimators_unfitted": (
-            "metriclust raises its own NotFittedError (a ValueError and "
-            "AttributeError): scikit-learn is not imported at runtime, so it "
-            "cannot be sklearn.exceptions.NotFittedError."),
         "check_sample_weight_equivalence_on_dense_data": (
             "the check shuffles the weighted rows, so the seeding's random draws "
             "land on other rows (equivalence holds with rows in order: "

@@ -470,6 +470,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         _warn_perfect(best["within"], self.blur_ratio_)
 
     # ------------------------------------------------------------ transform
+    @property
+    def _n_features_out(self):
+        # columns of ``transform``: the prediction space
+        return self.centers_.shape[1]
+
     def transform(self, X):
         """Map X into the prediction space (``n_samples x K``; K-1 for lda)."""
         check_is_fitted(self, "labels_")

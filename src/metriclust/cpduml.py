@@ -257,6 +257,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self._set_weights(step.psi)
         return self
 
+    @property
+    def _n_features_out(self):
+        # columns of ``transform`` (for ``get_feature_names_out``)
+        return self.embedding_.shape[1]
+
     def transform(self, X):
         """Move new points by the learned field: ``x + sum_j psi_j g(x, x_j)``.
 

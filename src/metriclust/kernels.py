@@ -344,6 +344,11 @@ class Nystrom(TransformerMixin, BaseEstimator):
             self.normalization_
         return self
 
+    @property
+    def _n_features_out(self):
+        # columns of ``transform`` (for ``get_feature_names_out``)
+        return self.normalization_.shape[1]
+
     def transform(self, Y):
         """Rows of the factor for new points: ``G(Y, landmarks_) normalization_``."""
         check_is_fitted(self, "factor_")

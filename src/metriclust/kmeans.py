@@ -5,8 +5,9 @@ import warnings
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
-from ._core.kmeans import assign_labels, kmeans
+from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, TransformerMixin,
+                         _with_sklearn_twin, check_is_fitted)
+from ._core.kmeans import assign_labels, kmeans, sq_distances
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_sample_weight, check_scalar)
 
@@ -34,14 +35,17 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     ----------
     n_clusters : int, default=8
         Number of clusters :math:`K`.
-    init : {"k-means++", "random"} or ndarray of shape (n_clusters, n_features), \
-            default="k-means++"
+    init : {"k-means++", "random"}, ndarray of shape (n_clusters, n_features) \
+            or callable, default="k-means++"
         Greedy k-means++ seeding with :math:`2 + \lfloor\ln K\rfloor` local trials
         (Arthur & Vassilvitskii 2007), ``n_clusters`` distinct rows drawn with
-        probability proportional to the weights, or given centers.
+        probability proportional to the weights, given centers, or a function
+        ``init(X, n_clusters, random_state=rng)`` (``rng`` a
+        ``numpy.random.Generator``) returning them, called once per run.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
-        1 for k-means++ and an array, 10 for "random" (as scikit-learn).
+        1 for k-means++ and an array, 10 for "random" and a callable (as
+        scikit-learn).
     max_iter : int, default=300
         Maximum number of iterations (passes over the data for "online").
     tol : float, default=1e-4
@@ -67,6 +71,14 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Iterations run by the kept run.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X, set only when X was a DataFrame with string names.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``fit`` ends with fewer distinct clusters than ``n_clusters``
+        (X has fewer distinct points, or duplicates were all that was left).
 
     Notes
     -----
@@ -75,7 +87,11 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     stopping rule (strict convergence when labels are unchanged, otherwise the
     center shift against ``tol``), the centering of X, and the ties to the lowest
     center index are the same. Empty clusters take the rows farthest from
-    their centers. Per-cluster sums are accumulated in float64 for float32 data.
+    their centers (skipping rows equal to one already moved in the same step).
+    Per-cluster sums, the centering mean and the variance behind ``tol`` are
+    accumulated in float64 for float32 data. ``predict``, ``transform`` and
+    ``score`` subtract the centers' mean from X and the centers first, so a
+    large common offset in the data costs no more digits than it does in ``fit``.
 
     References
     ----------
@@ -120,17 +136,18 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             if init not in ("k-means++", "random"):
                 raise ValueError(
                     f"init must be 'k-means++', 'random' or an array, got {init!r}.")
-        else:
+        elif not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):
             if self.n_init != "auto":
                 raise ValueError(f"n_init must be 'auto' or an int, got {self.n_init!r}.")
-            n_init = 10 if isinstance(init, str) and init == "random" else 1
+            n_init = 1 if isinstance(init, np.ndarray) or init == "k-means++" else 10
         else:
             n_init = check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
-        if not isinstance(init, str) and n_init != 1:
-            warnings.warn(f"Explicit initial centers given: n_init={n_init} is ignored "
-                          "and one run is made.", RuntimeWarning, stacklevel=3)
+        if isinstance(init, np.ndarray) and n_init != 1:
+            warnings.warn("Explicit initial center position passed: performing only one "
+                          f"init in KMeans instead of n_init={n_init}.", RuntimeWarning,
+                          stacklevel=4)
             n_init = 1
         return n_clusters, init, int(n_init)
 
@@ -163,13 +180,31 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.labels_ = res.labels
         self.inertia_ = res.inertia
         self.n_iter_ = res.n_iter
+        n_distinct = np.unique(res.labels).size
+        if n_distinct < n_clusters:
+            warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller than "
+                          f"n_clusters ({n_clusters}). Possibly due to duplicate points in X.",
+                          _with_sklearn_twin(ConvergenceWarning), stacklevel=3)
         return self
 
+    @property
+    def _n_features_out(self):
+        # columns of ``transform``: one distance per center
+        return self.cluster_centers_.shape[0]
+
     def _check_test_data(self, X):
+        """X and the centers, both less the centers' mean (in X's dtype).
+
+        ``fit`` works on centered data; doing the same here keeps a large common
+        offset from eating the digits of ``||x||^2 - 2 x.c + ||c||^2``.
+        """
         check_is_fitted(self)
         X = check_array(X)
         check_n_features(self, X)
-        return X, np.ascontiguousarray(self.cluster_centers_, dtype=X.dtype)
+        centers = np.asarray(self.cluster_centers_)
+        shift = centers.mean(axis=0, dtype=np.float64)
+        return (X - shift.astype(X.dtype),
+                np.ascontiguousarray(centers - shift, dtype=X.dtype))
 
     def predict(self, X):
         """Index of the nearest center of each row of X (ties to the lowest index)."""
@@ -183,9 +218,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters)."""
         X, centers = self._check_test_data(X)
-        d2 = ((X * X).sum(axis=1)[:, None] - 2.0 * (X @ centers.T)
-              + (centers * centers).sum(axis=1)[None, :])
-        return np.sqrt(np.maximum(d2, 0, out=d2), out=d2)
+        return np.sqrt(sq_distances(X, centers)).astype(X.dtype, copy=False)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return ``transform(X)``."""

@@ -251,6 +251,11 @@ class MMC(TransformerMixin, BaseEstimator):
         return PairSums(X, D, S).full(Lt, gradient=False)[0]
 
     # -- the learned space ------------------------------------------------------
+    @property
+    def _n_features_out(self):
+        # columns of ``transform`` (for ``get_feature_names_out``)
+        return self.components_.shape[0]
+
     def transform(self, X):
         """Map ``X`` into the learned space: ``X L^T`` (Euclidean there = ``d_A``)."""
         check_is_fitted(self, "components_")

@@ -6,12 +6,14 @@ CONTRACT (stable; callers rely on it):
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
            n_threads=None, verbose=0) -> KMeansResult(centers, labels, inertia, n_iter)
     assign_labels(X, centers, *, n_threads=None) -> (labels int64, sq_distances)
+    sq_distances(X, centers) -> float64 (n_samples, n_clusters)
     cluster_means(X, labels, n_clusters, *, sample_weight=None) -> (means float64, weights)
 
 X is a validated C-contiguous float32/float64 array (callers validate);
 ``init`` is "k-means++", "random" or an (n_clusters, p) array of centers
-(then n_init must be 1). ``tol`` is relative to the mean feature variance,
-as in scikit-learn. Same random_state -> same result for any thread count.
+(then n_init must be 1) or a callable ``init(X, n_clusters, random_state=rng)``
+returning such an array, called once per run. ``tol`` is relative to the mean
+feature variance, as in scikit-learn. Same random_state -> same result for any thread count.
 
 The loops over points run in C (``csrc/kmeans.c`` through
 ``_kernels/_kmeans.pyx``); this module holds the orchestration: centering,
@@ -29,7 +31,8 @@ from .._kernels._sums import cluster_sums
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
-__all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus"]
+__all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus",
+           "sq_distances"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -82,6 +85,35 @@ def assign_labels(X, centers, *, n_threads=None):
         return _k.assign(X, centers, "auto", nt, True)
 
 
+def sq_distances(X, centers, *, block_rows=4096):
+    """Squared Euclidean distances of every row of X to every center, in float64.
+
+    ``||x||^2 - 2 x.c + ||c||^2`` by BLAS in float64; the entries where that
+    expansion cancels (a point close to a center compared with their norms) are
+    recomputed from ``x - c``, so a point on a center gets exactly 0. Callers
+    that care about a large common offset subtract it first.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    C = np.ascontiguousarray(centers, dtype=np.float64)
+    cc = np.einsum("ij,ij->i", C, C)
+    out = np.empty((X.shape[0], C.shape[0]))
+    for start in range(0, X.shape[0], block_rows):
+        Xb = X[start:start + block_rows]
+        xx = np.einsum("ij,ij->i", Xb, Xb)
+        d2 = out[start:start + block_rows]
+        np.matmul(Xb, C.T, out=d2)
+        d2 *= -2.0
+        d2 += xx[:, None]
+        d2 += cc[None, :]
+        # Below this share of the norms the expansion has lost more than four of
+        # float64's digits: recompute those few entries directly.
+        i, k = np.nonzero(d2 <= 1e-4 * (xx[:, None] + cc[None, :]))
+        if i.size:
+            diff = Xb[i] - C[k]
+            d2[i, k] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
                     n_local_trials=None, n_threads=None):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
@@ -118,21 +150,60 @@ def _check_init(init, n_clusters, X, n_init):
     if isinstance(init, str):
         if init not in ("k-means++", "random"):
             raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        return str(init)
+    if callable(init):
         return init
-    arr = np.asarray(init)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
-    if arr.shape != (n_clusters, X.shape[1]):
-        raise ValueError(
-            f"The shape of the initial centers {arr.shape} does not match the number "
-            f"of clusters {n_clusters} and features {X.shape[1]}: init must have shape "
-            f"({n_clusters}, {X.shape[1]})."
-        )
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("init contains NaN or infinity.")
     if n_init != 1:
         raise ValueError(f"n_init must be 1 when init is an array, got {n_init}.")
+    return _check_init_centers(init, n_clusters, X)
+
+
+def _check_init_centers(init, n_clusters, X):
+    """Initial centers given by the user (or returned by a callable ``init``)."""
+    arr = np.asarray(init)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"init must be 'k-means++', 'random', an array or a callable, "
+                        f"got {init!r}.")
+    if arr.ndim != 2 or arr.shape[0] != n_clusters:
+        raise ValueError(
+            f"The shape of the initial centers {arr.shape} does not match the number "
+            f"of clusters {n_clusters}: init must have shape ({n_clusters}, {X.shape[1]}).")
+    if arr.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"The shape of the initial centers {arr.shape} does not match the number "
+            f"of features of the data {X.shape[1]}: init must have shape "
+            f"({n_clusters}, {X.shape[1]}).")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("init contains NaN or infinity.")
     return np.array(arr, dtype=X.dtype, order="C")
+
+
+def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
+    """Column means and variances of X, weighted by ``w``, accumulated in float64.
+
+    numpy reduces axis 0 of a C-ordered array row after row in the array's dtype
+    (not pairwise): for float32 the error grows with the number of rows, and with
+    a large common offset the variance, hence ``tol``, can be wrong by orders of
+    magnitude. Blocks of rows are converted to float64, so the extra memory is
+    bounded and the order of the sums is fixed.
+    """
+    n, p = X.shape
+    wd = None if w is None else np.asarray(w, dtype=np.float64)
+    total = float(n) if wd is None else float(wd.sum())
+    blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
+    acc = np.zeros(p)
+    for b in blocks:
+        rows = X[b].astype(np.float64, copy=False)
+        acc += rows.sum(axis=0) if wd is None else wd[b] @ rows
+    mean = acc / total
+    if not with_variance:
+        return mean, None
+    acc = np.zeros(p)
+    for b in blocks:
+        dev = X[b].astype(np.float64) - mean
+        dev *= dev
+        acc += dev.sum(axis=0) if wd is None else wd[b] @ dev
+    return mean, acc / total
 
 
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
@@ -189,14 +260,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances. The
     # mean and the variance behind ``tol`` are weighted, so that an integer
     # weight acts exactly like repeating the row (scikit-learn ignores the
-    # weights here; the two agree for unit weights).
-    if w is None:
-        X_mean = X.mean(axis=0)
-        var = np.var(X, axis=0) if tol > 0 else None
-    else:
-        wd = w.astype(np.float64)
-        X_mean = (wd @ X / wd.sum()).astype(X.dtype)
-        var = (wd @ (X - X_mean) ** 2) / wd.sum() if tol > 0 else None
+    # weights here; the two agree for unit weights), and summed in float64.
+    mean, var = _mean_and_variance(X, w, with_variance=tol > 0)
+    X_mean = mean.astype(X.dtype)
     Xc = X - X_mean
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
     run = _k.online if algorithm == "online" else _k.lloyd
@@ -206,6 +272,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean
+            elif callable(init):
+                centers = _check_init_centers(init(X, n_clusters, random_state=rng),
+                                              n_clusters, X) - X_mean
             elif init == "random":
                 pr = None
                 if w is not None and np.count_nonzero(w) >= n_clusters:
