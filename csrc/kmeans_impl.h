@@ -597,7 +597,10 @@ static int FN(inertia)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
 /* Empty clusters take the rows farthest from their (old) centers: largest
  * distance first, ties to the lowest row index; a row is taken only if it
  * has positive weight, a positive distance, and its cluster keeps a positive
- * weight.  sums/wsum are updated in place. */
+ * weight, and not if it equals a row already moved in this call: two empty
+ * clusters placed on duplicated points would tie, the higher index would
+ * empty again at the next step, and the fit would end with fewer distinct
+ * clusters than the data allow.  sums/wsum are updated in place. */
 static int FN(relocate_empty)(const REAL *X, const REAL *w, ptrdiff_t n,
                               ptrdiff_t d, ptrdiff_t K, const REAL *C_old,
                               const int32_t *lab, double *sums, double *wsum,
@@ -607,7 +610,9 @@ static int FN(relocate_empty)(const REAL *X, const REAL *w, ptrdiff_t n,
     for (ptrdiff_t k = 0; k < K; ++k) n_empty += wsum[k] == 0;
     if (n_empty == 0) return ML_OK;
     double *dist = malloc((size_t)n * sizeof(double));
-    if (!dist) return ML_ERR_ALLOC;
+    ptrdiff_t *moved = malloc((size_t)n_empty * sizeof(ptrdiff_t));
+    if (!dist || !moved) { free(dist); free(moved); return ML_ERR_ALLOC; }
+    ptrdiff_t n_moved = 0;
     FN(own_dist)(X, n, d, C_old, lab, dist, nt);
     for (ptrdiff_t i = 0; i < n; ++i)
         if (w && !(w[i] > 0)) dist[i] = -1;
@@ -624,16 +629,26 @@ static int FN(relocate_empty)(const REAL *X, const REAL *w, ptrdiff_t n,
             const double wf = w ? (double)w[far] : 1.0;
             if (!(wsum[old] - wf > 0)) continue;  /* would empty its cluster */
             const REAL *x = X + far * d;
+            int duplicate = 0;
+            for (ptrdiff_t m = 0; m < n_moved && !duplicate; ++m) {
+                const REAL *y = X + moved[m] * d;
+                ptrdiff_t j = 0;
+                while (j < d && x[j] == y[j]) ++j;
+                duplicate = j == d;
+            }
+            if (duplicate) continue;
             for (ptrdiff_t j = 0; j < d; ++j) {
                 sums[old * d + j] -= wf * (double)x[j];
                 sums[k * d + j] = wf * (double)x[j];
             }
             wsum[old] -= wf;
             wsum[k] = wf;
+            moved[n_moved++] = far;
             break;
         }
     }
     free(dist);
+    free(moved);
     return ML_OK;
 }
 

@@ -202,9 +202,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X = check_array(X)
         check_n_features(self, X)
         centers = np.asarray(self.cluster_centers_)
-        shift = centers.mean(axis=0, dtype=np.float64)
-        return (X - shift.astype(X.dtype),
-                np.ascontiguousarray(centers - shift, dtype=X.dtype))
+        # one shift, representable in X's dtype, for both (then X - shift is exact
+        # for the rows near the centers)
+        shift = centers.mean(axis=0, dtype=np.float64).astype(X.dtype)
+        return X - shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
 
     def predict(self, X):
         """Index of the nearest center of each row of X (ties to the lowest index)."""
