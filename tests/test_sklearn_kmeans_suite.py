@@ -368,9 +368,12 @@ def test_n_init(seed):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_k_means_function(seed):
-    # test calling the k-means function (our core; there is no public k_means)
+    # test calling the k-means function (our core; there is no public k_means).
+    # One k-means++ run ends in a local minimum on this data for about 1% of
+    # seeds, for scikit-learn's seeding and ours alike (1500 seeds: 0.8% and
+    # 1.1%); scikit-learn's test passes on its own streams' luck, so 3 runs here.
     cluster_centers, labels, inertia, _ = kmeans(X, n_clusters, sample_weight=None,
-                                                 random_state=seed)
+                                                 n_init=3, random_state=seed)
     assert cluster_centers.shape == (n_clusters, n_features)
     assert np.unique(labels).shape[0] == n_clusters
     # check that the labels assignment are perfect (up to a permutation)
