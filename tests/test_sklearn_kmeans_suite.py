@@ -69,7 +69,7 @@ from sklearn.datasets import make_blobs
 
 from metriclust import CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans, NotFittedError
 from metriclust._core.base import ConvergenceWarning
-from metriclust._core.kmeans import kmeans, kmeans_plusplus, sq_distances
+from metriclust._core.kmeans import center_distances, kmeans, kmeans_plusplus
 from metriclust.kernels import Nystrom
 from metriclust.metrics import (adjusted_rand_index, contingency_matrix,
                                 normalized_mutual_info, rand_index)
@@ -543,15 +543,32 @@ def test_k_means_1_iteration(algo, seed):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_euclidean_distance(dtype, seed):
-    # The distances behind transform (sq_distances) against the direct formula.
+    # The distances behind transform (center_distances) against the direct formula.
     rng = np.random.RandomState(seed)
     a = np.where(rng.uniform(size=100) < 0.5, rng.randn(100), 0).astype(dtype)
     b = rng.randn(100).astype(dtype)
     expected = ((a.astype(np.float64) - b) ** 2).sum()
     rtol = 1e-4 if dtype == np.float32 else 1e-7
-    assert_allclose(sq_distances(a[None], b[None])[0, 0], expected, rtol=rtol)
+    assert_allclose(center_distances(a[None], b[None], squared=True)[0, 0], expected, rtol=rtol)
     assert_allclose(KMeans(1, init=b[None], max_iter=1).fit(b[None]).transform(a[None])[0, 0],
                     np.sqrt(expected), rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, p, K", [(1, 1, 1), (50, 3, 7), (5000, 20, 40)])
+def test_center_distances_against_direct_differences(dtype, n, p, K):
+    # all distances, blockwise; rows equal to a center get exactly 0
+    rng = np.random.default_rng(n + p + K)
+    C = rng.normal(size=(K, p)).astype(dtype)
+    X = rng.normal(size=(n, p)).astype(dtype)
+    X[::7] = C[rng.integers(K, size=X[::7].shape[0])]
+    want = ((X.astype(np.float64)[:, None] - C.astype(np.float64)[None]) ** 2).sum(-1)
+    got = center_distances(X, C, block_rows=64)
+    assert got.dtype == dtype and got.shape == (n, K)
+    eps = np.finfo(dtype).eps
+    assert_allclose(got, np.sqrt(want), rtol=4 * eps, atol=4 * eps)
+    assert np.all(got.min(axis=1)[::7] == 0)
+    assert_allclose(center_distances(X, C, squared=True), want, rtol=8 * eps, atol=8 * eps)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, TransformerMixin,
                          _with_sklearn_twin, check_is_fitted)
-from ._core.kmeans import assign_labels, kmeans, sq_distances
+from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_sample_weight, check_scalar)
 
@@ -219,7 +219,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters)."""
         X, centers = self._check_test_data(X)
-        return np.sqrt(sq_distances(X, centers)).astype(X.dtype, copy=False)
+        return center_distances(X, centers)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return ``transform(X)``."""

@@ -6,7 +6,7 @@ CONTRACT (stable; callers rely on it):
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
            n_threads=None, verbose=0) -> KMeansResult(centers, labels, inertia, n_iter)
     assign_labels(X, centers, *, n_threads=None) -> (labels int64, sq_distances)
-    sq_distances(X, centers) -> float64 (n_samples, n_clusters)
+    center_distances(X, centers, *, squared=False) -> (n_samples, n_clusters) in X.dtype
     cluster_means(X, labels, n_clusters, *, sample_weight=None) -> (means float64, weights)
 
 X is a validated C-contiguous float32/float64 array (callers validate);
@@ -32,7 +32,7 @@ from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
 __all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus",
-           "sq_distances"]
+           "center_distances"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -85,32 +85,38 @@ def assign_labels(X, centers, *, n_threads=None):
         return _k.assign(X, centers, "auto", nt, True)
 
 
-def sq_distances(X, centers, *, block_rows=4096):
-    """Squared Euclidean distances of every row of X to every center, in float64.
+def center_distances(X, centers, *, squared=False, block_rows=4096):
+    """Euclidean distances of every row of X to every center, in X's dtype.
 
-    ``||x||^2 - 2 x.c + ||c||^2`` by BLAS in float64; the entries where that
-    expansion cancels (a point close to a center compared with their norms) are
-    recomputed from ``x - c``, so a point on a center gets exactly 0. Callers
-    that care about a large common offset subtract it first.
+    ``||x||^2 - 2 x.c + ||c||^2`` by BLAS in float64, a block of rows at a time;
+    the entries where that expansion cancels (a point close to a center compared
+    with their norms) are recomputed from ``x - c``, so a point on a center gets
+    exactly 0. Callers that care about a large common offset subtract it first.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _as_float_array(X)
     C = np.ascontiguousarray(centers, dtype=np.float64)
+    minus_2c = -2.0 * C.T
     cc = np.einsum("ij,ij->i", C, C)
-    out = np.empty((X.shape[0], C.shape[0]))
+    cc_max = float(cc.max()) if cc.size else 0.0
+    out = np.empty((X.shape[0], C.shape[0]), dtype=X.dtype)
     for start in range(0, X.shape[0], block_rows):
-        Xb = X[start:start + block_rows]
+        Xb = X[start:start + block_rows].astype(np.float64, copy=False)
         xx = np.einsum("ij,ij->i", Xb, Xb)
-        d2 = out[start:start + block_rows]
-        np.matmul(Xb, C.T, out=d2)
-        d2 *= -2.0
+        d2 = Xb @ minus_2c
         d2 += xx[:, None]
-        d2 += cc[None, :]
-        # Below this share of the norms the expansion has lost more than four of
-        # float64's digits: recompute those few entries directly.
-        i, k = np.nonzero(d2 <= 1e-4 * (xx[:, None] + cc[None, :]))
+        d2 += cc
+        # Below this share of the norms the expansion has lost more than four
+        # of float64's digits: recompute those few entries directly (the
+        # largest center norm stands for each one's: a few more, never fewer).
+        i, k = np.nonzero(d2 <= (1e-4 * (xx + cc_max))[:, None])
         if i.size:
             diff = Xb[i] - C[k]
             d2[i, k] = np.einsum("ij,ij->i", diff, diff)
+        block = out[start:start + block_rows]
+        if squared:
+            block[...] = d2
+        else:
+            np.sqrt(d2, out=block, casting="same_kind")
     return out
 
 
