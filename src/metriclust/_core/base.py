@@ -50,8 +50,9 @@ _SKLEARN_TWINS = {}  # our class -> the subclass that also derives from scikit-l
 def _with_sklearn_twin(cls):
     """``cls``, or a subclass of it and of scikit-learn's class of the same name.
 
-    scikit-learn is never imported here: a caller who catches scikit-learn's
-    class has imported scikit-learn already, and otherwise ``cls`` is enough.
+    This never loads scikit-learn (only its small ``exceptions`` module once
+    scikit-learn is loaded): a caller who catches scikit-learn's class has
+    imported scikit-learn already, and otherwise ``cls`` is enough.
     """
     if "sklearn" not in sys.modules:
         return cls
@@ -69,7 +70,8 @@ def _with_sklearn_twin(cls):
 
 
 def __getattr__(name):
-    # Lets pickle find a twin class in a process where it was not built yet.
+    # Lets pickle find a twin class in a process where it was not built yet
+    # (unpickling one means scikit-learn is installed).
     for cls in (NotFittedError, ConvergenceWarning):
         if name == f"_SklearnTwin{cls.__name__}":
             importlib.import_module("sklearn.exceptions")
