@@ -6,6 +6,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
 from ._core.kmeans import kmeans
+from ._core.scaling import standardise
 from ._core.threads import effective_n_threads
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, check_scalar)
@@ -181,19 +182,6 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
         return K, w0, m0, p0
 
     # ----------------------------------------------------- scaled parameters
-    @staticmethod
-    def _standardise(X):
-        """Centre and scale X by one number; returns (Xs, mean, scale)."""
-        mean = X.mean(axis=0, dtype=np.float64)
-        Xc = np.asarray(X, dtype=np.float64) - mean
-        top = float(np.abs(Xc).max())
-        if top == 0.0 or not np.isfinite(top):
-            return np.ascontiguousarray(Xc), mean, 1.0
-        scale = top * float(np.sqrt(np.mean(np.var(Xc / top, axis=0))))
-        if scale == 0.0 or not np.isfinite(scale):
-            scale = 1.0
-        return np.ascontiguousarray(Xc / scale), mean, scale
-
     def _factors(self, cov, reg):
         """Covariances (scaled units) + reg -> (prec factors for C, log det U)."""
         ct = self.covariance_type
@@ -247,7 +235,7 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
         K, w0, m0, p0 = self._check_params(X)
         rng = check_random_state(self.random_state)
         n, d = X.shape
-        Xs, mean, scale = self._standardise(X)
+        Xs, mean, scale = standardise(X)
         reg = float(self.reg_covar)
         nt = effective_n_threads()
         best = None
