@@ -143,7 +143,8 @@ class LVQ(BaseEstimator):
             raise ValueError("y contains NaN or infinity.")
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
-            raise ValueError(f"y must hold at least two classes, got {len(classes)}.")
+            raise ValueError(f"y must hold at least two classes, got {len(classes)} "
+                             f"(n_samples={X.shape[0]}).")
         if self.variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}.")
         check_scalar(self.learning_rate, "learning_rate", numbers.Real, min_val=0, max_val=1,
