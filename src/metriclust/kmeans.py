@@ -34,11 +34,14 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     ----------
     n_clusters : int, default=8
         Number of clusters :math:`K`.
-    init : {"k-means++", "random"} or ndarray of shape (n_clusters, n_features), \
-            default="k-means++"
+    init : {"k-means++", "random", "farthest"} or ndarray of shape \
+            (n_clusters, n_features), default="k-means++"
         Greedy k-means++ seeding with :math:`2 + \lfloor\ln K\rfloor` local trials
         (Arthur & Vassilvitskii 2007), ``n_clusters`` distinct rows drawn with
-        probability proportional to the weights, or given centers.
+        probability proportional to the weights, farthest-first traversal (a
+        random first row, then each time the row farthest from the chosen
+        ones: the lecture's "least similar" seed; Gonzalez 1985), or given
+        centers.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
         1 for k-means++ and an array, 10 for "random" (as scikit-learn).
@@ -117,9 +120,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"algorithm must be 'lloyd' or 'online', got {self.algorithm!r}.")
         init = self.init
         if isinstance(init, str):
-            if init not in ("k-means++", "random"):
+            if init not in ("k-means++", "random", "farthest"):
                 raise ValueError(
-                    f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+                    f"init must be 'k-means++', 'random', 'farthest' or an array, "
+                    f"got {init!r}.")
         else:
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):
