@@ -33,7 +33,7 @@ _LAZY = {
     "TreeStructuredVQ": "metriclust.tsvq",
     "SelfOrganizingMap": "metriclust.som",
 }
-_SUBMODULES = ("metrics", "datasets", "kernels", "constraints")
+_SUBMODULES = ("metrics", "datasets", "kernels", "constraints", "selection")
 
 __all__ = sorted(_LAZY) + list(_SUBMODULES) + ["__version__"]
 
