@@ -128,10 +128,10 @@ class KMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from metriclust import KMedoids
-    >>> X = np.array([[0, 0], [0, 1], [1, 0], [9, 9], [9, 8], [8, 9], [50, 50.]])
+    >>> X = np.array([[0, 0], [0, 1], [1, 0], [9, 9], [9, 8], [8, 9], [10, 10.]])
     >>> km = KMedoids(2, metric="cityblock").fit(X)
-    >>> km.labels_.tolist()
-    [0, 0, 0, 1, 1, 1, 1]
+    >>> km.labels_.tolist(), X[km.medoid_indices_].tolist()
+    ([1, 1, 1, 0, 0, 0, 0], [[9.0, 9.0], [0.0, 0.0]])
     """
 
     def __init__(self, n_clusters=8, *, metric="euclidean", method="pam", init="build",

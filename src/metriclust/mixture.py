@@ -118,7 +118,7 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
     >>> gm = GaussianMixture(2, random_state=0).fit(X)
     >>> sorted(np.round(gm.weights_, 2).tolist())
     [0.5, 0.5]
-    >>> gm.predict_proba(X[:1]).round(3).max()
+    >>> float(gm.predict_proba(X[:1]).max().round(3))
     1.0
     """
 
