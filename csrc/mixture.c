@@ -80,14 +80,18 @@ int ml_gmm_estep(const double *X, ptrdiff_t n, ptrdiff_t d, ptrdiff_t K,
                 if (lp[k] > mx) mx = lp[k];
             }
             if (!isfinite(mx)) { bad = 1; continue; }
+            /* one exp per component: resp = e_k / sum_j e_j with e_k = exp(lp_k - max) */
             double se = 0.0;
-            for (ptrdiff_t k = 0; k < K; ++k) se += exp(lp[k] - mx);
+            for (ptrdiff_t k = 0; k < K; ++k) {
+                lp[k] = exp(lp[k] - mx);
+                se += lp[k];
+            }
             double ll = mx + log(se);
             acc += ll;
             if (sample_ll) sample_ll[i] = ll;
             if (resp) {
-                double *r = resp + i * K;
-                for (ptrdiff_t k = 0; k < K; ++k) r[k] = exp(lp[k] - ll);
+                double *r = resp + i * K, inv = 1.0 / se;
+                for (ptrdiff_t k = 0; k < K; ++k) r[k] = lp[k] * inv;
             }
         }
         partial[s] = acc;
