@@ -140,6 +140,7 @@ def _sk_fit(X, ct, init, max_iter, tol):
         return sk.fit(X)
 
 
+@pytest.mark.filterwarnings("ignore:EM did not converge")
 @pytest.mark.parametrize("ct", ["full", "diag", "spherical"])
 def test_same_as_sklearn_from_same_init(ct):
     """Same initial parameters -> scikit-learn's EM gives the same model and
@@ -168,6 +169,7 @@ def test_same_as_sklearn_from_same_init(ct):
     assert mine.lower_bound_ == pytest.approx(sk.lower_bound_, abs=1e-8)
 
 
+@pytest.mark.filterwarnings("ignore:EM did not converge")
 def test_kmeans_start_is_the_mstep_of_the_core_labels():
     """init_params='kmeans': the first E-step uses the M-step of the one-hot labels of
     the shared k-means core (on the standardised data, same generator)."""
@@ -253,3 +255,21 @@ def test_not_fitted_and_wrong_features():
     gm = GaussianMixture(2, random_state=0).fit(_data())
     with pytest.raises(ValueError, match="features"):
         gm.predict(np.ones((3, 4)))
+
+
+def test_warns_when_not_converged():
+    with pytest.warns(UserWarning, match="max_iter=2"):
+        gm = GaussianMixture(3, max_iter=2, tol=0, random_state=0).fit(_data())
+    assert not gm.converged_ and gm.n_iter_ == 2 and len(gm.lower_bounds_) == 2
+
+
+def test_fit_is_thread_count_independent():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rng = np.random.default_rng(8)
+    X = np.r_[rng.normal(size=(30_000, 3)), rng.normal(size=(30_000, 3)) + 3]
+    fits = []
+    for nt in (1, 2):
+        with threadpoolctl.threadpool_limits(limits=nt, user_api="openmp"):
+            fits.append(GaussianMixture(4, random_state=0, max_iter=20).fit(X))
+    assert np.array_equal(fits[0].means_, fits[1].means_)
+    assert fits[0].lower_bounds_ == fits[1].lower_bounds_

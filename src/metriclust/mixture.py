@@ -1,6 +1,7 @@
 """Gaussian mixture models fitted by EM (the notes' mixture decomposition)."""
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -262,6 +263,10 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
         resp, _, _ = _mixture.estep(Xs, best["means"], best["prec"],
                                     self._log_norm(best["weights"], best["logdet"], d),
                                     True, False, nt)
+        if not best["converged"]:
+            warnings.warn(f"EM did not converge in max_iter={self.max_iter} iterations "
+                          f"(tol={self.tol}); increase max_iter or tol.", UserWarning,
+                          stacklevel=2)
         shift = d * np.log(scale)
         self._set_params(best, mean, scale)
         self.converged_ = best["converged"]
