@@ -273,3 +273,15 @@ def test_fit_is_thread_count_independent():
             fits.append(GaussianMixture(4, random_state=0, max_iter=20).fit(X))
     assert np.array_equal(fits[0].means_, fits[1].means_)
     assert fits[0].lower_bounds_ == fits[1].lower_bounds_
+
+
+def test_random_start_and_best_of_n_init():
+    X = _data(9)
+    runs = [GaussianMixture(3, init_params="random", random_state=s, max_iter=300).fit(X)
+            for s in range(3)]
+    best = GaussianMixture(3, init_params="random", random_state=0, n_init=3,
+                           max_iter=300).fit(X)
+    # the kept run is the best of its restarts, at least as good as a single restart
+    assert best.lower_bound_ >= runs[0].lower_bound_ - 1e-12
+    assert max(r.lower_bound_ for r in runs) >= GaussianMixture(3, random_state=0).fit(
+        X).lower_bound_ - 0.05
