@@ -151,12 +151,17 @@ def test_labels_kept_and_scale_invariant():
     np.testing.assert_allclose(b.prototypes_, a.prototypes_ * 1e120, rtol=1e-9)
     c = LVQ([1, 3], random_state=0).fit(X, y)
     assert list(c.prototype_labels_).count("b") == 3
+    # proportional to the class sizes (the notes' allocation)
+    yp = np.array(["a"] * 40 + ["b"] * 20)
+    d = LVQ(0.1, random_state=0).fit(X, yp)
+    assert list(d.prototype_labels_).count("a") == 4 and list(d.prototype_labels_).count("b") == 2
 
 
 @pytest.mark.parametrize("param,value", [
     ("variant", "lvq2"), ("learning_rate", 0.0), ("learning_rate", 1.5),
     ("n_epochs", 0), ("window", 0.0), ("window", 1.0), ("epsilon", -0.1),
-    ("n_prototypes_per_class", 0), ("n_prototypes_per_class", [1, 2, 3])])
+    ("n_prototypes_per_class", 0), ("n_prototypes_per_class", [1, 2, 3]),
+    ("n_prototypes_per_class", 1.5), ("n_prototypes_per_class", float("nan"))])
 def test_bad_parameters(param, value):
     X = np.random.default_rng(0).normal(size=(20, 2))
     y = np.arange(20) % 2

@@ -5,6 +5,7 @@ import warnings
 
 import pytest
 
+from metriclust.isodata import ISODATA
 from metriclust import (LVQ, FuzzyCMeans, GaussianMixture, KMedoids, SelfOrganizingMap,
                         TreeStructuredVQ)
 
@@ -22,6 +23,7 @@ CASES = {
     "TreeStructuredVQ": lambda: TreeStructuredVQ(2, random_state=0),
     "SelfOrganizingMap": lambda: SelfOrganizingMap(1, 2, random_state=0),
     "LVQ": lambda: LVQ(random_state=0),
+    "ISODATA": lambda: ISODATA(2, random_state=0),
 }
 
 

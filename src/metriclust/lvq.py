@@ -51,9 +51,12 @@ class LVQ(BaseEstimator):
 
     Parameters
     ----------
-    n_prototypes_per_class : int or array-like of int, default=1
-        Prototypes per class (one number for all, or one per class in the
-        order of ``classes_``); capped at the class's number of samples.
+    n_prototypes_per_class : int, float or array-like of int, default=1
+        Prototypes per class: one number for all classes, a fraction in
+        (0, 1) of each class's size (at least one; the notes' "number of
+        representatives proportional to the number of samples of the class"),
+        or one count per class in the order of ``classes_``; capped at the
+        class's number of samples.
     variant : {"lvq1", "lvq2.1", "lvq3", "olvq1"}, default="lvq1"
     learning_rate : float, default=0.1
         :math:`\alpha(0)` (and OLVQ1's cap), in (0, 1).
@@ -110,7 +113,12 @@ class LVQ(BaseEstimator):
     def _counts(self, class_sizes):
         n_cls = len(class_sizes)
         p = self.n_prototypes_per_class
-        if np.ndim(p) == 0:
+        if np.ndim(p) == 0 and isinstance(p, numbers.Real) and not isinstance(
+                p, numbers.Integral):
+            check_scalar(p, "n_prototypes_per_class", numbers.Real, min_val=0, max_val=1,
+                         include_boundaries="neither")
+            counts = np.maximum(1, np.rint(p * class_sizes)).astype(np.int64)
+        elif np.ndim(p) == 0:
             check_scalar(p, "n_prototypes_per_class", numbers.Integral, min_val=1)
             counts = np.full(n_cls, int(p))
         else:
