@@ -174,6 +174,7 @@ ESTIMATORS = {
     "CPDUML-eig": _variant(_cpduml, "approximation", "eig"),
 }
 
+
 # The clustering toolbox of the lecture notes; n_clusters maps to each one's own size.
 def _toolbox(cls, size, **fixed):
     def make(**kw):
