@@ -32,8 +32,9 @@ import warnings
 import numpy as np
 import pytest
 
-from metriclust import (CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans, constraints, datasets,
-                        kernels, metrics)
+from metriclust import (CPCM, CPDUML, LVQ, MMC, ConstrainedKMeans, FuzzyCMeans, GaussianMixture,
+                        KMeans, KMedoids, SelfOrganizingMap, TreeStructuredVQ, constraints,
+                        datasets, kernels, metrics)
 
 CLEAR = (ValueError, TypeError)
 
@@ -174,9 +175,37 @@ ESTIMATORS = {
 }
 
 
+# The clustering toolbox of the lecture notes; n_clusters maps to each one's own size.
+def _toolbox(cls, size, **fixed):
+    def make(**kw):
+        k = kw.pop("n_clusters", 2)
+        return cls(**{**size(k), **fixed, **kw})
+    return make
+
+
+ESTIMATORS.update({
+    "GaussianMixture": _toolbox(GaussianMixture, lambda k: {"n_components": k},
+                                random_state=0),
+    "GaussianMixture-diag": _toolbox(GaussianMixture, lambda k: {"n_components": k},
+                                     covariance_type="diag", random_state=0),
+    "KMedoids": _toolbox(KMedoids, lambda k: {"n_clusters": k}, random_state=0),
+    "KMedoids-alternate": _toolbox(KMedoids, lambda k: {"n_clusters": k},
+                                   method="alternate", random_state=0),
+    "FuzzyCMeans": _toolbox(FuzzyCMeans, lambda k: {"n_clusters": k}, random_state=0),
+    "TreeStructuredVQ": _toolbox(TreeStructuredVQ, lambda k: {"n_clusters": k},
+                                 random_state=0),
+    "TreeStructuredVQ-monothetic": _toolbox(TreeStructuredVQ, lambda k: {"n_clusters": k},
+                                            split="monothetic", random_state=0),
+    "SelfOrganizingMap": _toolbox(SelfOrganizingMap, lambda k: {"n_rows": 1, "n_cols": k},
+                                  random_state=0),
+    "LVQ": _toolbox(LVQ, lambda k: {}, random_state=0),
+    "LVQ-olvq1": _toolbox(LVQ, lambda k: {}, variant="olvq1", random_state=0),
+})
+
+
 def _fit(est, X):
     """Fit with whatever supervision the estimator needs (labels for MMC)."""
-    if isinstance(est, MMC):
+    if isinstance(est, (MMC, LVQ)):
         n = len(X) if isinstance(X, list) else (np.shape(X)[0] if np.ndim(X) >= 1 else 0)
         return est.fit(X, np.arange(n) % 2)
     return est.fit(X)
@@ -277,8 +306,8 @@ def test_fit_duplicate_points_n_clusters_equals_distinct():
 
 @pytest.mark.parametrize("est_name", list(ESTIMATORS))
 def test_n_clusters_equals_n_samples(est_name):
-    if est_name == "MMC":
-        pytest.skip("MMC has no n_clusters")
+    if est_name == "MMC" or est_name.startswith("LVQ"):
+        pytest.skip(f"{est_name} has no n_clusters")
     X = X0[:5]
     est = ESTIMATORS[est_name](n_clusters=5)
     fitted = check_outcome(lambda: _fit(est, X), ("n_clusters", "n_samples", "min_cluster_size"))
@@ -307,6 +336,9 @@ def test_scale_invariance(est_name, scale):
     if est_name == "MMC":
         np.testing.assert_allclose(got.pair_distances(X0 * scale, _PAIRS),
                                    ref.pair_distances(X0, _PAIRS), rtol=1e-8)
+        return
+    if est_name.startswith("LVQ"):  # a classifier: the same predictions
+        assert np.array_equal(got.predict(X0 * scale), ref.predict(X0))
         return
     assert metrics.adjusted_rand_index(ref.labels_, got.labels_) == pytest.approx(1.0)
     assert np.array_equal(got.predict(X0 * scale), got.labels_) or est_name.startswith("CPCM")
@@ -453,6 +485,23 @@ BAD_PARAMS = {
     "CPDUML-nystrom": [("n_components", 0), ("n_components", -1), ("n_kernel_components", 0),
                        ("n_kernel_components", -1)],
     "CPDUML-eig": [("n_components", 0), ("n_kernel_components", 0)],
+    "GaussianMixture": [("n_components", 0), ("n_components", 10**9), ("covariance_type", "x"),
+                        ("tol", _NAN), ("reg_covar", -1.0), ("reg_covar", _INF),
+                        ("max_iter", 0), ("n_init", 0), ("init_params", "bogus"),
+                        ("random_state", "seed")],
+    "KMedoids": [("n_clusters", 0), ("n_clusters", 10**9), ("metric", "bogus"),
+                 ("method", "bogus"), ("init", "bogus"), ("max_iter", 0),
+                 ("random_state", "seed")],
+    "FuzzyCMeans": [("n_clusters", 0), ("m", 1.0), ("m", _NAN), ("m", _INF), ("tol", _NAN),
+                    ("max_iter", 0), ("init", "bogus"), ("random_state", "seed")],
+    "TreeStructuredVQ": [("n_clusters", 0), ("n_clusters", 10**9), ("tree", "bogus"),
+                         ("split", "bogus"), ("n_init", 0), ("random_state", "seed")],
+    "SelfOrganizingMap": [("n_cols", 0), ("n_cols", 10**9), ("n_epochs", 0),
+                          ("learning_rate", _NAN), ("sigma", -1.0), ("final_sigma", _NAN),
+                          ("init", "bogus"), ("random_state", "seed")],
+    "LVQ": [("variant", "bogus"), ("learning_rate", 0.0), ("learning_rate", _NAN),
+            ("n_epochs", 0), ("window", _NAN), ("epsilon", -1.0),
+            ("n_prototypes_per_class", 0), ("random_state", "seed")],
 }
 
 XFAIL_PARAMS = {}
@@ -476,7 +525,10 @@ def test_huge_integer_parameters(est_name):
     names = {"MMC": ["max_iter"], "CPCM-kernel": ["max_iter", "n_components"],
              "CPCM-stepwise": ["max_iter", "max_features"],
              "CPDUML-nystrom": ["max_iter", "n_components"],
-             "CPDUML-eig": ["max_iter", "n_kernel_components", "n_components"]}
+             "CPDUML-eig": ["max_iter", "n_kernel_components", "n_components"],
+             "TreeStructuredVQ": ["n_clusters"], "TreeStructuredVQ-monothetic": ["n_clusters"],
+             "SelfOrganizingMap": ["n_epochs", "n_rows"], "LVQ": ["n_epochs"],
+             "LVQ-olvq1": ["n_epochs", "n_prototypes_per_class"]}
     for param in names.get(est_name, ["max_iter"]):
         est = ESTIMATORS[est_name](**{param: 2**31})
         check_outcome(lambda: _fit(est, X0), (param,))
@@ -1386,6 +1438,74 @@ BRIDGE = {
                             "either-nan"),
     "ap-threads-huge": ("result = pw.allpairs_full(X, X, 100000)", "either"),
 }
+
+# The toolbox's bridges (mixture E/M steps, LVQ and SOM runs).
+_MX = "from metriclust._kernels import _mixture as mx\n"
+_PT = ("from metriclust._kernels import _prototypes as pt\n"
+       "y = lab.copy(); pl = np.array([0, 1], dtype=np.int64)\n"
+       "order = np.arange(10, dtype=np.int64)\n"
+       "grid = np.array([[0.0, 0.0], [0.0, 1.0]])\n")
+BRIDGE.update({
+    "mx-estep-diag-ok": (_MX + "result = mx.estep(X, C, np.ones((2, 3)), np.zeros(2), True, True)\n"
+                         "assert np.allclose(result[0].sum(1), 1)", "ok"),
+    "mx-estep-full-ok": (_MX + "result = mx.estep(X, C, np.broadcast_to(np.eye(3), (2, 3, 3)),"
+                         " np.zeros(2))\nassert np.allclose(result[0].sum(1), 1)", "ok"),
+    "mx-estep-prec-shape": (_MX + "result = mx.estep(X, C, np.ones((2, 4)), np.zeros(2))",
+                            "raise"),
+    "mx-estep-prec-3x": (_MX + "result = mx.estep(X, C, np.ones((3, 3, 3)), np.zeros(2))",
+                         "raise"),
+    "mx-estep-means-features": (_MX + "result = mx.estep(X, np.ones((2, 4)), np.ones((2, 4)),"
+                                " np.zeros(2))", "raise"),
+    "mx-estep-lognorm-len": (_MX + "result = mx.estep(X, C, np.ones((2, 3)), np.zeros(5))",
+                             "raise"),
+    "mx-estep-K0": (_MX + "result = mx.estep(X, C[:0], np.ones((0, 3)), np.zeros(0))",
+                    "raise"),
+    "mx-estep-f32": (_MX + "result = mx.estep(X32, C, np.ones((2, 3)), np.zeros(2))", "raise"),
+    "mx-estep-noncontig": (_MX + "result = mx.estep(nc(X), C, np.ones((2, 3)), np.zeros(2))",
+                           "raise"),
+    "mx-estep-zero-rows": (_MX + "result = mx.estep(X[:0], C, np.ones((2, 3)), np.zeros(2))\n"
+                           "assert result[0].shape == (0, 2)", "ok"),
+    "mx-estep-minus-inf": (_MX + "result = mx.estep(X, C, np.ones((2, 3)),"
+                           " np.full(2, -np.inf))", "either-nan"),
+    "mx-estep-threads-huge": (_MX + "result = mx.estep(X, C, np.ones((2, 3)), np.zeros(2),"
+                              " True, True, 100000)", "either"),
+    "mx-mstep-ok": (_MX + "r = np.full((10, 2), 0.5); result = mx.mstep(X, r, True)\n"
+                    "assert np.allclose(result[1][0], X.mean(0))", "ok"),
+    "mx-mstep-rows": (_MX + "result = mx.mstep(X, np.full((9, 2), 0.5), True)", "raise"),
+    "mx-mstep-zero-rows": (_MX + "result = mx.mstep(X[:0], np.full((0, 2), 0.5), False)",
+                           "raise"),
+    "mx-mstep-K0": (_MX + "result = mx.mstep(X, np.empty((10, 0)), False)", "raise"),
+    "pt-lvq-ok": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl, order, 'lvq1',"
+                  " 0.1, 0.3, 0.2)", "ok"),
+    "pt-lvq-empty-order": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl, order[:0],"
+                           " 'lvq3', 0.1, 0.3, 0.2)\nassert np.array_equal(P, C)", "ok"),
+    "pt-lvq-order-range": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl,"
+                           " order + 1, 'lvq1', 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-order-neg": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl, -order,"
+                         " 'lvq1', 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-y-short": (_PT + "P = C.copy(); result = pt.lvq_train(X, y[:5], P, pl, order[:5],"
+                       " 'lvq1', 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-labels-len": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl[:1], order,"
+                          " 'lvq1', 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-features": (_PT + "P = np.ones((2, 4)); result = pt.lvq_train(X, y, P, pl, order,"
+                        " 'lvq1', 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-variant": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl, order, 'lvq9',"
+                       " 0.1, 0.3, 0.2)", "raise"),
+    "pt-lvq-olvq1-rates": (_PT + "P = C.copy(); result = pt.lvq_train(X, y, P, pl, order,"
+                           " 'olvq1', 0.1, 0.3, 0.2, np.ones(1))", "raise"),
+    "pt-lvq-readonly-P": (_PT + "result = pt.lvq_train(X, y, ro(C), pl, order, 'lvq1', 0.1,"
+                          " 0.3, 0.2)", "raise"),
+    "pt-som-ok": (_PT + "W = C.copy(); result = pt.som_train(X, W, grid, order, 0.5, 0.01,"
+                  " 1.0, 0.5)\nresult = W", "ok"),
+    "pt-som-grid": (_PT + "W = C.copy(); result = pt.som_train(X, W, grid[:1].copy(), order,"
+                    " 0.5, 0.01, 1.0, 0.5)", "raise"),
+    "pt-som-rate": (_PT + "W = C.copy(); result = pt.som_train(X, W, grid, order, -0.5, 0.01,"
+                    " 1.0, 0.5)", "raise"),
+    "pt-som-sigma-nan": (_PT + "W = C.copy(); result = pt.som_train(X, W, grid, order, 0.5,"
+                         " 0.01, float('nan'), 0.5)", "raise"),
+    "pt-som-order-range": (_PT + "W = C.copy(); result = pt.som_train(X, W, grid, order * 9,"
+                           " 0.5, 0.01, 1.0, 0.5)", "raise"),
+})
 
 # Bridge cases that fail today in files this sweep may not edit: name -> reason.
 XFAIL_BRIDGE = {}

@@ -25,8 +25,15 @@ _LAZY = {
     "CPCM": "metriclust.cpcm",
     "CPDUML": "metriclust.cpduml",
     "NotFittedError": "metriclust._core.base",
+    # the clustering toolbox of the lecture notes
+    "GaussianMixture": "metriclust.mixture",
+    "KMedoids": "metriclust.kmedoids",
+    "FuzzyCMeans": "metriclust.fuzzy",
+    "LVQ": "metriclust.lvq",
+    "TreeStructuredVQ": "metriclust.tsvq",
+    "SelfOrganizingMap": "metriclust.som",
 }
-_SUBMODULES = ("metrics", "datasets", "kernels", "constraints")
+_SUBMODULES = ("metrics", "datasets", "kernels", "constraints", "selection")
 
 __all__ = sorted(_LAZY) + list(_SUBMODULES) + ["__version__"]
 

@@ -35,13 +35,15 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     ----------
     n_clusters : int, default=8
         Number of clusters :math:`K`.
-    init : {"k-means++", "random"}, ndarray of shape (n_clusters, n_features) \
-            or callable, default="k-means++"
+    init : {"k-means++", "random", "farthest"}, ndarray of shape \
+            (n_clusters, n_features) or callable, default="k-means++"
         Greedy k-means++ seeding with :math:`2 + \lfloor\ln K\rfloor` local trials
         (Arthur & Vassilvitskii 2007), ``n_clusters`` distinct rows drawn with
-        probability proportional to the weights, given centers, or a function
-        ``init(X, n_clusters, random_state=rng)`` (``rng`` a
-        ``numpy.random.Generator``) returning them, called once per run.
+        probability proportional to the weights, farthest-first traversal (a
+        random first row, then each time the row farthest from the chosen
+        ones: the lecture's "least similar" seed; Gonzalez 1985), given
+        centers, or a function ``init(X, n_clusters, random_state=rng)``
+        (``rng`` a ``numpy.random.Generator``) returning them, called once per run.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
         1 for k-means++ and an array, 10 for "random" and a callable (as
@@ -133,9 +135,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"algorithm must be 'lloyd' or 'online', got {self.algorithm!r}.")
         init = self.init
         if isinstance(init, str):
-            if init not in ("k-means++", "random"):
+            if init not in ("k-means++", "random", "farthest"):
                 raise ValueError(
-                    f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+                    f"init must be 'k-means++', 'random', 'farthest', an array or a "
+                    f"callable, got {init!r}.")
         elif not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):

@@ -26,6 +26,7 @@ __all__ = [
     "plot_displacement_field",
     "plot_metric",
     "plot_history",
+    "plot_n_clusters",
 ]
 
 
@@ -161,4 +162,35 @@ def plot_history(estimator, ax=None, *, title=None):
     ax.set_xlabel("iteration")
     ax.set_ylabel("objective")
     ax.set_title(title or f"{type(estimator).__name__}: history")
+    return ax
+
+
+def plot_n_clusters(selection, ax=None, *, title=None):
+    """The criteria of :func:`metriclust.selection.select_n_clusters` against K.
+
+    Distortion on the left axis; silhouette and gap (with its standard error)
+    on a right axis; each criterion's suggested K marked by a dotted line.
+    """
+    ks = np.asarray(selection.n_clusters)
+    ax = _axes(ax)
+    ax.plot(ks, selection.distortion, marker="o", ms=3, color="C0", label="distortion")
+    ax.set_xlabel("number of clusters K")
+    ax.set_ylabel("within-cluster distortion")
+    handles = ax.get_lines()[:]
+    if selection.silhouette is not None or selection.gap is not None:
+        right = ax.twinx()
+        if selection.silhouette is not None:
+            handles += right.plot(ks, selection.silhouette, marker="s", ms=3, color="C1",
+                                  label="silhouette")
+        if selection.gap is not None:
+            handles.append(right.errorbar(ks, selection.gap, yerr=selection.gap_std,
+                                          marker="^", ms=3, color="C2", capsize=2,
+                                          label="gap").lines[0])
+        right.set_ylabel("silhouette / gap")
+    for i, (name, k) in enumerate(sorted(selection.best.items())):
+        ax.axvline(k, ls=":", color=f"C{ {'distortion': 0, 'silhouette': 1, 'gap': 2}[name] }",
+                   alpha=0.7)
+    ax.legend(handles=handles, loc="upper center", fontsize="small")
+    ax.set_title(title or "choosing K: " + ", ".join(f"{n} {k}" for n, k in
+                                                    sorted(selection.best.items())))
     return ax

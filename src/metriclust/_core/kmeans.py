@@ -32,7 +32,7 @@ from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
 __all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus",
-           "center_distances"]
+           "center_distances", "farthest_first"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -152,10 +152,29 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     return X[idx].copy(), idx
 
 
+def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None):
+    """Farthest-first seeding: a random first center, then each next center is the
+    row farthest from all chosen ones (the lecture's "least similar" seed;
+    Gonzalez 1985). Rows of zero weight are never chosen. Returns ``(centers, indices)``.
+    """
+    rng = check_random_state(random_state)
+    n = X.shape[0]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    nt = effective_n_threads(n_threads)
+    idx = np.empty(n_clusters, dtype=np.int64)
+    idx[0] = rng.choice(n, p=w / w.sum())
+    closest = np.full(n, np.inf)
+    for c in range(1, n_clusters):
+        _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt)  # closest <- min(closest, d^2)
+        idx[c] = int(np.argmax(np.where(w > 0, closest, -1.0)))
+    return X[idx].copy(), idx
+
+
 def _check_init(init, n_clusters, X, n_init):
     if isinstance(init, str):
-        if init not in ("k-means++", "random"):
-            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        if init not in ("k-means++", "random", "farthest"):
+            raise ValueError(f"init must be 'k-means++', 'random', 'farthest', an array or a "
+                             f"callable, got {init!r}.")
         return str(init)
     if callable(init):
         return init
@@ -287,6 +306,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                     pr = np.asarray(w, dtype=np.float64) / float(np.sum(w, dtype=np.float64))
                 seeds = rng.choice(n, size=n_clusters, replace=False, p=pr)
                 centers = Xc[seeds]
+            elif init == "farthest":
+                centers, _ = farthest_first(Xc, n_clusters, sample_weight=w,
+                                            random_state=rng, n_threads=nt)
             else:
                 centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
                                              random_state=rng, n_threads=nt)
