@@ -174,8 +174,10 @@ def _cluster(args, outputs):
         raise CLIError("--similar/--dissimilar apply to --method mmc only")
     if args.method == "mmc" and not args.similar:
         raise CLIError("--method mmc needs --similar pairs.csv (side information)")
-    estimator = _make_estimator(args.method, args.n_clusters, args.random_state,
-                                parse_params(args.param, args.method), args.verbose)
+    params = parse_params(args.param, args.method)
+    args.param_names = sorted(params)
+    estimator = _make_estimator(args.method, args.n_clusters, args.random_state, params,
+                                args.verbose)
     inputs = [p for p in (args.input, args.similar, args.dissimilar) if p]
     for path in inputs:
         _check_input(path)
@@ -230,6 +232,7 @@ def _run(args, estimator, outputs, log):
     log.mark("read")
     log(f"read {X.shape[0]} rows x {X.shape[1]} features in {log.marks['read']:.2f} s; "
         f"method {args.method}, K = {args.n_clusters}")
+    _check_magnitude(table, args.method)
     if args.n_clusters > X.shape[0]:
         raise CLIError(f"--n-clusters {args.n_clusters} is larger than the number of rows "
                        f"({X.shape[0]}) in {args.input}")
@@ -263,7 +266,7 @@ def _run(args, estimator, outputs, log):
     except FloatingPointError:
         raise CLIError(_overflow_message(table, args.method)) from None
     except (ValueError, TypeError) as exc:
-        kind = _user_error_kind(exc, estimator)
+        kind = _user_error_kind(exc, args.param_names)
         if kind is None:
             raise _InternalError(exc) from exc  # keep the traceback: a bug to report
         raise CLIError(f"{args.input}: {exc}" if kind == "data" else str(exc)) from None
@@ -303,23 +306,32 @@ def _overflow_message(table, method):
             f"{X[r, c]:.3g} overflow float64 in the {method} fit; rescale the data")
 
 
+def _check_magnitude(table, method):
+    """Refuse data whose squared distances overflow float64 before fitting on them."""
+    X = table.X
+    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * max(X.shape[1], 1)))
+    if X.size and np.max(np.abs(X)) > limit:
+        raise CLIError(_overflow_message(table, method))
+
+
 class _InternalError(Exception):
     """An exception from inside the library that is not about the user's input."""
 
 
-def _user_error_kind(exc, estimator):
+def _user_error_kind(exc, param_names):
     """"param" or "data" for the validation of a parameter or of the data; None for a bug.
 
     Only these two are the user's to fix (issue #13: turning every ValueError
     into a one-line message would hide bugs). Parameter checks name the
-    parameter; data checks name ``X``, the pairs or ``n_samples``.
+    parameter (one the user set: defaults are valid); data checks name ``X``,
+    the pairs or ``n_samples``.
     """
     text = str(exc)
 
     def names_one_of(names):
         return any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text) for n in names)
 
-    if names_one_of(estimator.get_params(deep=False)):
+    if names_one_of(param_names):
         return "param"
     if names_one_of(("X", "similar", "dissimilar", "n_samples")):
         return "data"
