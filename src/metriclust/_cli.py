@@ -123,7 +123,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         outputs.discard()
         print("metriclust: interrupted; no output written", file=sys.stderr, flush=True)
-        if outputs.worker is not None and outputs.worker.is_alive():
+        if outputs.worker_busy.is_set():
             # The fit is inside a C kernel that cannot be stopped from here;
             # leave without waiting for it (nothing of ours is left to clean).
             sys.stdout.flush()
@@ -189,7 +189,9 @@ def _cluster(args, outputs):
     log = _Progress(args.verbose)
     # The work runs in a worker thread so that Ctrl-C is seen at once by this
     # (main) thread even while a C kernel holds the CPU with the GIL released.
+    # (Thread.is_alive can be wrong after a join interrupted by Ctrl-C: an Event says it.)
     result = {}
+    done = threading.Event()
 
     def work():
         try:
@@ -197,11 +199,14 @@ def _cluster(args, outputs):
                 result["value"] = _run(args, estimator, outputs, log)
         except BaseException as exc:  # handed to the main thread
             result["error"] = exc
+        finally:
+            outputs.worker_busy.clear()
+            done.set()
 
-    outputs.worker = threading.Thread(target=work, name="metriclust-fit", daemon=True)
-    outputs.worker.start()
-    while outputs.worker.is_alive():
-        outputs.worker.join(0.05)
+    outputs.worker_busy.set()
+    threading.Thread(target=work, name="metriclust-fit", daemon=True).start()
+    while not done.wait(0.05):
+        pass
     if "error" in result:
         raise result["error"]
     outputs.commit()
@@ -480,7 +485,7 @@ class _Outputs:
     def __init__(self):
         self.paths = {}   # flag -> (path, temporary path, mode)
         self.written = []
-        self.worker = None
+        self.worker_busy = threading.Event()   # set while the worker thread runs
 
     def add(self, flag, path, inputs, force):
         st = _lstat(path)
