@@ -260,6 +260,13 @@ def test_output_fifo_is_refused_even_with_force(data_csv, tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_input_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "in.csv"
+    os.mkfifo(fifo)  # reading it would block: it is refused before any open
+    proc = cluster(fifo, tmp_path / "o.csv")
+    assert_clean_error(proc, "in.csv", "not a regular file")
+
+
 def test_output_directory_is_refused(data_csv, tmp_path):
     proc = cluster(data_csv, tmp_path, "--force")
     assert_clean_error(proc, "not a regular file")

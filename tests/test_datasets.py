@@ -347,3 +347,81 @@ def test_load_csv_keeps_string_labels(tmp_path):
         load_csv(path, label_column="species")
     with pytest.raises(ValueError, match="label_dtype"):
         load_csv(path, label_column="species", label_dtype=float)
+
+
+# --------------------------------------------------------------------------
+# The reader's two parsers and its header / empty-label rules (issue #22)
+
+
+def test_load_csv_fast_and_careful_parsers_agree_bitwise(tmp_path):
+    from metriclust.datasets import _parse_careful
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)) * 10.0 ** rng.integers(-8, 9, size=(300, 4))
+    y = rng.integers(0, 3, size=300)
+    fmts = ["%.17g", "%.3e", "%.6f", "%r"]
+    lines = ["a,b,c,d,label"]
+    for row, label in zip(X, y):
+        fields = [(fmts[j] % v) if fmts[j] != "%r" else repr(float(v)) for j, v in enumerate(row)]
+        lines.append(",".join(fields + [str(label)]))
+    text = "\r\n".join(lines) + "\r\n"
+    fast = write(tmp_path, text)
+    Xf, yf = load_csv(fast)
+    data, _ = _parse_careful(str(fast), 1, ["a", "b", "c", "d", "label"], 4, int, "error",
+                             "header")
+    np.testing.assert_array_equal(Xf, data[:, :4])
+    np.testing.assert_array_equal(yf, data[:, 4].astype(np.int64))
+    # Quotes send the file down the careful path: the same numbers.
+    quoted = write(tmp_path, "\n".join(",".join(f'"{f}"' for f in ln.split(","))
+                                       for ln in lines) + "\n", "q.csv")
+    Xq, yq = load_csv(quoted)
+    np.testing.assert_array_equal(Xq, Xf)
+    np.testing.assert_array_equal(yq, yf)
+    # Python's own float() is the reference for every field.
+    ref = np.array([[float(f) for f in ln.split(",")[:4]] for ln in lines[1:]])
+    np.testing.assert_array_equal(Xf, ref)
+
+
+def test_load_csv_header_rule(tmp_path):
+    path = write(tmp_path, "1,2,0\n3,4,1\n5,6,1\n")
+    X, y = load_csv(path, label_column=None)           # all numbers: data, never a header
+    assert X.shape == (3, 3) and y is None
+    X, y = load_csv(path, label_column="3")            # columns named by position
+    assert X.tolist() == [[1, 2], [3, 4], [5, 6]] and y.tolist() == [0, 1, 1]
+    X, _ = load_csv(path, label_column=None, header=True)
+    assert X.shape == (2, 3)
+
+
+def test_load_csv_header_false_refuses_words(tmp_path):
+    with pytest.raises(ValueError, match="line 1, column '1': could not convert 'a'"):
+        load_csv(write(tmp_path, "a,b\n1,2\n"), label_column=None, header=False)
+    with pytest.raises(ValueError, match="header must be"):
+        load_csv(write(tmp_path, "a,b\n1,2\n"), header="yes")
+    with pytest.raises(ValueError, match="no header and no column named 'label'"):
+        load_csv(write(tmp_path, "1,2\n"))
+
+
+def test_load_csv_empty_labels(tmp_path):
+    path = write(tmp_path, "a,label\n1,0\n2,\n3,1\n")
+    with pytest.raises(ValueError, match="line 3, column 'label': empty label"):
+        load_csv(path)
+    X, y = load_csv(path, empty_labels="unlabeled")
+    assert y.tolist() == [0, -1, 1] and X.ravel().tolist() == [1, 2, 3]
+    path = write(tmp_path, "a,cls\n1,x\n2, \n3,y\n", "s.csv")
+    with pytest.raises(ValueError, match="line 3, column 'cls': empty label"):
+        load_csv(path, label_column="cls", label_dtype=str)
+    _, y = load_csv(path, label_column="cls", label_dtype=str, empty_labels="unlabeled")
+    assert y.tolist() == ["x", "", "y"]
+
+
+def test_load_csv_encoding_long_fields_and_non_files(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("a,b\n1,2\n3,\xe94\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"line 3, field 2 .*0xe9 is not UTF-8"):
+        load_csv(path, label_column=None)
+    with pytest.raises(ValueError, match="line 3: a field is longer than 131072"):
+        load_csv(write(tmp_path, "a,b\n1,2\n3," + "7" * 140_000 + "\n"), label_column=None)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_csv(fifo)
