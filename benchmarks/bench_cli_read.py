@@ -31,9 +31,9 @@ import numpy as np
 READERS = {
     "load_csv": "from metriclust.datasets import load_csv as f; "
                 "run = lambda p: f(p, label_column=None)",
-    "careful": "from metriclust.datasets import _read_csv, _parse_careful, _first_row; "
-               "run = lambda p: _parse_careful(p, 1, [str(j) for j in range(len(_first_row(p)[0]))], "
-               "None, str, 'error', 'header')",
+    "careful": "from metriclust.datasets import _parse_careful, _first_row; "
+               "run = lambda p: _parse_careful(p, 1, list(_first_row(p)[0]), None, str, "
+               "'error', 'header')",
     "np.loadtxt": "import numpy as np; "
                   "run = lambda p: np.loadtxt(p, delimiter=',', skiprows=1, quotechar='\"', "
                   "comments=None, encoding='utf-8-sig', ndmin=2)",
@@ -53,8 +53,9 @@ t0, c0 = time.perf_counter(), time.process_time()
 out = run(sys.argv[1])
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 X = out[0] if isinstance(out, tuple) else out
-print(json.dumps({{"wall": wall, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "shape": list(X.shape), "sum": float(X.sum())}}))
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"wall": wall, "cpu": cpu, "rss_mb": rss_mb, "shape": list(X.shape),
+                  "sum": float(X.sum())}}))
 """
 
 

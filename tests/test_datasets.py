@@ -425,3 +425,51 @@ def test_load_csv_encoding_long_fields_and_non_files(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="not a regular file"):
         load_csv(fifo)
+
+
+_FIELDS = ["1.5", " 1.5 ", "\t-2e-3", "+.5", "-0", "1e308", "4.9e-324", "1e400", "inf", "-Infinity",
+           "nan", "0x10", "0x1p3", "1_0", "1e", ".", "1.5.2", "", " ", '"2"', ' "2"', '"2" ',
+           '"1,5"', '""', '"3', "1d5", "\u0661", "7;8", "12345678901234567890123"]
+
+
+@pytest.mark.parametrize("field", _FIELDS)
+def test_c_parser_never_accepts_more_than_the_careful_parser(tmp_path, field):
+    # Whatever the fast path returns, the careful parser (Python's float()) must
+    # return exactly; where it would fail, the fast path steps aside.
+    from metriclust._kernels._csv import parse_numeric
+    from metriclust.datasets import _parse_careful
+
+    text = f"a,b\n0.25,{field}\n"
+    path = write(tmp_path, text)
+    fast = parse_numeric(text.encode("utf-8")[4:], 2)
+    try:
+        careful, _ = _parse_careful(str(path), 1, ["a", "b"], None, str, "error", "header")
+    except ValueError:
+        careful = None
+    if fast is not None and np.all(np.isfinite(fast)):
+        assert careful is not None, field
+        np.testing.assert_array_equal(fast, careful)
+    # and the public reader agrees with the careful parser in every case
+    if careful is None:
+        with pytest.raises(ValueError, match="line 2"):
+            load_csv(path, label_column=None)
+    else:
+        np.testing.assert_array_equal(load_csv(path, label_column=None)[0], careful)
+
+
+def test_c_parser_lines_blanks_and_threads():
+    from metriclust._kernels._csv import parse_numeric
+
+    assert parse_numeric(b"1,2\r\n\r\n  \n3,4\n\n", 2).tolist() == [[1, 2], [3, 4]]
+    assert parse_numeric(b"1,2\n3\n", 2) is None        # ragged: fewer fields
+    assert parse_numeric(b"1,2\n3,4,5\n", 2) is None    # ragged: more fields
+    assert parse_numeric(b"1,x\n", 2, 1).tolist() == [[1, 0]]  # text column skipped
+    with pytest.raises(ValueError, match="newline"):
+        parse_numeric(b"1,2", 2)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50_000, 3))
+    buf = "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in X.tolist()).encode()
+    one = parse_numeric(buf, 3, -1, 1)
+    np.testing.assert_array_equal(one, X)               # repr round-trips exactly
+    with threadpool_limits(limits=2, user_api="openmp"):
+        np.testing.assert_array_equal(parse_numeric(buf, 3, -1, 0), one)

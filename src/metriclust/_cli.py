@@ -296,8 +296,9 @@ def _run(args, estimator, outputs, log):
         note = "" if known.all() else f" ({int(known.sum())} labeled rows of {y.shape[0]})"
         if known.any():
             yk, lk = y[known], labels[known]
-            scores = (f"against {args.label_column}{note}: ARI "
-                      f"{adjusted_rand_index(yk, lk):.4f}, NMI {normalized_mutual_info(yk, lk):.4f}, "
+            scores = (f"against {args.label_column}{note}: "
+                      f"ARI {adjusted_rand_index(yk, lk):.4f}, "
+                      f"NMI {normalized_mutual_info(yk, lk):.4f}, "
                       f"accuracy {clustering_accuracy(yk, lk):.4f}")
     return summary, scores
 

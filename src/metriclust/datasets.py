@@ -420,9 +420,9 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
 # --------------------------------------------------------------------------
 # CSV reader
 #
-# Two parsers read the same format. The fast one is numpy's C reader
-# (np.loadtxt); it accepts a file only when every check passes and otherwise
-# steps aside, so that the careful one (the csv module, field by field) reads
+# Two parsers read the same format. The fast one is in C (csrc/csvparse.c);
+# it accepts a file only when every line is plain numeric and otherwise steps
+# aside, so that the careful one (the csv module, field by field) reads
 # the file again and either returns the same numbers or names the file, line
 # and column of the first problem. Error messages therefore come from one place.
 
@@ -611,42 +611,39 @@ def _first_row(path):
 
 
 def _parse_fast(path, skip, n_cols, label_idx, text_labels, empty_labels):
-    """numpy's C reader; None when anything is unusual (the careful parser then decides)."""
-    options = dict(delimiter=",", quotechar='"', comments=None, encoding="utf-8-sig",
-                   skiprows=skip, ndmin=2, dtype=np.float64)
-    features = [j for j in range(n_cols) if not (text_labels and j == label_idx)]
-    if not features:
-        return None
+    """The C parser (csrc/csvparse.c); None when anything is unusual (the careful parser decides)."""
+    from ._kernels._csv import parse_numeric
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.endswith(b"\n"):
+        raw += b"\n"
+    start = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "input contained no data": checked below
-            if not text_labels:
-                data = np.loadtxt(path, **options)
-                labels = None
-            else:
-                data = np.empty((0, n_cols))
-                data_features = np.loadtxt(path, usecols=features, **options)
-                options["dtype"] = str
-                labels = np.loadtxt(path, usecols=[label_idx], **options)[:, 0]
-                # usecols ignores extra fields: count the separators (no quotes: exact).
-                with open(path, "rb") as f:
-                    raw = f.read()
-                body = 0
-                for _ in range(skip):
-                    body = raw.index(b"\n", body) + 1
-                if (raw.find(b'"', body) >= 0
-                        or raw.count(b",", body) != labels.shape[0] * (n_cols - 1)):
-                    return None
-                labels = np.char.strip(labels)
-                if empty_labels == "error" and np.any(labels == ""):
-                    return None
-                data = np.zeros((data_features.shape[0], n_cols))
-                data[:, features] = data_features
-    except (ValueError, UnicodeDecodeError):
+        for _ in range(skip):
+            start = raw.index(b"\n", start) + 1
+    except ValueError:
         return None
-    if data.shape[0] == 0 or data.shape[1] != n_cols or not np.all(np.isfinite(data)):
+    data = parse_numeric(memoryview(raw)[start:], n_cols,
+                         label_idx if text_labels else -1)
+    del raw
+    if data is None or data.shape[0] == 0 or not np.all(np.isfinite(data)):
         return None
-    if label_idx is not None and not text_labels:
+    labels = None
+    if text_labels:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "input contained no data": checked below
+                labels = np.loadtxt(path, delimiter=",", quotechar='"', comments=None,
+                                    encoding="utf-8-sig", skiprows=skip, ndmin=2, dtype=str,
+                                    usecols=[label_idx])[:, 0]
+        except (ValueError, UnicodeDecodeError):
+            return None
+        labels = np.char.strip(labels)
+        if labels.shape[0] != data.shape[0] or (empty_labels == "error"
+                                                and np.any(labels == "")):
+            return None
+    elif label_idx is not None:
         y = data[:, label_idx]
         if np.any(y != np.round(y)):
             return None
