@@ -113,7 +113,7 @@ def main(argv=None):
         return 2
     except _InternalError as exc:
         outputs.discard()
-        raise exc.__cause__
+        raise exc.__cause__ from None  # the original error, with its own traceback
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # From the readers, the output checks and argument checks; errors from
         # inside the fit are sorted in _run.

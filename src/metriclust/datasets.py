@@ -563,9 +563,9 @@ def _read_csv(path, *, label_column=None, label_dtype=str, header="infer", empty
             if has_header:
                 msg = f"{where}: no column named {label_column!r} in the header {columns}"
             else:
-                msg = (f"{where} is all numbers, so the file has no header and no column "
-                       f"named {label_column!r} (without a header, columns are named "
-                       f"1..{len(columns)})")
+                why = "header=False" if header is False else f"line {first_line} is all numbers"
+                msg = (f"{path} has no header ({why}), so no column named {label_column!r}: "
+                       f"without a header, columns are named 1..{len(columns)}")
             raise ValueError(msg + (f"; {missing_label_hint}." if missing_label_hint else "."))
         if len(hits) > 1:
             raise ValueError(f"{path}, line {first_line}: column {label_column!r} appears "
