@@ -355,7 +355,7 @@ def test_outputs_are_checked_before_the_data_are_read(tmp_path):
 
 
 def test_failed_fit_leaves_no_output(tmp_path):
-    # The fit fails (overflow) after both temporary outputs exist: neither appears.
+    # The run fails (values too large) after both temporary outputs exist: neither appears.
     path = write_csv(tmp_path / "huge.csv", [[0.0], [1.0], [2.0], [1e200]], header="a")
     pairs = tmp_path / "s.csv"
     pairs.write_text("0,1\n")
@@ -517,6 +517,20 @@ def test_mmc_overflow_is_one_line_naming_the_value(tmp_path):
                "--output", tmp_path / "o.csv")
     assert_clean_error(proc, "huge.csv", "line 5", "column 'a'", "overflow")
     assert proc.returncode == 2
+
+
+def test_overflow_inside_the_fit_is_one_line(tmp_path):
+    # Moderate values, but the similar pair is at distance 1e-160: MMC's metric
+    # (scaled so that the similar pairs' distances sum to 1) overflows in the C kernel.
+    path = tmp_path / "tight.csv"
+    path.write_text("a\n0\n1e-160\n1\n2\n5\n")
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", path, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "tight.csv", "overflowed float64", "line 6", "column 'a'",
+                       "similar pairs at distance ~0")
+    assert proc.returncode == 2 and leftovers(tmp_path) == []
 
 
 @pytest.mark.parametrize("method", ["kmeans", "cpcm", "cpduml"])

@@ -230,14 +230,15 @@ def _run(args, estimator, outputs, log):
                       "leave it out for a file without one")
     X, y = table.X, table.y
     if table.header_inferred:
-        print(f"metriclust: note: line 1 of {args.input} is all numbers: read as data, not as a "
-              "header (--header says otherwise; --no-header silences this)", file=sys.stderr)
+        print(f"metriclust: note: line {table.first_data_line} of {args.input} is all numbers: "
+              "read as data, not as a header (--header says otherwise; --no-header silences "
+              "this)", file=sys.stderr)
     if X.shape[1] == 0:
         raise CLIError(f"{args.input} has no feature columns besides --label-column")
     log.mark("read")
     log(f"read {X.shape[0]} rows x {X.shape[1]} features in {log.marks['read']:.2f} s; "
         f"method {args.method}, K = {args.n_clusters}")
-    _check_magnitude(table, args.method)
+    _check_magnitude(table)
     if args.n_clusters > X.shape[0]:
         raise CLIError(f"--n-clusters {args.n_clusters} is larger than the number of rows "
                        f"({X.shape[0]}) in {args.input}")
@@ -268,8 +269,8 @@ def _run(args, estimator, outputs, log):
             else:
                 labels = estimator.fit_predict(X)
                 Z = estimator.transform(X) if args.transform else None
-    except FloatingPointError:
-        raise CLIError(_overflow_message(table, args.method)) from None
+    except FloatingPointError as exc:
+        raise CLIError(_overflow_message(table, args.method, exc)) from None
     except (ValueError, TypeError) as exc:
         kind = _user_error_kind(exc, args.param_names)
         if kind is None:
@@ -303,21 +304,29 @@ def _run(args, estimator, outputs, log):
     return summary, scores
 
 
-def _overflow_message(table, method):
-    """Name where the values that overflowed float64 are: the largest one in magnitude."""
+def _overflow_message(table, method=None, exc=None):
+    """Say where the largest value in magnitude is (the usual cause of an overflow).
+
+    Without ``exc``: the data were refused before the fit.
+    """
     X = np.abs(table.X)
     r, c = np.unravel_index(int(np.argmax(X)), X.shape)
-    line = table.line_of(int(r))
-    return (f"{table.path}, line {line}, column {table.columns[c]!r}: values up to "
-            f"{X[r, c]:.3g} overflow float64 in the {method} fit; rescale the data")
+    if exc is None:  # refused before the fit: squared distances would overflow
+        where = f"{table.path}, line {table.line_of(int(r))}, column {table.columns[c]!r}"
+        return (f"{where}: values up to {X[r, c]:.3g} overflow float64 once squared (as "
+                "in every distance); rescale the data")
+    hint = "; or similar pairs at distance ~0" if method == "mmc" else ""
+    return (f"{table.path}: the {method} fit overflowed float64 ({exc}); the largest value "
+            f"in magnitude is {X[r, c]:.3g} at line {table.line_of(int(r))}, column "
+            f"{table.columns[c]!r}: values too far apart in scale{hint}")
 
 
-def _check_magnitude(table, method):
+def _check_magnitude(table):
     """Refuse data whose squared distances overflow float64 before fitting on them."""
     X = table.X
     limit = np.sqrt(np.finfo(np.float64).max / (4.0 * max(X.shape[1], 1)))
     if X.size and np.max(np.abs(X)) > limit:
-        raise CLIError(_overflow_message(table, method))
+        raise CLIError(_overflow_message(table))
 
 
 class _InternalError(Exception):

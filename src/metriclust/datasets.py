@@ -442,6 +442,7 @@ class _Table:
         self.has_header = has_header
         self.header_inferred = header_inferred  # "infer" found no header: line 1 is data
         self._skip_lines = skip_lines       # physical lines before the first data line
+        self.first_data_line = skip_lines + 1
 
     def line_of(self, row):
         """The 1-based file line of data row ``row`` (blank lines skipped), for messages."""
