@@ -612,7 +612,7 @@ def _first_row(path):
 
 
 def _parse_fast(path, skip, n_cols, label_idx, text_labels, empty_labels):
-    """The C parser (csrc/csvparse.c); None when anything is unusual (the careful parser decides)."""
+    """The C parser (csrc/csvparse.c); None when anything is unusual (then the careful one)."""
     from ._kernels._csv import parse_numeric
 
     with open(path, "rb") as f:
