@@ -347,6 +347,32 @@ def test_missing_transform_directory_fails_before_anything_is_written(data_csv, 
     assert not out.exists() and leftovers(tmp_path) == []
 
 
+def test_unwritable_output_directory_fails_before_reading(data_csv, tmp_path, monkeypatch,
+                                                          capsys):
+    # Run as root, a read-only directory is still writable: the refusal of the
+    # file system is simulated where the CLI meets it (creating its temporary file).
+    import tempfile
+
+    from metriclust import _cli
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    read = []
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr("metriclust.datasets._read_csv", lambda *a, **k: read.append(a))
+    out = tmp_path / "o.csv"
+    assert _cli.main(["cluster", str(data_csv), "--n-clusters", "2", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "Permission denied" in err
+    assert read == [] and not out.exists()
+
+
+def test_output_directory_that_is_a_file(data_csv, tmp_path):
+    proc = cluster(data_csv, data_csv / "o.csv")
+    assert_clean_error(proc, "is not a directory")
+
+
 def test_outputs_are_checked_before_the_data_are_read(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n3,x\n")

@@ -515,7 +515,8 @@ class _Outputs:
                 raise CLIError(f"{flag} and {other_flag} name the same file {path}")
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
-            raise CLIError(f"{flag} {path}: directory {directory} does not exist")
+            what = "is not a directory" if os.path.exists(directory) else "does not exist"
+            raise CLIError(f"{flag} {path}: {directory} {what}")
         try:
             fd, tmp = tempfile.mkstemp(prefix=".metriclust-", suffix=".tmp", dir=directory)
         except OSError as exc:
@@ -561,7 +562,7 @@ class _Outputs:
 def _lstat(path):
     try:
         return os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
