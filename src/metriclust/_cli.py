@@ -214,7 +214,8 @@ def _cluster(args, outputs):
     print(summary)
     if scores:
         print(scores)
-    log(f"done: read {log.marks['read']:.2f} s, fit {log.marks['fit']:.2f} s, "
+    log(f"done: read {log.marks['read']:.2f} s, "
+        f"fit {log.marks['fit'] - log.marks['read']:.2f} s, "
         f"wrote {len(outputs.written)} file(s); total {log.elapsed():.2f} s")
 
 
@@ -265,7 +266,7 @@ def _run(args, estimator, outputs, log):
         with contextlib.redirect_stdout(sys.stderr), np.errstate(over="raise", invalid="raise"):
             if args.method == "mmc":
                 labels, Z = _fit_mmc(estimator, X, args.n_clusters, similar, dissimilar,
-                                     args.random_state)
+                                     args.random_state, int(args.verbose))
             else:
                 labels = estimator.fit_predict(X)
                 Z = estimator.transform(X) if args.transform else None
@@ -372,13 +373,13 @@ def _make_estimator(method, n_clusters, random_state, params, verbose):
 _CLASS_NAMES = {"kmeans": "KMeans", "cpcm": "CPCM", "mmc": "MMC", "cpduml": "CPDUML"}
 
 
-def _fit_mmc(mmc, X, n_clusters, similar, dissimilar, random_state):
+def _fit_mmc(mmc, X, n_clusters, similar, dissimilar, random_state, verbose=0):
     """The MMC paper's variant 4: constrained k-means in the learned metric."""
     from .constraints import ConstrainedKMeans
 
     mmc.fit(X, similar=similar, dissimilar=dissimilar)
     Z = mmc.transform(X)
-    ckm = ConstrainedKMeans(n_clusters=n_clusters, random_state=random_state)
+    ckm = ConstrainedKMeans(n_clusters=n_clusters, random_state=random_state, verbose=verbose)
     return ckm.fit(Z, must_link=similar).labels_, Z
 
 
