@@ -1,7 +1,11 @@
 """The command line, run as a user runs it: a subprocess, exit codes, files, messages."""
 
+import os
+import signal
+import stat
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -211,3 +215,449 @@ def parse_demo_tables(text):
             cells = [c.strip() for c in line.strip("|").split("|")]
             tables[title][cells[0]] = tuple(float(c) for c in cells[1:])
     return tables
+
+
+# ------------------------------------------------------------------ issue #22
+# The command line never destroys, never loses, never lies. Device nodes are
+# stood in for by FIFOs and symbolic links in the test's own directory.
+
+
+def write_csv(path, X, header="a,b", labels=None):
+    with open(path, "w") as fh:
+        if header is not None:
+            fh.write(header + "\n")
+        for i, row in enumerate(X):
+            fields = [f"{v:.6f}" for v in row] + ([str(labels[i])] if labels is not None else [])
+            fh.write(",".join(fields) + "\n")
+    return path
+
+
+def leftovers(directory):
+    """Temporary files the CLI would leave behind."""
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".metriclust-"))
+
+
+def cluster(path, out, *more, k=2):
+    return run("cluster", path, "--n-clusters", k, "--output", out, "--random-state", 0, *more)
+
+
+@pytest.fixture
+def data_csv(tmp_path):
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8])
+    return write_csv(tmp_path / "data.csv", X)
+
+
+# -- destroys or overwrites ---------------------------------------------------
+
+def test_output_fifo_is_refused_even_with_force(data_csv, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = cluster(data_csv, fifo, "--force")
+    assert_clean_error(proc, str(fifo), "not a regular file")
+    assert proc.returncode == 2
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert leftovers(tmp_path) == []
+
+
+def test_input_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "in.csv"
+    os.mkfifo(fifo)  # reading it would block: it is refused before any open
+    proc = cluster(fifo, tmp_path / "o.csv")
+    assert_clean_error(proc, "in.csv", "not a regular file")
+
+
+def test_output_directory_is_refused(data_csv, tmp_path):
+    proc = cluster(data_csv, tmp_path, "--force")
+    assert_clean_error(proc, "not a regular file")
+
+
+@pytest.mark.parametrize("target_exists", [True, False])
+def test_output_symlink_is_refused_and_left_alone(data_csv, tmp_path, target_exists):
+    # A link to a device node (/dev/null) would be the dangerous case; a link to a
+    # file of ours shows the same decision without touching system files.
+    target = tmp_path / "target.csv"
+    if target_exists:
+        target.write_text("precious\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    proc = cluster(data_csv, link, "--force")
+    assert_clean_error(proc, "symbolic link")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert (target.read_text() == "precious\n") if target_exists else not target.exists()
+
+
+def test_output_equal_to_input_is_refused(data_csv, tmp_path):
+    before = data_csv.read_bytes()
+    proc = cluster(data_csv, data_csv, "--force")
+    assert_clean_error(proc, "input")
+    assert data_csv.read_bytes() == before
+    # also through another name for the same file (a hard link)
+    alias = tmp_path / "alias.csv"
+    os.link(data_csv, alias)
+    proc = cluster(data_csv, alias, "--force")
+    assert_clean_error(proc, "input")
+    assert data_csv.read_bytes() == before
+
+
+def test_pairs_file_is_an_input_too(data_csv, tmp_path):
+    pairs = tmp_path / "similar.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", pairs, "--force")
+    assert_clean_error(proc, "input")
+    assert pairs.read_text() == "0,1\n"
+
+
+def test_transform_equal_to_output_is_refused(data_csv, tmp_path):
+    out = tmp_path / "o.csv"
+    proc = cluster(data_csv, out, "--transform", tmp_path / "." / "o.csv")
+    assert_clean_error(proc, "--transform", "--output", "same file")
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_new_outputs_honour_the_umask(data_csv, tmp_path, umask, mode):
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    proc = subprocess.run([sys.executable, "-m", "metriclust", "cluster", str(data_csv),
+                           "--n-clusters", "2", "--output", str(out), "--transform", str(coords)],
+                          capture_output=True, text=True, timeout=300, umask=umask)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+    assert stat.S_IMODE(coords.stat().st_mode) == mode
+
+
+def test_replaced_output_keeps_its_mode(data_csv, tmp_path):
+    out = tmp_path / "o.csv"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    proc = cluster(data_csv, out, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("label\n")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+# -- leaves a partial set -----------------------------------------------------
+
+def test_missing_transform_directory_fails_before_anything_is_written(data_csv, tmp_path):
+    out = tmp_path / "labels.csv"
+    proc = cluster(data_csv, out, "--transform", tmp_path / "nodir" / "t.csv", "--verbose")
+    assert_clean_error(proc, "--transform", "nodir", "does not exist")
+    assert ".metriclust-" not in proc.stderr  # names the user's path, not a temp file
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_unwritable_output_directory_fails_before_reading(data_csv, tmp_path, monkeypatch,
+                                                          capsys):
+    # Run as root, a read-only directory is still writable: the refusal of the
+    # file system is simulated where the CLI meets it (creating its temporary file).
+    import tempfile
+
+    from metriclust import _cli
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    read = []
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr("metriclust.datasets._read_csv", lambda *a, **k: read.append(a))
+    out = tmp_path / "o.csv"
+    assert _cli.main(["cluster", str(data_csv), "--n-clusters", "2", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "Permission denied" in err
+    assert read == [] and not out.exists()
+
+
+def test_output_directory_that_is_a_file(data_csv, tmp_path):
+    proc = cluster(data_csv, data_csv / "o.csv")
+    assert_clean_error(proc, "is not a directory")
+
+
+def test_outputs_are_checked_before_the_data_are_read(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,x\n")
+    proc = cluster(bad, tmp_path / "nodir" / "o.csv")
+    assert_clean_error(proc, "nodir", "does not exist")  # not the input's line 3
+
+
+def test_failed_fit_leaves_no_output(tmp_path):
+    # The run fails (values too large) after both temporary outputs exist: neither appears.
+    path = write_csv(tmp_path / "huge.csv", [[0.0], [1.0], [2.0], [1e200]], header="a")
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    proc = run("cluster", path, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", out, "--transform", coords)
+    assert_clean_error(proc)
+    assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
+
+
+def test_force_replaces_every_output(data_csv, tmp_path):
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    out.write_text("old\n")
+    coords.write_text("old\n")
+    proc = cluster(data_csv, out, "--transform", coords, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert np.loadtxt(out, skiprows=1).shape == (40,)
+    assert np.loadtxt(coords, delimiter=",", skiprows=1).shape == (40, 2)
+    assert f"labels written to {out}, coordinates to {coords}" in proc.stdout
+    assert leftovers(tmp_path) == []
+
+
+def big_mmc_problem(tmp_path, n):
+    """MMC with only --similar on n rows: every iteration visits all n^2 / 2 pairs."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    path = tmp_path / "big.csv"
+    np.savetxt(path, X, fmt="%.5f", delimiter=",", header="a,b,c", comments="")
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("".join(f"{2 * i},{2 * i + 1}\n" for i in range(20)))
+    return path, pairs
+
+
+def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
+    path, pairs = big_mmc_problem(tmp_path, 40_000)
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metriclust", "cluster", str(path), "--method", "mmc",
+         "--similar", str(pairs), "--n-clusters", "2", "--output", str(out),
+         "--transform", str(coords), "--verbose"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    for line in proc.stderr:  # wait until the fit (C kernels, GIL released) is running
+        if "fitting" in line:
+            break
+    time.sleep(1.0)
+    assert proc.poll() is None, "the fit ended too soon to test Ctrl-C"
+    assert leftovers(tmp_path) != []  # the temporary outputs exist while it runs
+    proc.send_signal(signal.SIGINT)
+    # Without the worker thread this waits for the C loop (minutes); the bound is
+    # a hang detector, not a timing measurement.
+    proc.wait(timeout=30)
+    assert proc.returncode == 130, proc.stderr.read()
+    assert "interrupted" in proc.stderr.read()
+    assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
+
+
+# -- loses data silently ------------------------------------------------------
+
+def test_headerless_numeric_csv_keeps_its_first_row(tmp_path):
+    path = tmp_path / "noheader.csv"
+    path.write_text("0,0\n0.1,0\n5,5\n5.1,5\n")
+    out = tmp_path / "o.csv"
+    proc = cluster(path, out)
+    assert proc.returncode == 0, proc.stderr
+    assert np.loadtxt(out, skiprows=1).shape == (4,)   # 4 lines in, 4 labels out
+    assert "line 1" in proc.stderr and "all numbers" in proc.stderr  # said, not silent
+    proc = cluster(path, out, "--no-header", "--force")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert np.loadtxt(out, skiprows=1).shape == (4,)
+    proc = cluster(path, out, "--header", "--force")  # the user says line 1 is a header
+    assert proc.returncode == 0, proc.stderr
+    assert np.loadtxt(out, skiprows=1).shape == (3,)
+
+
+def test_no_header_names_columns_by_position(tmp_path):
+    path = tmp_path / "noheader.csv"
+    path.write_text("0,0,x\n0.1,0,x\n5,5,y\n5.1,5,y\n")
+    proc = cluster(path, tmp_path / "o.csv", "--no-header", "--label-column", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "against 3: ARI 1.0000" in proc.stdout
+
+
+@pytest.mark.parametrize("first_line", ["\ufeff0,999", "0.0,999.0", '"0","999"'])
+def test_pairs_first_line_is_data(data_csv, tmp_path, first_line):
+    # The first pair is out of range (40 rows): reading it proves it was not
+    # dropped as a header (a BOM or float-formatted ints used to be).
+    pairs = tmp_path / "s.csv"
+    pairs.write_text(first_line + "\n2,3\n", encoding="utf-8")
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "s.csv", "line 1", "999", "out of range")
+    assert proc.returncode == 2
+
+
+def test_pairs_float_formatted_integers_are_read_as_indices(data_csv, tmp_path):
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("i,j\n0.0,1.0\n2,3.0\n")
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv")
+    assert proc.returncode == 0, proc.stderr
+    pairs.write_text("0,1\n2,3.5\n")
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o2.csv")
+    assert_clean_error(proc, "line 2", "3.5", "not an integer")
+
+
+def test_empty_label_refused_or_unlabeled_on_request(tmp_path):
+    rng = np.random.default_rng(2)
+    X = np.vstack([rng.normal(size=(10, 2)), rng.normal(size=(10, 2)) + 8])
+    labels = ["a"] * 10 + ["b"] * 10
+    labels[3] = ""
+    path = write_csv(tmp_path / "d.csv", X, header="x,y,cls", labels=labels)
+    proc = cluster(path, tmp_path / "o.csv", "--label-column", "cls")
+    assert_clean_error(proc, "line 5", "column 'cls'", "empty label")
+    proc = cluster(path, tmp_path / "o.csv", "--label-column", "cls", "--empty-labels",
+                   "unlabeled")
+    assert proc.returncode == 0, proc.stderr
+    assert "(19 labeled rows of 20): ARI 1.0000" in proc.stdout
+
+
+def mmc_transform(data_csv, tmp_path, *params):
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n2,3\n20,21\n22,23\n")
+    coords = tmp_path / "z.csv"
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv", "--transform", coords, "--force",
+               "--random-state", 0, *params)
+    assert proc.returncode == 0, proc.stderr
+    return np.loadtxt(coords, delimiter=",", skiprows=1)
+
+
+def test_param_bool_is_typed(data_csv, tmp_path):
+    full = mmc_transform(data_csv, tmp_path)
+    for spelling in ("false", "False", "0", "no"):
+        np.testing.assert_array_equal(
+            mmc_transform(data_csv, tmp_path, "--param", f"diagonal={spelling}"), full)
+    diagonal = mmc_transform(data_csv, tmp_path, "--param", "diagonal=true")
+    assert not np.allclose(diagonal, full)
+    proc = run("cluster", data_csv, "--method", "mmc", "--similar", tmp_path / "s.csv",
+               "--n-clusters", 2, "--output", tmp_path / "o.csv", "--param", "diagonal=maybe")
+    assert_clean_error(proc, "diagonal", "true or false", "maybe")
+
+
+def test_api_refuses_a_string_where_a_bool_belongs():
+    from metriclust import MMC
+
+    for value in ("false", "True", 1, None):
+        with pytest.raises(ValueError, match="diagonal"):
+            MMC(diagonal=value).fit([[0.0], [1.0], [2.0]], similar=[[0, 1]])
+
+
+# -- tracebacks -----------------------------------------------------------------
+
+def test_mmc_overflow_is_one_line_naming_the_value(tmp_path):
+    path = write_csv(tmp_path / "huge.csv", [[0.0], [1.0], [2.0], [1e200]], header="a")
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", path, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "huge.csv", "line 5", "column 'a'", "overflow")
+    assert proc.returncode == 2
+
+
+def test_overflow_inside_the_fit_is_one_line(tmp_path):
+    # Moderate values, but the similar pair is at distance 1e-160: MMC's metric
+    # (scaled so that the similar pairs' distances sum to 1) overflows in the C kernel.
+    path = tmp_path / "tight.csv"
+    path.write_text("a\n0\n1e-160\n1\n2\n5\n")
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", path, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "tight.csv", "overflowed float64", "line 6", "column 'a'",
+                       "similar pairs at distance ~0")
+    assert proc.returncode == 2 and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("method", ["kmeans", "cpcm", "cpduml"])
+def test_huge_values_are_one_line_for_every_method(tmp_path, method):
+    path = write_csv(tmp_path / "huge.csv", [[0.0, 1], [1.0, 0], [2.0, 2], [1e200, 3]])
+    proc = run("cluster", path, "--method", method, "--n-clusters", 2, "--output",
+               tmp_path / "o.csv")
+    assert_clean_error(proc, "huge.csv", "line 5", "column 'a'", "overflow")
+    assert proc.returncode == 2
+
+
+def test_overlong_field_is_one_line(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("a,b\n1,2\n3," + "4" * 200_000 + "\n")
+    proc = cluster(path, tmp_path / "o.csv", k=1)
+    assert_clean_error(proc, "long.csv", "line 3", "131072")
+    path.write_text('a,b\n1,2\n3,"4\n' + "5" * 200_000 + "\n")  # an unbalanced quote
+    proc = cluster(path, tmp_path / "o.csv", k=1)
+    assert_clean_error(proc, "long.csv", "131072")
+
+
+def test_pair_value_overflow_is_one_line(data_csv, tmp_path):
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n2,99999999999999999999\n")
+    proc = run("cluster", data_csv, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "s.csv", "line 2", "column '2'", "out of range", "40 rows")
+    assert proc.returncode == 2
+
+
+def test_latin1_file_is_one_line(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("a,b,cls\n1,2,x\n3,4,caf\u00e9\n".encode("latin-1"))
+    proc = cluster(path, tmp_path / "o.csv", "--label-column", "cls")
+    assert_clean_error(proc, "latin.csv", "line 3", "field 3", "0xe9", "UTF-8")
+    assert proc.returncode == 2
+
+
+def test_warnings_are_one_line_without_source(tmp_path):
+    # MMC stopped early by max_iter warns (ConvergenceWarning): one line, no code.
+    rng = np.random.default_rng(3)
+    path = write_csv(tmp_path / "d.csv", rng.normal(size=(30, 2)))
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n2,3\n")
+    proc = run("cluster", path, "--method", "mmc", "--n-clusters", 2, "--similar", pairs,
+               "--output", tmp_path / "o.csv", "--param", "max_iter=1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines and all(line.startswith("metriclust: warning: ") for line in lines), lines
+    assert "warnings.warn" not in proc.stderr and ".py:" not in proc.stderr
+
+
+def test_missing_label_column_speaks_cli(blobs_csv, tmp_path):
+    path, _, _ = blobs_csv
+    proc = cluster(path, tmp_path / "o.csv", "--label-column", "kind")
+    assert_clean_error(proc, "no column named 'kind'", "--label-column")
+    assert "label_column=None" not in proc.stderr
+
+
+def test_internal_errors_are_not_disguised(data_csv, tmp_path, monkeypatch):
+    # issue #13: a ValueError that is not about the user's input keeps its traceback.
+    from metriclust import _cli
+
+    class Boom(ValueError):
+        pass
+
+    def broken(*args, **kwargs):
+        raise Boom("an internal invariant failed")
+
+    monkeypatch.setattr("metriclust.kmeans.KMeans.fit_predict", broken)
+    with pytest.raises(Boom):
+        _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                   "--output", str(tmp_path / "o.csv")])
+    assert leftovers(tmp_path) == [] and not (tmp_path / "o.csv").exists()
+
+
+# -- slow and silent --------------------------------------------------------------
+
+def test_verbose_reports_from_the_start_to_a_summary(data_csv, tmp_path):
+    proc = cluster(data_csv, tmp_path / "o.csv", "--verbose", "--param", "n_init=3")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "reading" in lines[0] and "data.csv" in lines[0]
+    assert any("read 40 rows x 2 features" in line for line in lines)
+    for i in (1, 2, 3):
+        assert any(f"start {i} of 3" in line for line in lines), lines
+    assert "done:" in lines[-1] and "total" in lines[-1]
+
+
+def test_mmc_with_only_similar_warns_before_a_quadratic_fit(tmp_path):
+    path, pairs = big_mmc_problem(tmp_path, 5_000)
+    proc = run("cluster", path, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv", "--param", "max_iter=2", "--verbose")
+    warning = [line for line in proc.stderr.splitlines() if "O(N^2)" in line]
+    assert warning and "12,497,500 pairs" in warning[0] and "--dissimilar" in warning[0]
+    fitting = [i for i, line in enumerate(proc.stderr.splitlines()) if "fitting" in line]
+    assert proc.stderr.splitlines().index(warning[0]) < fitting[0]  # before the fit
+    # With --dissimilar the fit is linear in the pairs given: no warning.
+    dis = tmp_path / "d.csv"
+    dis.write_text("0,2\n1,3\n")
+    proc = run("cluster", path, "--method", "mmc", "--similar", pairs, "--dissimilar", dis,
+               "--n-clusters", 2, "--output", tmp_path / "o.csv", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert "O(N^2)" not in proc.stderr

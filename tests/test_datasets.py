@@ -347,3 +347,130 @@ def test_load_csv_keeps_string_labels(tmp_path):
         load_csv(path, label_column="species")
     with pytest.raises(ValueError, match="label_dtype"):
         load_csv(path, label_column="species", label_dtype=float)
+
+
+# --------------------------------------------------------------------------
+# The reader's two parsers and its header / empty-label rules (issue #22)
+
+
+def test_load_csv_fast_and_careful_parsers_agree_bitwise(tmp_path):
+    from metriclust.datasets import _parse_careful
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)) * 10.0 ** rng.integers(-8, 9, size=(300, 4))
+    y = rng.integers(0, 3, size=300)
+    fmts = ["%.17g", "%.3e", "%.6f", "%r"]
+    lines = ["a,b,c,d,label"]
+    for row, label in zip(X, y):
+        fields = [(fmts[j] % v) if fmts[j] != "%r" else repr(float(v)) for j, v in enumerate(row)]
+        lines.append(",".join(fields + [str(label)]))
+    text = "\r\n".join(lines) + "\r\n"
+    fast = write(tmp_path, text)
+    Xf, yf = load_csv(fast)
+    data, _ = _parse_careful(str(fast), 1, ["a", "b", "c", "d", "label"], 4, int, "error",
+                             "header")
+    np.testing.assert_array_equal(Xf, data[:, :4])
+    np.testing.assert_array_equal(yf, data[:, 4].astype(np.int64))
+    # Quotes send the file down the careful path: the same numbers.
+    quoted = write(tmp_path, "\n".join(",".join(f'"{f}"' for f in ln.split(","))
+                                       for ln in lines) + "\n", "q.csv")
+    Xq, yq = load_csv(quoted)
+    np.testing.assert_array_equal(Xq, Xf)
+    np.testing.assert_array_equal(yq, yf)
+    # Python's own float() is the reference for every field.
+    ref = np.array([[float(f) for f in ln.split(",")[:4]] for ln in lines[1:]])
+    np.testing.assert_array_equal(Xf, ref)
+
+
+def test_load_csv_header_rule(tmp_path):
+    path = write(tmp_path, "1,2,0\n3,4,1\n5,6,1\n")
+    X, y = load_csv(path, label_column=None)           # all numbers: data, never a header
+    assert X.shape == (3, 3) and y is None
+    X, y = load_csv(path, label_column="3")            # columns named by position
+    assert X.tolist() == [[1, 2], [3, 4], [5, 6]] and y.tolist() == [0, 1, 1]
+    X, _ = load_csv(path, label_column=None, header=True)
+    assert X.shape == (2, 3)
+
+
+def test_load_csv_header_false_refuses_words(tmp_path):
+    with pytest.raises(ValueError, match="line 1, column '1': could not convert 'a'"):
+        load_csv(write(tmp_path, "a,b\n1,2\n"), label_column=None, header=False)
+    with pytest.raises(ValueError, match="header must be"):
+        load_csv(write(tmp_path, "a,b\n1,2\n"), header="yes")
+    with pytest.raises(ValueError,
+                       match=r"no header \(line 1 is all numbers\), so no column named 'label'"):
+        load_csv(write(tmp_path, "1,2\n"))
+
+
+def test_load_csv_empty_labels(tmp_path):
+    path = write(tmp_path, "a,label\n1,0\n2,\n3,1\n")
+    with pytest.raises(ValueError, match="line 3, column 'label': empty label"):
+        load_csv(path)
+    X, y = load_csv(path, empty_labels="unlabeled")
+    assert y.tolist() == [0, -1, 1] and X.ravel().tolist() == [1, 2, 3]
+    path = write(tmp_path, "a,cls\n1,x\n2, \n3,y\n", "s.csv")
+    with pytest.raises(ValueError, match="line 3, column 'cls': empty label"):
+        load_csv(path, label_column="cls", label_dtype=str)
+    _, y = load_csv(path, label_column="cls", label_dtype=str, empty_labels="unlabeled")
+    assert y.tolist() == ["x", "", "y"]
+
+
+def test_load_csv_encoding_long_fields_and_non_files(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("a,b\n1,2\n3,\xe94\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"line 3, field 2 .*0xe9 is not UTF-8"):
+        load_csv(path, label_column=None)
+    with pytest.raises(ValueError, match="line 3: a field is longer than 131072"):
+        load_csv(write(tmp_path, "a,b\n1,2\n3," + "7" * 140_000 + "\n"), label_column=None)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_csv(fifo)
+
+
+_FIELDS = ["1.5", " 1.5 ", "\t-2e-3", "+.5", "-0", "1e308", "4.9e-324", "1e400", "inf", "-Infinity",
+           "nan", "0x10", "0x1p3", "1_0", "1e", ".", "1.5.2", "", " ", '"2"', ' "2"', '"2" ',
+           '"1,5"', '""', '"3', "1d5", "\u0661", "7;8", "12345678901234567890123"]
+
+
+@pytest.mark.parametrize("field", _FIELDS)
+def test_c_parser_never_accepts_more_than_the_careful_parser(tmp_path, field):
+    # Whatever the fast path returns, the careful parser (Python's float()) must
+    # return exactly; where it would fail, the fast path steps aside.
+    from metriclust._kernels._csv import parse_numeric
+    from metriclust.datasets import _parse_careful
+
+    text = f"a,b\n0.25,{field}\n"
+    path = write(tmp_path, text)
+    fast = parse_numeric(text.encode("utf-8")[4:], 2)
+    try:
+        careful, _ = _parse_careful(str(path), 1, ["a", "b"], None, str, "error", "header")
+    except ValueError:
+        careful = None
+    if fast is not None and np.all(np.isfinite(fast)):
+        assert careful is not None, field
+        np.testing.assert_array_equal(fast, careful)
+    # and the public reader agrees with the careful parser in every case
+    if careful is None:
+        with pytest.raises(ValueError, match="line 2"):
+            load_csv(path, label_column=None)
+    else:
+        np.testing.assert_array_equal(load_csv(path, label_column=None)[0], careful)
+
+
+def test_c_parser_lines_blanks_and_threads():
+    from metriclust._kernels._csv import parse_numeric
+
+    assert parse_numeric(b"1,2\r\n\r\n  \n3,4\n\n", 2).tolist() == [[1, 2], [3, 4]]
+    assert parse_numeric(b"1,2\n3\n", 2) is None        # ragged: fewer fields
+    assert parse_numeric(b"1,2\n3,4,5\n", 2) is None    # ragged: more fields
+    assert parse_numeric(b"1,x\n", 2, 1).tolist() == [[1, 0]]  # text column skipped
+    with pytest.raises(ValueError, match="newline"):
+        parse_numeric(b"1,2", 2)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50_000, 3))
+    buf = "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in X.tolist()).encode()
+    one = parse_numeric(buf, 3, -1, 1)
+    np.testing.assert_array_equal(one, X)               # repr round-trips exactly
+    with threadpool_limits(limits=2, user_api="openmp"):
+        np.testing.assert_array_equal(parse_numeric(buf, 3, -1, 0), one)

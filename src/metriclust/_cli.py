@@ -1,20 +1,43 @@
 """The ``metriclust`` command line: ``demo`` and ``cluster``.
 
-Every expected failure (bad file, bad value, bad parameter) ends as one line on
-stderr and exit status 2 — never a traceback.
+Guarantees of ``cluster`` (also in the README):
+
+- It never destroys: an output must be a missing path or an existing regular
+  file (never a device, FIFO, directory or symbolic link), never an input, and
+  ``--output`` and ``--transform`` must differ. Existing files are replaced only
+  with ``--force``.
+- It never loses: every output location is checked (a temporary file is
+  created next to it) before the data are read; all outputs are written to
+  those temporary files and renamed into place only at the end, so a failure
+  or Ctrl-C leaves either every output or none (and no temporary file). A
+  numeric first line is never taken for a header; an empty label is an error
+  unless ``--empty-labels unlabeled``; ``--param`` values are parsed by the
+  type of the parameter's default (``diagonal=false`` is False).
+- It never lies: every expected failure ends as one line on stderr naming the
+  file, line and column, and exit status 2; Ctrl-C returns within a second
+  (the fit runs in a worker thread) with exit status 130.
 """
 
 import argparse
 import ast
 import contextlib
+import inspect
 import os
+import re
+import signal
+import stat
 import sys
 import tempfile
+import threading
 import time
+import traceback
+import warnings
 
 import numpy as np
 
 METHODS = ("kmeans", "cpcm", "mmc", "cpduml")
+# MMC without --dissimilar uses every pair not in --similar: warn above this many.
+_QUADRATIC_WARN_PAIRS = 10_000_000
 
 
 class CLIError(Exception):
@@ -37,24 +60,33 @@ def _build_parser():
     demo.add_argument("--threads", type=int, metavar="N", help="OpenMP threads (default: all)")
 
     cl = sub.add_parser("cluster", help="cluster the rows of a CSV file")
-    cl.add_argument("input", metavar="INPUT.csv", help="CSV with a header line, numeric columns")
+    cl.add_argument("input", metavar="INPUT.csv", help="UTF-8 CSV of numeric columns")
     cl.add_argument("--method", choices=METHODS, default="kmeans")
     cl.add_argument("--n-clusters", type=int, required=True, metavar="K")
     cl.add_argument("--output", required=True, metavar="labels.csv",
                     help="where to write one label per input row")
     cl.add_argument("--transform", metavar="FILE",
                     help="also write the learned-space coordinates of every row")
+    head = cl.add_mutually_exclusive_group()
+    head.add_argument("--header", dest="header", action="store_const", const=True,
+                      default="infer", help="the first line holds column names (default: "
+                      "it does unless all its fields are numbers)")
+    head.add_argument("--no-header", dest="header", action="store_const", const=False,
+                      help="every line is data; columns are named 1, 2, ...")
     cl.add_argument("--label-column", metavar="NAME",
                     help="column with known classes: excluded from the features, used to score")
+    cl.add_argument("--empty-labels", choices=("error", "unlabeled"), default="error",
+                    help="an empty --label-column field is an error (default) or marks an "
+                    "unlabeled row, left out of the scores")
     cl.add_argument("--similar", metavar="pairs.csv", help="MMC: pairs of row indices (0-based) "
                     "known to belong together")
     cl.add_argument("--dissimilar", metavar="pairs.csv", help="MMC: pairs known to differ "
-                    "(default: all pairs not in --similar)")
+                    "(default: all pairs not in --similar, O(N^2) per iteration)")
     cl.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="estimator parameter, repeatable (e.g. --param predictor=kernel)")
     cl.add_argument("--random-state", type=int, default=None, metavar="N")
     cl.add_argument("--threads", type=int, metavar="N", help="OpenMP threads (default: all)")
-    cl.add_argument("--force", action="store_true", help="overwrite existing output files")
+    cl.add_argument("--force", action="store_true", help="replace existing output files")
     cl.add_argument("--verbose", action="store_true", help="progress on stderr")
     return parser
 
@@ -65,23 +97,41 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    outputs = _Outputs()
     try:
-        with _thread_limit(args.threads):
+        with _one_line_warnings():
             if args.command == "demo":
-                from ._demo import run_demo
+                with _thread_limit(args.threads):
+                    from ._demo import run_demo
 
-                run_demo(plot_dir=args.plot, random_state=args.random_state)
+                    run_demo(plot_dir=args.plot, random_state=args.random_state)
             else:
-                _cluster(args)
+                _cluster(args, outputs)
     except CLIError as exc:
+        outputs.discard()
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
+    except _InternalError as exc:
+        outputs.discard()
+        raise exc.__cause__ from None  # the original error, with its own traceback
     except (ValueError, TypeError, OSError, ImportError) as exc:
+        # From the readers, the output checks and argument checks; errors from
+        # inside the fit are sorted in _run.
+        outputs.discard()
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("metriclust: interrupted", file=sys.stderr)
+        outputs.discard()
+        print("metriclust: interrupted; no output written", file=sys.stderr, flush=True)
+        if outputs.worker_busy.is_set():
+            # The fit is inside a C kernel that cannot be stopped from here;
+            # leave without waiting for it (nothing of ours is left to clean).
+            sys.stdout.flush()
+            os._exit(130)
         return 130
+    except BaseException:
+        outputs.discard()
+        raise
     return 0
 
 
@@ -98,108 +148,279 @@ def _thread_limit(threads):
         yield
 
 
+@contextlib.contextmanager
+def _one_line_warnings():
+    """Warnings as one line on stderr, without the source line numpy would show."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"metriclust: warning: {message}", file=sys.stderr, flush=True)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
 # ---------------------------------------------------------------- cluster
 
 
-def _cluster(args):
-    from ._core.validation import check_pairs
-
-    outputs = [args.output] + ([args.transform] if args.transform else [])
-    for path in outputs:
-        if os.path.exists(path) and not args.force:
-            raise CLIError(f"{path} exists; pass --force to overwrite it")
-    from .datasets import load_csv
-
-    X, y = load_csv(args.input, label_column=args.label_column, label_dtype=str)
+def _cluster(args, outputs):
     if args.n_clusters < 1:
         raise CLIError(f"--n-clusters must be >= 1, got {args.n_clusters}")
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    if args.method != "mmc" and (args.similar or args.dissimilar):
+        raise CLIError("--similar/--dissimilar apply to --method mmc only")
+    if args.method == "mmc" and not args.similar:
+        raise CLIError("--method mmc needs --similar pairs.csv (side information)")
+    params = parse_params(args.param, args.method)
+    args.param_names = sorted(params)
+    estimator = _make_estimator(args.method, args.n_clusters, args.random_state, params,
+                                args.verbose)
+    inputs = [p for p in (args.input, args.similar, args.dissimilar) if p]
+    for path in inputs:
+        _check_input(path)
+    # Every output location is checked, and its temporary file made, before any data are read.
+    outputs.add("--output", args.output, inputs, args.force)
+    if args.transform:
+        outputs.add("--transform", args.transform, inputs, args.force)
+
+    log = _Progress(args.verbose)
+    # The work runs in a worker thread so that Ctrl-C is seen at once by this
+    # (main) thread even while a C kernel holds the CPU with the GIL released.
+    # (Thread.is_alive can be wrong after a join interrupted by Ctrl-C: an Event says it.)
+    result = {}
+    done = threading.Event()
+
+    def work():
+        try:
+            with _thread_limit(args.threads):
+                result["value"] = _run(args, estimator, outputs, log)
+        except BaseException as exc:  # handed to the main thread
+            result["error"] = exc
+        finally:
+            outputs.worker_busy.clear()
+            done.set()
+
+    outputs.worker_busy.set()
+    threading.Thread(target=work, name="metriclust-fit", daemon=True).start()
+    while not done.wait(0.05):
+        pass
+    if "error" in result:
+        raise result["error"]
+    outputs.commit()
+    summary, scores = result["value"]
+    print(summary)
+    if scores:
+        print(scores)
+    log(f"done: read {log.marks['read']:.2f} s, "
+        f"fit {log.marks['fit'] - log.marks['read']:.2f} s, "
+        f"wrote {len(outputs.written)} file(s); total {log.elapsed():.2f} s")
+
+
+def _run(args, estimator, outputs, log):
+    """Read, fit, write the temporary outputs; the summary lines to print."""
+    from ._core.validation import check_pairs
+    from .datasets import _read_csv
+
+    log(f"reading {args.input} ({os.path.getsize(args.input) / 1e6:.1f} MB)")
+    table = _read_csv(args.input, label_column=args.label_column, label_dtype=str,
+                      header=args.header, empty_labels=args.empty_labels,
+                      missing_label_hint="--label-column names the column of known classes; "
+                      "leave it out for a file without one")
+    X, y = table.X, table.y
+    if table.header_inferred:
+        print(f"metriclust: note: line {table.first_data_line} of {args.input} is all numbers: "
+              "read as data, not as a header (--header says otherwise; --no-header silences "
+              "this)", file=sys.stderr)
+    if X.shape[1] == 0:
+        raise CLIError(f"{args.input} has no feature columns besides --label-column")
+    log.mark("read")
+    log(f"read {X.shape[0]} rows x {X.shape[1]} features in {log.marks['read']:.2f} s; "
+        f"method {args.method}, K = {args.n_clusters}")
+    _check_magnitude(table)
     if args.n_clusters > X.shape[0]:
         raise CLIError(f"--n-clusters {args.n_clusters} is larger than the number of rows "
                        f"({X.shape[0]}) in {args.input}")
-    if args.method != "mmc" and (args.similar or args.dissimilar):
-        raise CLIError("--similar/--dissimilar apply to --method mmc only")
     similar = dissimilar = None
     if args.method == "mmc":
-        if not args.similar:
-            raise CLIError("--method mmc needs --similar pairs.csv (side information)")
-        similar = check_pairs(read_pairs(args.similar), X.shape[0], name=f"--similar {args.similar}")
+        similar = check_pairs(read_pairs(args.similar, X.shape[0]), X.shape[0],
+                              name=f"--similar {args.similar}")
         if args.dissimilar:
-            dissimilar = check_pairs(read_pairs(args.dissimilar), X.shape[0],
+            dissimilar = check_pairs(read_pairs(args.dissimilar, X.shape[0]), X.shape[0],
                                      name=f"--dissimilar {args.dissimilar}")
-
-    estimator = _make_estimator(args.method, args.n_clusters, args.random_state,
-                                parse_params(args.param), args.verbose)
-    log = _Progress(args.verbose)
-    log(f"{args.input}: {X.shape[0]} rows x {X.shape[1]} features; method {args.method}, "
-        f"K = {args.n_clusters}")
-    # Estimators report progress on stdout; the CLI keeps stdout for results.
-    with contextlib.redirect_stdout(sys.stderr):
-        if args.method == "mmc":
-            labels, Z = _fit_mmc(estimator, X, args.n_clusters, similar, dissimilar,
-                                 args.random_state)
         else:
-            labels = estimator.fit_predict(X)
-            Z = estimator.transform(X) if args.transform else None
-    log(f"fitted in {log.elapsed():.2f} s")
+            n = X.shape[0]
+            n_pairs = n * (n - 1) // 2
+            if n_pairs > _QUADRATIC_WARN_PAIRS:
+                print(f"metriclust: warning: without --dissimilar, MMC treats all {n_pairs:,} "
+                      f"pairs of the {n:,} rows not in --similar as dissimilar: every iteration "
+                      "costs O(N^2) (hours for N = 1e5); give --dissimilar pairs.csv to bound it",
+                      file=sys.stderr, flush=True)
 
-    write_atomic(args.output, ["label"], labels.reshape(-1, 1), fmt="%d")
+    log(f"fitting {type(estimator).__name__}")
+    # Estimators report progress on stdout; the CLI keeps stdout for results.
+    try:
+        # Overflow or NaN in a fit means a wrong answer: stop and say where the values are.
+        with contextlib.redirect_stdout(sys.stderr), np.errstate(over="raise", invalid="raise"):
+            if args.method == "mmc":
+                labels, Z = _fit_mmc(estimator, X, args.n_clusters, similar, dissimilar,
+                                     args.random_state, int(args.verbose))
+            else:
+                labels = estimator.fit_predict(X)
+                Z = estimator.transform(X) if args.transform else None
+    except FloatingPointError as exc:
+        raise CLIError(_overflow_message(table, args.method, exc)) from None
+    except (ValueError, TypeError) as exc:
+        kind = _user_error_kind(exc, args.param_names)
+        if kind is None:
+            raise _InternalError(exc) from exc  # keep the traceback: a bug to report
+        raise CLIError(f"{args.input}: {exc}" if kind == "data" else str(exc)) from None
+    log.mark("fit")
+    log(f"fitted in {log.marks['fit'] - log.marks['read']:.2f} s")
+
+    outputs.write("--output", ["label"], labels.reshape(-1, 1), fmt="%d")
     if args.transform:
         names = [f"z{j}" for j in range(Z.shape[1])]
-        write_atomic(args.transform, names, Z, fmt="%.10g")
+        outputs.write("--transform", names, Z, fmt="%.10g")
     sizes = np.bincount(np.unique(labels, return_inverse=True)[1].reshape(-1))
-    print(f"{args.method}: {X.shape[0]} rows in {len(sizes)} clusters "
-          f"(sizes {', '.join(map(str, sizes))}); labels written to {args.output}")
+    wrote = f"labels written to {args.output}"
+    if args.transform:
+        wrote += f", coordinates to {args.transform}"
+    summary = (f"{args.method}: {X.shape[0]} rows in {len(sizes)} clusters "
+               f"(sizes {', '.join(map(str, sizes))}); {wrote}")
+    scores = None
     if y is not None:
         from .metrics import adjusted_rand_index, clustering_accuracy, normalized_mutual_info
 
-        print(f"against {args.label_column}: ARI {adjusted_rand_index(y, labels):.4f}, "
-              f"NMI {normalized_mutual_info(y, labels):.4f}, "
-              f"accuracy {clustering_accuracy(y, labels):.4f}")
+        known = y != ""
+        note = "" if known.all() else f" ({int(known.sum())} labeled rows of {y.shape[0]})"
+        if known.any():
+            yk, lk = y[known], labels[known]
+            scores = (f"against {args.label_column}{note}: "
+                      f"ARI {adjusted_rand_index(yk, lk):.4f}, "
+                      f"NMI {normalized_mutual_info(yk, lk):.4f}, "
+                      f"accuracy {clustering_accuracy(yk, lk):.4f}")
+    return summary, scores
+
+
+def _overflow_message(table, method=None, exc=None):
+    """Say where the largest value in magnitude is (the usual cause of an overflow).
+
+    Without ``exc``: the data were refused before the fit.
+    """
+    X = np.abs(table.X)
+    r, c = np.unravel_index(int(np.argmax(X)), X.shape)
+    if exc is None:  # refused before the fit: squared distances would overflow
+        where = f"{table.path}, line {table.line_of(int(r))}, column {table.columns[c]!r}"
+        return (f"{where}: values up to {X[r, c]:.3g} overflow float64 once squared (as "
+                "in every distance); rescale the data")
+    hint = "; or similar pairs at distance ~0" if method == "mmc" else ""
+    return (f"{table.path}: the {method} fit overflowed float64 ({exc}); the largest value "
+            f"in magnitude is {X[r, c]:.3g} at line {table.line_of(int(r))}, column "
+            f"{table.columns[c]!r}: values too far apart in scale{hint}")
+
+
+def _check_magnitude(table):
+    """Refuse data whose squared distances overflow float64 before fitting on them."""
+    X = table.X
+    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * max(X.shape[1], 1)))
+    if X.size and np.max(np.abs(X)) > limit:
+        raise CLIError(_overflow_message(table))
+
+
+class _InternalError(Exception):
+    """An exception from inside the library that is not about the user's input."""
+
+
+def _user_error_kind(exc, param_names):
+    """"param" or "data" for the validation of a parameter or of the data; None for a bug.
+
+    Only these two are the user's to fix (issue #13: turning every ValueError
+    into a one-line message would hide bugs). Parameter checks name the
+    parameter (one the user set: defaults are valid); data checks name ``X``,
+    the pairs or ``n_samples``.
+    """
+    text = str(exc)
+
+    def names_one_of(names):
+        return any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text) for n in names)
+
+    if names_one_of(param_names):
+        return "param"
+    if names_one_of(("X", "similar", "dissimilar", "n_samples")):
+        return "data"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and frames[-1].filename.endswith(os.path.join("_core", "validation.py")):
+        return "data"
+    return None
 
 
 def _make_estimator(method, n_clusters, random_state, params, verbose):
     import metriclust
 
-    name = {"kmeans": "KMeans", "cpcm": "CPCM", "mmc": "MMC", "cpduml": "CPDUML"}[method]
-    cls = getattr(metriclust, name)
+    cls = getattr(metriclust, _CLASS_NAMES[method])
     if method == "mmc":  # MMC learns the metric; constrained k-means clusters (see _fit_mmc)
         estimator = cls(random_state=random_state)
     else:
         estimator = cls(n_clusters=n_clusters, random_state=random_state)
-    valid = estimator.get_params(deep=False)
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise CLIError(f"unknown parameter(s) {', '.join(unknown)} for {method}; valid: "
-                       f"{', '.join(sorted(valid))}")
-    if "n_clusters" in params:
-        raise CLIError("set the number of clusters with --n-clusters, not --param")
-    if verbose and "verbose" in valid:
+    if verbose and "verbose" in estimator.get_params(deep=False):
         params.setdefault("verbose", 1)
     return estimator.set_params(**params)
 
 
-def _fit_mmc(mmc, X, n_clusters, similar, dissimilar, random_state):
+_CLASS_NAMES = {"kmeans": "KMeans", "cpcm": "CPCM", "mmc": "MMC", "cpduml": "CPDUML"}
+
+
+def _fit_mmc(mmc, X, n_clusters, similar, dissimilar, random_state, verbose=0):
     """The MMC paper's variant 4: constrained k-means in the learned metric."""
     from .constraints import ConstrainedKMeans
 
     mmc.fit(X, similar=similar, dissimilar=dissimilar)
     Z = mmc.transform(X)
-    ckm = ConstrainedKMeans(n_clusters=n_clusters, random_state=random_state)
+    ckm = ConstrainedKMeans(n_clusters=n_clusters, random_state=random_state, verbose=verbose)
     return ckm.fit(Z, must_link=similar).labels_, Z
 
 
-def parse_params(items):
-    """``["a=1", "b=kernel"]`` -> ``{"a": 1, "b": "kernel"}`` (Python literals, else strings)."""
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def parse_params(items, method):
+    """``["a=1", "b=kernel"]`` -> ``{"a": 1, "b": "kernel"}``, typed by each parameter's default.
+
+    A parameter whose default is a bool takes true/false/yes/no/on/off/1/0
+    (any case) and nothing else; other values are Python literals, else strings,
+    and the estimator checks them.
+    """
+    import metriclust
+
+    signature = inspect.signature(getattr(metriclust, _CLASS_NAMES[method]).__init__)
+    defaults = {name: p.default for name, p in signature.parameters.items() if name != "self"}
     params = {}
     for item in items:
         name, sep, text = item.partition("=")
-        name = name.strip()
+        name, text = name.strip(), text.strip()
         if not sep or not name.isidentifier():
             raise CLIError(f"--param expects NAME=VALUE, got {item!r}")
-        try:
-            value = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            value = text.strip()
+        if name not in defaults:
+            raise CLIError(f"unknown parameter(s) {name} for {method}; valid: "
+                           f"{', '.join(sorted(n for n in defaults if n != 'n_clusters'))}")
+        if name == "n_clusters":
+            raise CLIError("set the number of clusters with --n-clusters, not --param")
+        if isinstance(defaults[name], bool):
+            if text.lower() in _TRUE:
+                value = True
+            elif text.lower() in _FALSE:
+                value = False
+            else:
+                raise CLIError(f"--param {name} takes true or false, got {text!r}")
+        else:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = text
         params[name] = value
     return params
 
@@ -208,9 +429,13 @@ class _Progress:
     def __init__(self, enabled):
         self.enabled = enabled
         self.start = time.perf_counter()
+        self.marks = {"read": 0.0, "fit": 0.0}
 
     def elapsed(self):
         return time.perf_counter() - self.start
+
+    def mark(self, name):
+        self.marks[name] = self.elapsed()
 
     def __call__(self, message):
         if self.enabled:
@@ -220,37 +445,137 @@ class _Progress:
 # ---------------------------------------------------------------- files
 
 
-def read_pairs(path):
-    """Read pairs of 0-based row indices: two integer columns, optional header."""
+def _check_input(path):
+    if not os.path.exists(path):
+        raise CLIError(f"{path}: CSV file not found")
     if not os.path.isfile(path):
-        raise CLIError(f"{path}: no such file")
-    with open(path) as fh:
-        lines = [(i, ln.strip()) for i, ln in enumerate(fh, start=1) if ln.strip()]
-    pairs = []
-    for k, (line_no, text) in enumerate(lines):
-        fields = [f.strip() for f in text.split(",")]
-        try:
-            values = [int(f) for f in fields]
-        except ValueError:
-            if k == 0:
-                continue  # a header line
-            raise CLIError(f"{path}, line {line_no}: expected two integer indices, "
-                           f"got {text!r}") from None
-        if len(values) != 2:
-            raise CLIError(f"{path}, line {line_no}: expected two indices, got {len(values)}")
-        pairs.append(values)
-    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        raise CLIError(f"{path} is not a regular file")
 
 
-def write_atomic(path, header, values, *, fmt):
-    """Write a CSV next to ``path`` and rename it into place (no half-written files)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".metriclust-", suffix=".csv", dir=directory)
+def read_pairs(path, n_rows):
+    """Pairs of 0-based row indices: two integer columns, read like the data file.
+
+    The header rule, BOM, quoting and error messages are those of the data
+    reader; an integer may be written as a float (``2.0``).
+    """
+    from .datasets import _read_csv
+
     try:
-        with os.fdopen(fd, "w") as fh:
-            np.savetxt(fh, values, fmt=fmt, delimiter=",", header=",".join(header), comments="")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        table = _read_csv(path, header="infer")
+    except ValueError as exc:
+        raise CLIError(f"{str(exc).rstrip('.')} (a pairs file holds two integer row indices "
+                       "per line)") from None
+    P = table.X
+    if P.shape[1] != 2:
+        raise CLIError(f"{path}: expected two columns of row indices, got {P.shape[1]}")
+    bad = (P != np.floor(P)) | (P < 0) | (P >= n_rows)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        value = P[r, c]
+        what = ("is not an integer row index" if value != np.floor(value)
+                else f"is out of range: the data have {n_rows} rows (0-based indices)")
+        raise CLIError(f"{path}, line {table.line_of(int(r))}, column {table.columns[c]!r}: "
+                       f"{value:.17g} {what}")
+    pairs = P.astype(np.int64)
+    same = pairs[:, 0] == pairs[:, 1]
+    if same.any():
+        r = int(np.argmax(same))
+        raise CLIError(f"{path}, line {table.line_of(r)}: pairs row {pairs[r, 0]} with itself")
+    return pairs
+
+
+class _Outputs:
+    """Output files written all or none: temporary files renamed into place at the end.
+
+    Symbolic links are refused rather than followed (write to the target
+    directly): replacing a link by a file, or writing through it to a place the
+    user did not name, would both surprise. A new file gets the mode
+    ``0o666 & ~umask``; a replaced file keeps its mode.
+    """
+
+    def __init__(self):
+        self.paths = {}   # flag -> (path, temporary path, mode)
+        self.written = []
+        self.worker_busy = threading.Event()   # set while the worker thread runs
+
+    def add(self, flag, path, inputs, force):
+        st = _lstat(path)
+        if st is not None:
+            if stat.S_ISLNK(st.st_mode):
+                raise CLIError(f"{flag} {path} is a symbolic link; give the path of its target "
+                               "(metriclust neither replaces nor follows links)")
+            if not stat.S_ISREG(st.st_mode):
+                raise CLIError(f"{flag} {path} exists and is not a regular file")
+            for other in inputs:
+                if os.path.samefile(path, other):
+                    raise CLIError(f"{flag} {path} is an input file; choose another name")
+            if not force:
+                raise CLIError(f"{flag} {path} exists; pass --force to overwrite it")
+        for other_flag, (other, _, _) in self.paths.items():
+            if _same_path(path, other):
+                raise CLIError(f"{flag} and {other_flag} name the same file {path}")
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            what = "is not a directory" if os.path.exists(directory) else "does not exist"
+            raise CLIError(f"{flag} {path}: {directory} {what}")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".metriclust-", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise CLIError(f"{flag} {path}: cannot create a file in {directory}: "
+                           f"{exc.strerror}") from None
+        os.close(fd)
+        self.paths[flag] = (path, tmp, stat.S_IMODE(st.st_mode) if st is not None
+                            else 0o666 & ~_umask())
+
+    def write(self, flag, header, values, *, fmt):
+        path, tmp, mode = self.paths[flag]
+        try:
+            with open(tmp, "w") as fh:
+                np.savetxt(fh, values, fmt=fmt, delimiter=",", header=",".join(header),
+                           comments="")
+            os.chmod(tmp, mode)
+        except OSError as exc:
+            raise CLIError(f"{flag} {path}: {exc.strerror}") from None
+
+    def commit(self):
+        """Rename every temporary file into place (after every one was written)."""
+        for flag, (path, tmp, _) in list(self.paths.items()):
+            st = _lstat(path)
+            if st is not None and not stat.S_ISREG(st.st_mode):  # changed since the check
+                raise CLIError(f"{flag} {path} is no longer a regular file; nothing written")
+        # Ctrl-C now would leave a partial set: hold it until the renames are done.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for flag, (path, tmp, _) in list(self.paths.items()):
+                os.replace(tmp, path)
+                del self.paths[flag]
+                self.written.append(path)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def discard(self):
+        for _, tmp, _ in self.paths.values():
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self.paths.clear()
+
+
+def _lstat(path):
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _same_path(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b)
+    return False
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -13,8 +13,10 @@ docstring says what the paper fixes and what was chosen here.
 
 import csv
 import errno
+import math
 import numbers
 import os
+import warnings
 
 import numpy as np
 
@@ -417,35 +419,84 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
 
 # --------------------------------------------------------------------------
 # CSV reader
+#
+# Two parsers read the same format. The fast one is in C (csrc/csvparse.c);
+# it accepts a file only when every line is plain numeric and otherwise steps
+# aside, so that the careful one (the csv module, field by field) reads
+# the file again and either returns the same numbers or names the file, line
+# and column of the first problem. Error messages therefore come from one place.
+
+_FIELD_LIMIT = 131072  # the csv module's default field size limit
+_HEADER_CHOICES = ("infer", True, False)
+_EMPTY_LABEL_CHOICES = ("error", "unlabeled")
 
 
-def load_csv(path, *, label_column="label", label_dtype=int):
+class _Table:
+    """What the reader found: the arrays and where they came from."""
+
+    def __init__(self, path, X, y, columns, has_header, header_inferred, skip_lines):
+        self.path = path
+        self.X = X
+        self.y = y
+        self.columns = columns              # feature names (numbers 1.. without a header)
+        self.has_header = has_header
+        self.header_inferred = header_inferred  # "infer" found no header: line 1 is data
+        self._skip_lines = skip_lines       # physical lines before the first data line
+        self.first_data_line = skip_lines + 1
+
+    def line_of(self, row):
+        """The 1-based file line of data row ``row`` (blank lines skipped), for messages."""
+        with open(self.path, newline="", encoding="utf-8-sig", errors="replace") as f:
+            reader = csv.reader(f)
+            for _ in range(self._skip_lines):
+                next(reader, None)
+            r = -1
+            for fields in reader:
+                if not fields or (len(fields) == 1 and not fields[0].strip()):
+                    continue
+                r += 1
+                if r == row:
+                    return reader.line_num
+        return None
+
+
+def load_csv(path, *, label_column="label", label_dtype=int, header="infer",
+             empty_labels="error"):
     """Read a numeric CSV file in the format of the shared data sets.
 
     The format (``shared/data/README.md``): one header line of column names,
     then one row per point of numeric fields separated by commas; the class
     is the integer column named ``label`` (last by convention, but found by
-    name). Fields may be quoted; a UTF-8 byte-order mark and blank lines are
-    ignored.
+    name). Fields may be quoted; a UTF-8 byte-order mark, CRLF line ends and
+    blank lines are accepted. The file must be UTF-8 (ASCII is UTF-8).
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file.
+        The file (a regular file: devices and FIFOs are refused).
     label_column : str or None, default="label"
         Name of the column holding the class. None: every column is a feature
-        and ``y`` is None.
+        and ``y`` is None. Without a header the columns are named by their
+        1-based position: ``"1"``, ``"2"``, ...
     label_dtype : {int, str}, default=int
         ``int``: labels must be integers (the shared data sets' format).
         ``str``: labels are kept as stripped strings, for user files with
         class names (``"setosa"``); the measures in :mod:`metriclust.metrics`
         accept either.
+    header : {"infer", True, False}, default="infer"
+        True: the first non-blank line holds the column names. False: every
+        line is data. "infer": the first line is the header unless every one
+        of its fields is a number, in which case it is data -- a numeric row is
+        never dropped as a header.
+    empty_labels : {"error", "unlabeled"}, default="error"
+        What an empty label field means: an error, or an unlabeled row
+        (``-1`` for integer labels, ``""`` for string labels).
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features), float64
         The feature columns, in file order.
-    y : ndarray of shape (n_samples,), int64, or None
+    y : ndarray of shape (n_samples,), int64 or str, or None
         The labels.
 
     Raises
@@ -453,9 +504,11 @@ def load_csv(path, *, label_column="label", label_dtype=int):
     FileNotFoundError
         When ``path`` does not exist (the message has the path).
     ValueError
-        For an empty file, a header without the label column, or a row that is
-        ragged, has an empty, non-numeric or non-finite field, or a
-        non-integer label; the message gives the line number and column name.
+        For a path that is not a regular file, an empty file, a file that is
+        not UTF-8, a header without the label column, or a row that is ragged,
+        has an empty, non-numeric or non-finite field, a field longer than
+        131,072 characters, or a non-integer label; the message gives the
+        path, line number and column.
 
     Examples
     --------
@@ -469,78 +522,213 @@ def load_csv(path, *, label_column="label", label_dtype=int):
     >>> X.tolist(), y.tolist()
     ([[1.5, 2.0], [3.0, 4.25]], [0, 1])
     """
+    table = _read_csv(path, label_column=label_column, label_dtype=label_dtype, header=header,
+                      empty_labels=empty_labels,
+                      missing_label_hint="pass label_column=None for a file without labels")
+    return table.X, table.y
+
+
+def _read_csv(path, *, label_column=None, label_dtype=str, header="infer", empty_labels="error",
+              missing_label_hint=""):
+    """Read a numeric CSV into a :class:`_Table` (see :func:`load_csv`)."""
     path = os.fspath(path)
     if label_column is not None and not isinstance(label_column, str):
         raise TypeError(f"label_column must be a str or None, got {label_column!r}.")
     if label_dtype not in (int, str):
         raise ValueError(f"label_dtype must be int or str, got {label_dtype!r}.")
-    if not os.path.isfile(path):
+    if not any(header is choice for choice in _HEADER_CHOICES):
+        raise ValueError(f"header must be 'infer', True or False, got {header!r}.")
+    if empty_labels not in _EMPTY_LABEL_CHOICES:
+        raise ValueError(f"empty_labels must be 'error' or 'unlabeled', got {empty_labels!r}.")
+    if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, "CSV file not found", path)
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        header = None
-        for row in reader:
-            if row:
-                header = [name.strip() for name in row]
-                header_line = reader.line_num
-                break
-        if header is None:
-            raise ValueError(f"{path} is empty; expected a header line of column names.")
-        n_cols = len(header)
-        if label_column is None:
-            label_idx = None
-        else:
-            hits = [i for i, name in enumerate(header) if name == label_column]
-            if not hits:
-                raise ValueError(
-                    f"{path}, line {header_line}: no column named {label_column!r} in the "
-                    f"header {header}; pass label_column=None for a file without labels."
-                )
-            if len(hits) > 1:
-                raise ValueError(
-                    f"{path}, line {header_line}: column {label_column!r} appears "
-                    f"{len(hits)} times in the header."
-                )
-            label_idx = hits[0]
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is not a regular file.")
 
-        rows, lines, names = [], [], []
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank line
-            line = reader.line_num
-            if len(row) != n_cols:
-                raise ValueError(
-                    f"{path}, line {line}: expected {n_cols} fields (as in the header), "
-                    f"got {len(row)}."
-                )
-            if label_dtype is str and label_idx is not None:
-                names.append(row[label_idx].strip())
-                row = row[:label_idx] + ["0"] + row[label_idx + 1:]
-            try:
-                values = [float(field) for field in row]
-            except ValueError:
-                values = None
-            if values is None or not np.all(np.isfinite(values)):
-                _raise_bad_field(path, line, row, header)
-            rows.append(values)
-            lines.append(line)
+    first, first_line = _first_row(path)
+    if first is None:
+        raise ValueError(f"{path} is empty; expected a header line of column names.")
+    numeric_first = all(_is_number(field) for field in first)
+    has_header = header is True or (header == "infer" and not numeric_first)
+    if has_header:
+        columns = [name.strip() for name in first]
+        skip = first_line
+    else:
+        columns = [str(j + 1) for j in range(len(first))]
+        skip = first_line - 1
+    label_idx = None
+    if label_column is not None:
+        hits = [i for i, name in enumerate(columns) if name == label_column]
+        if not hits:
+            where = f"{path}, line {first_line}"
+            if has_header:
+                msg = f"{where}: no column named {label_column!r} in the header {columns}"
+            else:
+                why = "header=False" if header is False else f"line {first_line} is all numbers"
+                msg = (f"{path} has no header ({why}), so no column named {label_column!r}: "
+                       f"without a header, columns are named 1..{len(columns)}")
+            raise ValueError(msg + (f"; {missing_label_hint}." if missing_label_hint else "."))
+        if len(hits) > 1:
+            raise ValueError(f"{path}, line {first_line}: column {label_column!r} appears "
+                             f"{len(hits)} times in the header.")
+        label_idx = hits[0]
 
+    text_labels = label_idx is not None and label_dtype is str
+    parsed = _parse_fast(path, skip, len(columns), label_idx, text_labels, empty_labels)
+    if parsed is None:
+        parsed = _parse_careful(path, skip, columns, label_idx, label_dtype, empty_labels,
+                                "header" if has_header else "first line")
+    data, labels = parsed
+    if label_idx is None:
+        X, y = np.ascontiguousarray(data), None
+    else:
+        X = np.ascontiguousarray(np.delete(data, label_idx, axis=1))
+        y = labels if text_labels else data[:, label_idx].astype(np.int64)
+        del columns[label_idx]
+    return _Table(path, X, y, columns, has_header, header == "infer" and not has_header, skip)
+
+
+def _is_number(field):
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _first_row(path):
+    """The first non-blank row's fields and its line number, or (None, None)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            for row in reader:
+                if row and not (len(row) == 1 and not row[0].strip()):
+                    return row, reader.line_num
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except csv.Error as exc:
+        raise _csv_error(path, reader.line_num, exc) from None
+    return None, None
+
+
+def _parse_fast(path, skip, n_cols, label_idx, text_labels, empty_labels):
+    """The C parser (csrc/csvparse.c); None when anything is unusual (then the careful one)."""
+    from ._kernels._csv import parse_numeric
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.endswith(b"\n"):
+        raw += b"\n"
+    start = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        for _ in range(skip):
+            start = raw.index(b"\n", start) + 1
+    except ValueError:
+        return None
+    data = parse_numeric(memoryview(raw)[start:], n_cols,
+                         label_idx if text_labels else -1)
+    del raw
+    if data is None or data.shape[0] == 0 or not np.all(np.isfinite(data)):
+        return None
+    labels = None
+    if text_labels:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "input contained no data": checked below
+                labels = np.loadtxt(path, delimiter=",", quotechar='"', comments=None,
+                                    encoding="utf-8-sig", skiprows=skip, ndmin=2, dtype=str,
+                                    usecols=[label_idx])[:, 0]
+        except (ValueError, UnicodeDecodeError):
+            return None
+        labels = np.char.strip(labels)
+        if labels.shape[0] != data.shape[0] or (empty_labels == "error"
+                                                and np.any(labels == "")):
+            return None
+    elif label_idx is not None:
+        y = data[:, label_idx]
+        if np.any(y != np.round(y)):
+            return None
+    return data, labels
+
+
+def _parse_careful(path, skip, columns, label_idx, label_dtype, empty_labels, reference):
+    """The csv module, field by field: returns the data or raises naming line and column."""
+    n_cols = len(columns)
+    text_labels = label_idx is not None and label_dtype is str
+    rows, lines, names = [], [], []
+    reader = None
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            for _ in range(skip):
+                next(reader, None)
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # blank line
+                line = reader.line_num
+                if len(row) != n_cols:
+                    raise ValueError(
+                        f"{path}, line {line}: expected {n_cols} fields (as in the "
+                        f"{reference}), got {len(row)}."
+                    )
+                if label_idx is not None and not row[label_idx].strip():
+                    if empty_labels == "error":
+                        raise ValueError(
+                            f"{path}, line {line}, column {columns[label_idx]!r}: empty label "
+                            "(mark unlabeled rows explicitly, e.g. empty_labels='unlabeled')."
+                        )
+                    row = row[:label_idx] + ["" if text_labels else "-1"] + row[label_idx + 1:]
+                if text_labels:
+                    names.append(row[label_idx].strip())
+                    row = row[:label_idx] + ["0"] + row[label_idx + 1:]
+                try:
+                    values = [float(field) for field in row]
+                except ValueError:
+                    values = None
+                if values is None or not all(map(math.isfinite, values)):
+                    _raise_bad_field(path, line, row, columns)
+                if label_idx is not None and not text_labels and not values[label_idx].is_integer():
+                    raise ValueError(
+                        f"{path}, line {line}, column {columns[label_idx]!r}: a label must be "
+                        f"an integer, got {values[label_idx]!r}."
+                    )
+                rows.append(values)
+                lines.append(line)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except csv.Error as exc:
+        raise _csv_error(path, reader.line_num if reader else 1, exc) from None
     if not rows:
         raise ValueError(f"{path} has a header but no data rows.")
-    data = np.array(rows, dtype=np.float64)
-    if label_idx is None:
-        return np.ascontiguousarray(data), None
-    X = np.ascontiguousarray(np.delete(data, label_idx, axis=1))
-    if label_dtype is str:
-        return X, np.array(names)
-    labels = data[:, label_idx]
-    if np.any(labels != np.round(labels)):
-        r = int(np.argmax(labels != np.round(labels)))
-        raise ValueError(
-            f"{path}, line {lines[r]}, column {label_column!r}: a label must be an "
-            f"integer, got {labels[r]!r}."
-        )
-    return X, labels.astype(np.int64)
+    return np.array(rows, dtype=np.float64), (np.array(names) if text_labels else None)
+
+
+def _not_utf8(path):
+    """A ValueError naming the line and byte of the first byte that is not UTF-8."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    start = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        raw[start:].decode("utf-8")
+        pos = len(raw)
+    except UnicodeDecodeError as exc:
+        pos = start + exc.start
+    line = raw.count(b"\n", 0, pos) + 1
+    line_start = raw.rfind(b"\n", 0, pos) + 1
+    column = raw.count(b",", line_start, pos) + 1
+    byte = f"0x{raw[pos]:02x}" if pos < len(raw) else "end of file"
+    return ValueError(
+        f"{path}, line {line}, field {column} (byte {pos - line_start + 1} of the line): "
+        f"{byte} is not UTF-8; save the file as UTF-8 (Latin-1 or another legacy encoding?)."
+    )
+
+
+def _csv_error(path, line, exc):
+    message = str(exc)
+    if "field larger than field limit" in message:
+        message = (f"a field is longer than {_FIELD_LIMIT} characters (an unbalanced quote, "
+                   "or not a numeric CSV)")
+    return ValueError(f"{path}, line {line}: {message}.")
 
 
 def _raise_bad_field(path, line, row, header):

@@ -150,6 +150,8 @@ class MMC(TransformerMixin, BaseEstimator):
         check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         check_scalar(self.verbose, "verbose", (numbers.Integral, bool))
+        if not isinstance(self.diagonal, (bool, np.bool_)):  # "false" would be truthy
+            raise ValueError(f"diagonal must be True or False, got {self.diagonal!r}.")
         check_random_state(self.random_state)  # fail on a bad value even if no draw is made
         X = check_array(X, ensure_min_samples=2)
         p = X.shape[1]

@@ -317,7 +317,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
             if verbose:
                 how = "strict convergence" if strict else (
                     "center shift within tolerance" if n_iter < max_iter else "max_iter reached")
-                print(f"k-means run {r}: {n_iter} iterations ({how}), inertia {inertia:.6g}")
+                print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
+                      f"inertia {inertia:.6g}")
             if best is None or inertia < best.inertia:
                 best = KMeansResult(centers, labels, inertia, n_iter)
     centers = best.centers + X_mean
