@@ -159,7 +159,7 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
 static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
                        const double *a, double *V, double *hacc,
-                       double *gacc, int want_H) {
+                       double *gacc, int want_H, double *zacc, double *nzero) {
     for (ptrdiff_t k = 0; k < c; ++k) {
         const double *xi = X + pi[k * stride] * p;
         const double *xj = X + pj[k * stride] * p;
@@ -181,8 +181,17 @@ static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                 double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
                 for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
             }
-        } else if (want_H) {
-            for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
+        } else {
+            if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
+                int differs = 0;
+                for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
+                if (differs) {
+                    *nzero += 1.0;
+                    for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
+                }
+            }
+            if (want_H)
+                for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
         }
     }
 }
@@ -190,8 +199,10 @@ static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
+                  double *grad_zero, double *n_zero,
                   ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0) return ML_ERR_ARG;
+    if (grad_zero && !n_zero) return ML_ERR_ARG;
     const int implicit = pairs == NULL;
     if (!implicit && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
     /* Blocks: explicit -> fixed ranges of pairs; implicit -> fixed row tiles
@@ -209,8 +220,10 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     double *hpart = calloc((size_t)nb, sizeof(double));
     double *gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
     double *Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    if (!hpart || (grad && !gpart) || (H && !Hpart)) {
-        free(hpart); free(gpart); free(Hpart);
+    /* per block: p sums of v / 2 over zero-distance pairs, then their count */
+    double *zpart = grad_zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
+    if (!hpart || (grad && !gpart) || (H && !Hpart) || (grad_zero && !zpart)) {
+        free(hpart); free(gpart); free(Hpart); free(zpart);
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
@@ -230,12 +243,14 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
             double hacc = 0.0;
             double *gacc = grad ? gpart + b * p : NULL;
             double *Hacc = H ? Hpart + b * p * p : NULL;
+            double *zacc = grad_zero ? zpart + b * (p + 1) : NULL;
+            double *nz = grad_zero ? zacc + p : NULL;
             if (!implicit) {
                 ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
                 for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
                     ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
                     diag_chunk(X, p, pairs + 2 * c0, pairs + 2 * c0 + 1, 2, c, a,
-                               V, &hacc, gacc, H != NULL);
+                               V, &hacc, gacc, H != NULL, zacc, nz);
                     if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                 }
             } else {
@@ -246,14 +261,16 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                         idx[2 * c] = i;
                         idx[2 * c + 1] = j;
                         if (++c == ML_CHUNK) {
-                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc,
+                                       H != NULL, zacc, nz);
                             if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                             c = 0;
                         }
                     }
                 }
                 if (c > 0) {
-                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL,
+                               zacc, nz);
                     if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                 }
             }
@@ -279,11 +296,20 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
             }
             symmetrize_lower(H, p);
         }
+        if (grad_zero) {
+            memset(grad_zero, 0, (size_t)p * sizeof(double));
+            *n_zero = 0.0;
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                for (ptrdiff_t t = 0; t < p; ++t) grad_zero[t] += zpart[b * (p + 1) + t];
+                *n_zero += zpart[b * (p + 1) + p];
+            }
+        }
         if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);
     free(Hpart);
+    free(zpart);
     return status;
 }
 

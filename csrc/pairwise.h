@@ -27,11 +27,16 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
 
 /* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,
  * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
- * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL.
+ * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL;
+ * pairs with d_k = 0 are left out of both (their gradient is +inf along the
+ * features where v_k > 0). Those pairs are reported instead when grad_zero is
+ * not NULL: grad_zero = sum_{d_k = 0, v_k != 0} v_k / 2 and *n_zero = their
+ * count (the solver's certificate needs them; n_zero required with grad_zero).
  * pairs == NULL means ALL pairs i < j of the n rows (m ignored). */
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
+                  double *grad_zero, double *n_zero,
                   ml_dsyrk_fn dsyrk, int n_threads);
 
 /* All pairs i < j, Laplacian form (SPEC 1.3). Y = X Lt (n x r, rows centred

@@ -447,3 +447,167 @@ def test_paper_figure_6_learned_metric_helps(load_dataset, name):
     X, y = load_dataset(name)
     acc = np.array([_fig6_accuracy(X, y, 0.7, s, False) for s in range(4)])
     assert acc[:, 1].mean() > acc[:, 0].mean()
+
+
+# ---------------------------------------------------------------------------
+# Issue #20: metric-learn's own MMC tests run against ours, and what they found
+# ---------------------------------------------------------------------------
+def _iris_label_pairs(load_dataset):
+    """metric-learn's TestMMC.test_iris side information: every same-class pair
+    similar, every different-class pair dissimilar (upper triangle)."""
+    X, y = load_dataset("iris")
+    same = y[None] == y[:, None]
+    S = np.argwhere(np.triu(same, k=1))
+    D = np.argwhere(np.triu(~same, k=1))
+    return X, y, np.ascontiguousarray(S), np.ascontiguousarray(D)
+
+
+def _class_separation(T, y):
+    """metric-learn's test helper: mean within-class over between-class distance."""
+    from scipy.spatial.distance import cdist
+    r = 0.0
+    for c in np.unique(y):
+        In, Out = T[y == c], T[y != c]
+        r += cdist(In, In).mean() / cdist(In, Out).mean()
+    return r / len(np.unique(y))
+
+
+def test_metric_learn_iris_checks(load_dataset):
+    # metric-learn's expected matrices (its test_iris, MMC at convergence_threshold=0.01
+    # and the diagonal one) are near-optima of the same problem: ours must score at least
+    # as well on the scale-free J, and the full one is rank one along the same direction.
+    X, y, S, D = _iris_label_pairs(load_dataset)
+    ml_full = np.array([[+0.000514, +0.000868, -0.001195, -0.001703],
+                        [+0.000868, +0.001468, -0.002021, -0.002879],
+                        [-0.001195, -0.002021, +0.002782, +0.003964],
+                        [-0.001703, -0.002879, +0.003964, +0.005648]])
+    ml_diag = np.diag([0, 0, 1.210220, 1.228596])
+    full = MMC().fit(X, similar=S, dissimilar=D)
+    diag = MMC(diagonal=True).fit(X, similar=S, dissimilar=D)
+    assert J_of(X, S, D, full.metric_) >= J_of(X, S, D, ml_full)
+    assert J_of(X, S, D, diag.metric_) >= J_of(X, S, D, ml_diag)
+    lam, V = np.linalg.eigh(full.metric_)
+    assert lam[-2] < 1e-6 * lam[-1]                        # rank one, as theirs
+    assert abs(V[:, -1] @ np.linalg.eigh(ml_full)[1][:, -1]) > 0.99
+    # Their supervised checks (fit from labels): class separation below 0.15 / 0.2.
+    assert _class_separation(MMC().fit(X, y).transform(X), y) < 0.15
+    assert _class_separation(MMC(diagonal=True).fit(X, y).transform(X), y) < 0.2
+    # Their Mahalanobis-mixin checks: A = L^T L symmetric PSD; the distance of the
+    # embedding is the metric's.
+    for m in (full, diag):
+        np.testing.assert_allclose(m.metric_, m.metric_.T)
+        assert np.linalg.eigvalsh(m.metric_)[0] >= -1e-12 * np.abs(m.metric_).max()
+        T = m.transform(X)
+        np.testing.assert_allclose(m.pair_distances(X, D[:50]),
+                                   np.linalg.norm(T[D[:50, 0]] - T[D[:50, 1]], axis=1),
+                                   rtol=1e-10)
+
+
+def test_diagonal_optimum_at_a_non_smooth_point_iris(load_dataset):
+    # Issue #20, bug 1: 25 dissimilar iris pairs have equal petal length; with
+    # weight only on petal length they sit at distance 0 and the gradient along
+    # petal width is +inf. The old certificate ignored them and stopped at
+    # diag(A) = [0, 0, 7.35e-4, 0] (J = 554.64520); the optimum gives petal width
+    # a small positive weight (J = 554.64853).
+    X, y = load_dataset("iris")
+    mmc = MMC(diagonal=True, tol=1e-10).fit(X, y)
+    assert mmc.converged_
+    S, D = mmc.similar_, mmc.dissimilar_
+    J = J_of(X, S, D, mmc.metric_)
+    assert mmc.metric_[3, 3] > 0
+    # Exact KKT check, in whitened weights b (sum b = 1): every pair that differs is
+    # at a positive distance (h is differentiable there), and then
+    # max_j grad_j + h/2 >= h* bounds the gap (the 1e-9 ridge adds ~1e-9).
+    s = ((X[S[:, 0]] - X[S[:, 1]]) ** 2).sum(0)
+    V = (X[D[:, 0]] - X[D[:, 1]]) ** 2 / s
+    b = np.diag(mmc.metric_) * s
+    b /= b.sum()
+    d = np.sqrt(V @ b)
+    differs = V.any(axis=1)
+    assert d[differs].min() > 0
+    grad = (V[differs] / (2 * d[differs, None])).sum(0)
+    assert (grad.max() + 0.5 * d.sum() - d.sum()) / d.sum() < 1e-8
+    # Independent optimum: L-BFGS-B over b >= 0 on a smoothed sqrt(q + delta^2),
+    # which moves h by at most |D| delta = 5e-5 relative 1e-13, from three starts.
+    delta = 1e-8
+
+    def g(b):
+        q = np.sqrt(V @ b + delta**2)
+        return b.sum() - np.log(q.sum()), 1.0 - (V / (2 * q[:, None])).sum(0) / q.sum()
+
+    best = -np.inf
+    for b0 in ([0.25] * 4, [1, 1, 1, 1e-3], [0.1, 0.1, 1, 0.1]):
+        r = optimize.minimize(g, np.array(b0), jac=True, method="L-BFGS-B",
+                              bounds=[(0, None)] * 4,
+                              options=dict(ftol=1e-16, gtol=1e-14, maxiter=10000))
+        best = max(best, np.sqrt(V @ r.x).sum() / np.sqrt(r.x.sum()))
+    assert J == pytest.approx(best, rel=1e-8)
+    assert J >= 554.6485
+
+
+def test_diagonal_gap_is_a_bound_at_non_smooth_points():
+    from metriclust._core.pairsums import PairSums
+    from metriclust.mmc import _diagonal_gap
+
+    # Pairs differing only in feature 1, others differing in both: at a = (1, 0) the
+    # first kind sits at distance 0 and feature 1's gradient is +inf.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[20:, 0] = X[:20, 0]
+    D = np.ascontiguousarray(np.r_[np.c_[np.arange(20), np.arange(20, 40)],
+                                   np.c_[np.arange(19), np.arange(1, 20)]], dtype=np.int64)
+    sums = PairSums(X, D, None)
+    a = np.array([1.0, 0.0])
+    h, g, _, g_zero, n_zero = sums.diag(a, hessian=False, zero_pairs=True)
+    assert n_zero == 20 and g_zero[1] > 0 and g_zero[0] == 0
+    V = (X[D[:, 0]] - X[D[:, 1]]) ** 2
+    bs = np.linspace(0, 1, 100001)
+    h_star = np.sqrt(np.outer(1 - bs, V[:, 0]) + np.outer(bs, V[:, 1])).sum(1).max()
+    true_gap = (h_star - h) / h
+    naive = (max(g.max(), 0) - 0.5 * h) / h          # the zero pairs dropped: not a bound
+    assert naive < true_gap
+    assert _diagonal_gap(h, g, g_zero, n_zero, 1.0) >= true_gap
+    # At a smooth point the certificate is the usual one.
+    a = np.array([0.7, 0.3])
+    h, g, _, g_zero, n_zero = sums.diag(a, hessian=False, zero_pairs=True)
+    assert n_zero == 0
+    assert _diagonal_gap(h, g, g_zero, n_zero, 1.0) == pytest.approx((g.max() - 0.5 * h) / h)
+
+
+def test_zero_pair_sums_match_reference():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(30, 4)).astype(float)    # many ties per feature
+    pairs = np.ascontiguousarray(np.argwhere(np.triu(np.ones((30, 30)), 1)), dtype=np.int64)
+    a = np.array([1.0, 0.0, 2.0, 0.0])
+    V = (X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2
+    zero = (V @ a == 0) & V.any(axis=1)
+    for got in (K.pairs_diag(X, pairs, a, zero_pairs=True),
+                K.pairs_diag(X, None, a, zero_pairs=True)):
+        assert got[4] == zero.sum() > 0
+        np.testing.assert_allclose(got[3], 0.5 * V[zero].sum(0))
+        pos = V @ a > 0
+        np.testing.assert_allclose(got[1], (V[pos] / (2 * np.sqrt(V[pos] @ a))[:, None]).sum(0))
+
+
+@pytest.mark.parametrize("init", [np.diag([-10.0, 1, 1, 1]), np.diag([-1.0, 1, 1, 1])])
+def test_non_psd_init_is_rejected(load_dataset, init):
+    # Issue #20, bug 2: the first raised FloatingPointError, the second was accepted.
+    X, y = load_dataset("iris")
+    with pytest.raises(ValueError, match=r"init must be positive semi-definite; its "
+                                         r"smallest eigenvalue is -1"):
+        MMC(init=init).fit(X, y)
+    with pytest.raises(ValueError, match="smallest eigenvalue"):
+        MMC(diagonal=True, init=np.diag(init)).fit(X, y)
+    # Singular PSD inits are fine (the problem is convex; same optimum).
+    J = MMC(init=np.diag([0.0, 1, 1, 1]), tol=1e-9).fit(X, y).objective_
+    assert J == pytest.approx(MMC(tol=1e-9).fit(X, y).objective_, rel=1e-7)
+
+
+def test_pair_distances_of_a_point_with_itself_is_zero(load_dataset):
+    # Issue #20, bug 3: a distance query (i, i) is valid (fit still refuses such pairs).
+    X, y = load_dataset("iris")
+    mmc = MMC().fit(X, y)
+    d = mmc.pair_distances(X, [[2, 2], [0, 1], [1, 0]])
+    assert d[0] == 0.0 and d[1] == d[2] > 0
+    with pytest.raises(ValueError, match="with itself"):
+        MMC().fit(X, similar=[[2, 2], [0, 1]])

@@ -242,7 +242,12 @@ class MMC(TransformerMixin, BaseEstimator):
         if A0.shape != (p, p):
             raise ValueError(f"init must have shape ({p}, {p}), got {A0.shape}.")
         A0 = 0.5 * (A0 + A0.T).astype(np.float64)
-        if np.linalg.eigvalsh(A0)[-1] <= 0:
+        lam = np.linalg.eigvalsh(A0)
+        # Rounding of a PSD matrix gives eigenvalues down to ~-p eps |lam|_max.
+        if lam[0] < -1e-10 * max(abs(lam[0]), abs(lam[-1])):
+            raise ValueError("init must be positive semi-definite; its smallest "
+                             f"eigenvalue is {lam[0]:.6g}.")
+        if lam[-1] <= 0:
             raise ValueError("init must be positive semi-definite and non-zero.")
         return A0
 
@@ -263,7 +268,7 @@ class MMC(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "components_")
         X = check_array(X)
         check_n_features(self, X)
-        pairs = check_pairs(pairs, X.shape[0])
+        pairs = check_pairs(pairs, X.shape[0], allow_self=True)   # d_A(x_i, x_i) = 0
         from ._kernels._pairwise import pairs_full
         _, _, dist = pairs_full(X.astype(np.float64, copy=False), pairs,
                                 np.ascontiguousarray(self.components_.T),
@@ -357,6 +362,56 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     return best[1], max_iter, False
 
 
+def _diagonal_gap(h, grad, grad_zero, n_zero, total):
+    """Certified relative gap ``(h* - h) / h`` of the diagonal problem at ``a / sum(a)``.
+
+    ``h, grad, grad_zero, n_zero`` are ``PairSums.diag``'s at ``a`` (``sum(a) = total``).
+    For any ``t_k > 0``, ``sqrt(q) <= q / (2 t_k) + t_k / 2`` (equality at
+    ``t_k = sqrt(q)``), so for every ``b >= 0`` with ``sum(b) <= 1``::
+
+        h(b) <= max(0, max_j sum_k v_kj / (2 t_k)) + sum_k t_k / 2.
+
+    With ``t_k = d_k`` at the normalized point this is the usual bound
+    ``max(grad) + h / 2``, valid only where h is differentiable. At a
+    non-smooth point some pair has ``d_k = 0`` but ``v_k != 0`` (a feature with
+    weight 0 is the only one where the two points differ): ``grad h`` is
+    ``+inf`` along that feature, and dropping the pair from the sum, as the
+    gradient does, gives a number that is *not* a bound (iris, issue #20).
+    Those ``n_zero`` pairs get a common ``t_k = eps`` instead::
+
+        h* <= U(eps) = max_j (grad_j + grad_zero_j / eps) + h / 2 + n_zero eps / 2,
+
+    valid for every ``eps > 0``; U is convex in eps and its minimizer lies
+    below ``max_j sqrt(2 grad_zero_j / n_zero)``, found by a golden-section
+    search in ``log eps``. U stays above h by ``~sqrt(n_zero grad_zero)``:
+    such a point is never certified, correctly, since it is not optimal.
+    """
+    root = np.sqrt(total)
+    h, grad = h / root, grad * root          # h is 1/2-homogeneous
+    if n_zero == 0 or not np.any(grad_zero > 0):
+        return (max(grad.max(), 0.0) - 0.5 * h) / h
+
+    def upper(log_eps):
+        eps = np.exp(log_eps)
+        return max(np.max(grad + grad_zero / eps), 0.0) + 0.5 * h + 0.5 * n_zero * eps
+
+    hi = 0.5 * np.log(2.0 * grad_zero.max() / n_zero)
+    lo = hi - 60.0
+    ratio = 0.5 * (np.sqrt(5.0) - 1.0)
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = upper(x1), upper(x2)
+    for _ in range(80):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = upper(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = upper(x2)
+    return (min(f1, f2) - h) / h
+
+
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):
     """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``)."""
     p = a0.size
@@ -366,19 +421,36 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         h = sums.diag(a, gradient=False, hessian=False)[0]
         return a.sum() - np.log(h) if h > 0 else np.inf
 
-    h, gh, H = sums.diag(a)
-    if not h > 0:
+    h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
+    if not h > 0 and n_zero == 0:
         return a, 0, True
     for it in range(1, max_iter + 1):
-        # Certificate at the normalized point a / sum(a) (h is 1/2-homogeneous).
         c = a.sum()
-        gap = (np.max(gh) * np.sqrt(c) - 0.5 * h / np.sqrt(c)) / (h / np.sqrt(c))
-        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
-        hess = H / h + np.outer(gh, gh) / h**2               # hess g
+        gap = _diagonal_gap(h, gh, g_zero, n_zero, c) if h > 0 else np.inf
         if verbose:
             print(f"MMC-diag iter {it:4d}  g = {c - np.log(h):.12g}  rel. gap <= {gap:.3e}")
         if gap <= tol:
             return a, it - 1, True
+        g0 = c - np.log(h) if h > 0 else np.inf
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1) if h > 0 else 0.0  # rounding level
+        if n_zero > 0:
+            # Non-smooth point: some D pairs differ only in features of weight 0, where
+            # g has slope -inf. Newton cannot see them; step into those features.
+            d = g_zero / g_zero.max()
+            t = c
+            while True:
+                an = a + t * d
+                gn = g_of(an)
+                if gn < g0 - noise or t < 1e-14 * c:
+                    break
+                t *= 0.5
+            if not gn < g0 - noise:
+                return a, it, False
+            a = an
+            h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
+            continue
+        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
+        hess = H / h + np.outer(gh, gh) / h**2               # hess g
         # Bertsekas' projected Newton: hold bound variables pushed outward.
         eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))
         held = (a <= eps) & (grad > 0)
@@ -388,8 +460,7 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         lam = np.maximum(lam, 1e-12 * max(lam.max(), np.finfo(float).tiny))
         d[free] = -V @ ((V.T @ grad[free]) / lam)
         d[held] = -grad[held]
-        g0, t = c - np.log(h), 1.0
-        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)   # rounding level of g
+        t = 1.0
         while True:                       # Armijo along the projection arc
             an = np.maximum(a + t * d, 0.0)
             gn = g_of(an)
@@ -399,5 +470,5 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
-        h, gh, H = sums.diag(a)
+        h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
     return a, max_iter, False

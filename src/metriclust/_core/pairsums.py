@@ -80,14 +80,19 @@ class PairSums:
                                          n_threads=self.n_threads)
         return h - hs, (G - Gs if gradient else None)
 
-    def diag(self, a, gradient=True, hessian=True):
-        """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1)."""
+    def diag(self, a, gradient=True, hessian=True, zero_pairs=False):
+        """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1).
+
+        Pairs at distance 0 are left out of ``grad`` and ``H``; with
+        ``zero_pairs`` the result also holds ``(grad_zero, n_zero)``, the sum of
+        ``v / 2`` and the count over D's pairs with ``a . v = 0`` but ``v != 0``.
+        """
         a = np.ascontiguousarray(a, dtype=np.float64)
         if not self.implicit:
             return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
-                                        n_threads=self.n_threads)
-        h, g, H = _pairwise.pairs_diag(self.E, None, a, gradient, hessian,
-                                       n_threads=self.n_threads)
-        hs, gs, Hs = _pairwise.pairs_diag(self.E, self.S, a, gradient, hessian,
-                                          n_threads=self.n_threads)
-        return (h - hs, None if g is None else g - gs, None if H is None else H - Hs)
+                                        n_threads=self.n_threads, zero_pairs=zero_pairs)
+        out = _pairwise.pairs_diag(self.E, None, a, gradient, hessian,
+                                   n_threads=self.n_threads, zero_pairs=zero_pairs)
+        out_s = _pairwise.pairs_diag(self.E, self.S, a, gradient, hessian,
+                                     n_threads=self.n_threads, zero_pairs=zero_pairs)
+        return tuple(None if x is None else x - xs for x, xs in zip(out, out_s))

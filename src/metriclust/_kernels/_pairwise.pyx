@@ -24,6 +24,7 @@ cdef extern from "pairwise.h" nogil:
     int ml_pairs_diag(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m, const double *a,
                       double *h, double *grad, double *H,
+                      double *grad_zero, double *n_zero,
                       ml_dsyrk_fn dsyrk, int n_threads)
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
@@ -87,11 +88,15 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
 
 
 def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
-               bint gradient=True, bint hessian=True, int n_threads=0):
+               bint gradient=True, bint hessian=True, int n_threads=0, *,
+               bint zero_pairs=False):
     """Diagonal metric ``diag(a)``; ``pairs=None`` means all pairs i < j.
 
     Returns ``(h, grad, H)`` with ``h = sum d``, ``grad = sum v / (2 d)``,
-    ``H = sum v v^T / (4 d^3)``, ``v = (x_i - x_j)**2``, ``d = sqrt(a . v)``.
+    ``H = sum v v^T / (4 d^3)``, ``v = (x_i - x_j)**2``, ``d = sqrt(a . v)``;
+    pairs with ``d = 0`` are left out of ``grad`` and ``H``. With
+    ``zero_pairs``, also ``(grad_zero, n_zero)``: ``sum v / 2`` and the count
+    over the pairs with ``d = 0`` and ``v != 0`` (non-smooth points of ``h``).
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = 0
     if a.shape[0] != p:
@@ -118,7 +123,13 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
     if hessian:
         Hv = H
         Hp = &Hv[0, 0]
-    cdef double h = 0.0
+    gzero = np.zeros(p) if zero_pairs else None
+    cdef double[::1] zv
+    cdef double *zp = NULL
+    if zero_pairs:
+        zv = gzero
+        zp = &zv[0]
+    cdef double h = 0.0, n_zero = 0.0
     cdef int status
     cdef bint explicit = pairs is not None
     with nogil:
@@ -126,8 +137,10 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
             status = 0
         else:
             status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
-                                   &h, gp, Hp, dsyrk, n_threads)
+                                   &h, gp, Hp, zp, &n_zero, dsyrk, n_threads)
     _raise(status, "pairs_diag")
+    if zero_pairs:
+        return h, grad, H, gzero, int(n_zero)
     return h, grad, H
 
 
