@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ML_CHUNK 256          /* pairs gathered per BLAS call */
+#define ML_CHUNK 1024         /* pairs gathered per BLAS call */
 #define ML_PAIR_BLOCK 4096    /* pairs per deterministic partial sum */
 #define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
 #define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
 #define ML_TILE 256           /* row tile of the all-pairs kernel */
-#define ML_MIN_PARALLEL_WORK 2000000.0  /* flops below which threads cost more than they save */
 
 /* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
  * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
@@ -63,14 +62,21 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m,
                   const double *Lt, ptrdiff_t r,
                   double *h, double *G, double *dist,
+                  double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0 || m < 0 || r <= 0) return ML_ERR_ARG;
+    if (G_zero && !n_zero) return ML_ERR_ARG;
     if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
     ptrdiff_t block;
-    ptrdiff_t nb = n_blocks_for(m, G ? p : 0, &block);
+    ptrdiff_t nb = n_blocks_for(m, G ? (G_zero ? 2 * p : p) : 0, &block);
     double *hpart = calloc((size_t)nb, sizeof(double));
     double *gpart = G ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    if (!hpart || (G && !gpart)) { free(hpart); free(gpart); return ML_ERR_ALLOC; }
+    /* per block: sum of D_k D_k^T / 2 over zero-distance pairs (lower triangle), count */
+    double *zpart = G_zero ? calloc((size_t)(nb * (p * p + 1)), sizeof(double)) : NULL;
+    if (!hpart || (G && !gpart) || (G_zero && !zpart)) {
+        free(hpart); free(gpart); free(zpart);
+        return ML_ERR_ALLOC;
+    }
     int status = ML_OK;
     const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
 
@@ -121,6 +127,18 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                     double d = sqrt(q);
                     hacc += d;
                     if (dist) dist[c0 + k] = d;
+                    if (zpart && d == 0.0) {  /* a non-smooth point of h; see pairwise.h */
+                        const double *dk = D + k * p;
+                        double *zacc = zpart + b * (p * p + 1);
+                        int differs = 0;
+                        for (ptrdiff_t t = 0; t < p; ++t) differs |= dk[t] != 0.0;
+                        if (differs) {
+                            zacc[p * p] += 1.0;
+                            for (ptrdiff_t a = 0; a < p; ++a)
+                                for (ptrdiff_t t = 0; t <= a; ++t)
+                                    zacc[a * p + t] += 0.5 * dk[a] * dk[t];
+                        }
+                    }
                     if (acc) {  /* scale the row by sqrt(w) = (2 d)^(-1/2) */
                         double sw = d > 0.0 ? 1.0 / sqrt(2.0 * d) : 0.0;
                         double *dk = D + k * p;
@@ -147,10 +165,21 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
             /* syrk 'U' column-major == lower triangle row-major */
             symmetrize_lower(G, p);
         }
+        if (G_zero) {
+            memset(G_zero, 0, (size_t)(p * p) * sizeof(double));
+            *n_zero = 0.0;
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                const double *zacc = zpart + b * (p * p + 1);
+                for (ptrdiff_t t = 0; t < p * p; ++t) G_zero[t] += zacc[t];
+                *n_zero += zacc[p * p];
+            }
+            symmetrize_lower(G_zero, p);
+        }
         if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);
+    free(zpart);
     return status;
 }
 

@@ -10,6 +10,12 @@
 #define METRICLUST_PAIRWISE_H
 #include "common.h"
 
+/* Flops below which a kernel runs on one thread: a parallel region per solver
+ * iteration costs tens of microseconds on a quiet machine and ~40 ms on an
+ * oversubscribed one (measured: 5e3 pairs, p = 20: 1.5 ms on one thread, 44 ms
+ * on two). Callers read it to skip limiting BLAS threads when nothing is parallel. */
+#define ML_MIN_PARALLEL_WORK 3.0e7
+
 /* Fortran dsyrk (scipy.linalg.cython_blas.dsyrk). */
 typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
                             double *alpha, double *a, int *lda, double *beta,
@@ -18,11 +24,14 @@ typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
 /* Explicit pairs, full metric A = L^T L, Lt = L^T (p x r):
  *   d_k = ||(x_i - x_j) Lt||,  *h = sum_k d_k,  dist[k] = d_k (dist may be NULL),
  *   G = sum_k w_k D_k D_k^T with D_k = x_i - x_j and w_k = 1/(2 d_k) (0 where
- *   d_k = 0); G (p x p) may be NULL (objective only). */
+ *   d_k = 0); G (p x p) may be NULL (objective only). Pairs with d_k = 0 but
+ *   D_k != 0 (h is not differentiable there) are reported when G_zero is not
+ *   NULL (needs G): G_zero = sum of D_k D_k^T / 2 over them, *n_zero = count. */
 int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m,
                   const double *Lt, ptrdiff_t r,
                   double *h, double *G, double *dist,
+                  double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
 /* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,

@@ -154,14 +154,15 @@ def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
 
 def test_kernels_identical_for_any_thread_count():
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(700, 16))
-    pairs = rng.integers(700, size=(30000, 2))
+    # Sized above the kernels' one-thread threshold (3e7 flops) in every mode.
+    X = rng.normal(size=(1200, 24))
+    pairs = rng.integers(1200, size=(60000, 2))
     pairs = np.ascontiguousarray(pairs[pairs[:, 0] != pairs[:, 1]])
-    Lt = np.ascontiguousarray(rng.normal(size=(16, 16)))
-    a = rng.random(16)
+    Lt = np.ascontiguousarray(rng.normal(size=(24, 24)))
+    a = rng.random(24)
     for f in (lambda t: K.pairs_full(X, pairs, Lt, n_threads=t)[:2],
               lambda t: K.pairs_diag(X, pairs, a, n_threads=t),
-              lambda t: K.pairs_diag(X[:300], None, a, n_threads=t),
+              lambda t: K.pairs_diag(X[:500], None, a, n_threads=t),
               lambda t: K.allpairs_full(X, np.ascontiguousarray(X @ Lt), n_threads=t)):
         one, two = f(1), f(2)
         for u, v in zip(one, two):
@@ -213,15 +214,16 @@ def test_eigh_fallback_when_lapack_fails(monkeypatch):
     rng = np.random.default_rng(0)
     M = rng.normal(size=(5, 5))
     M = M + M.T
-    real = linalg.eigh
+    want = np.linalg.eigvalsh(M)
 
     def failing(*args, **kwargs):
-        raise linalg.LinAlgError("Eigenvalues did not converge")
+        raise np.linalg.LinAlgError("Eigenvalues did not converge")
 
+    monkeypatch.setattr(np.linalg, "eigh", failing)
     monkeypatch.setattr(linalg, "eigh", failing)
     lam, V = eigh_robust(M)
-    monkeypatch.setattr(linalg, "eigh", real)
-    np.testing.assert_allclose(lam, np.linalg.eigvalsh(M), atol=1e-12)
+    monkeypatch.undo()
+    np.testing.assert_allclose(lam, want, atol=1e-12)
     np.testing.assert_allclose((V * lam) @ V.T, M, atol=1e-12)
 
 
@@ -611,3 +613,53 @@ def test_pair_distances_of_a_point_with_itself_is_zero(load_dataset):
     assert d[0] == 0.0 and d[1] == d[2] > 0
     with pytest.raises(ValueError, match="with itself"):
         MMC().fit(X, similar=[[2, 2], [0, 1]])
+
+
+def _two_feature_zero_pairs():
+    """D pairs of two kinds: differing only in feature 1, and in both features."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[20:, 0] = X[:20, 0]
+    D = np.ascontiguousarray(np.r_[np.c_[np.arange(20), np.arange(20, 40)],
+                                   np.c_[np.arange(19), np.arange(1, 20)]], dtype=np.int64)
+    return X, D
+
+
+def test_full_bound_is_valid_at_non_smooth_points():
+    from metriclust.mmc import _full_upper_bound
+
+    # Full A = e0 e0^T: the 20 pairs differing only in feature 1 sit at distance 0.
+    X, D = _two_feature_zero_pairs()
+    h, G, _, Gz, n_zero = K.pairs_full(X, D, np.array([[1.0], [0.0]]), zero_pairs=True)
+    assert n_zero == 20
+    Dd = X[D[:, 0]] - X[D[:, 1]]
+    zero = np.abs(Dd[:, 0]) == 0
+    np.testing.assert_allclose(Gz, 0.5 * Dd[zero].T @ Dd[zero])
+    # h* over {B >= 0, tr B = 1}: B = [[a, b], [b, 1 - a]], b^2 <= a (1 - a), on a grid.
+    a, tb = np.meshgrid(np.linspace(0, 1, 801), np.linspace(-1, 1, 801))
+    b = tb * np.sqrt(a * (1 - a))
+    q = (Dd[:, 0, None, None] ** 2 * a + 2 * Dd[:, 0, None, None] * Dd[:, 1, None, None] * b
+         + Dd[:, 1, None, None] ** 2 * (1 - a))
+    h_star = np.sqrt(np.maximum(q, 0)).sum(0).max()
+    assert np.linalg.eigvalsh(G)[-1] + 0.5 * h < h_star      # the zero pairs dropped
+    assert _full_upper_bound(h, G, Gz, n_zero) >= h_star
+    # Away from such points it is the usual bound.
+    Lt = np.array([[0.8], [0.6]])
+    h, G, _, Gz, n_zero = K.pairs_full(X, D, Lt, zero_pairs=True)
+    assert n_zero == 0
+    assert _full_upper_bound(h, G, Gz, n_zero) == np.linalg.eigvalsh(G)[-1] + 0.5 * h
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_singular_init_at_a_non_smooth_point_reaches_the_optimum(diagonal):
+    # Starting from A = e0 e0^T puts 20 dissimilar pairs at distance 0: the solvers
+    # must step out of it (their gradient there is +inf along feature 1).
+    X, D = _two_feature_zero_pairs()
+    rng = np.random.default_rng(1)
+    S = rng.integers(40, size=(40, 2))
+    S = np.ascontiguousarray(S[S[:, 0] != S[:, 1]], dtype=np.int64)
+    mmc = MMC(diagonal=diagonal, init=np.diag([1.0, 0.0]), tol=1e-9)
+    J = mmc.fit(X, similar=S, dissimilar=D).objective_
+    ref = lbfgsb_diagonal(X, S, D) if diagonal else lbfgs_over_L(X, S, D)
+    assert mmc.converged_
+    assert J == pytest.approx(ref, rel=1e-6)

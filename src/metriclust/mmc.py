@@ -33,6 +33,7 @@ E. P. Xing, A. Y. Ng, M. I. Jordan, S. Russell. Distance metric learning, with
 application to clustering with side-information. NIPS 15, 2003.
 """
 
+import contextlib
 import numbers
 import warnings
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.pairsums import PairSums, scatter_of_pairs
+from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_spectraplex, psd_factor
 from ._core.validation import (check_array, check_n_features, check_pairs, check_random_state,
@@ -156,7 +158,11 @@ class MMC(TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         X64 = X.astype(np.float64, copy=False)
         S, D = self._side_information(X64, y, similar, dissimilar)
-        with single_blas_thread():     # the OpenMP kernels call BLAS themselves
+        # The OpenMP kernels call BLAS themselves: hold BLAS to one thread when
+        # they may run in parallel. Below that size the kernels stay on one
+        # thread and the limit (a threadpoolctl scan in a fresh process) is skipped.
+        serial = D is not None and 2.0 * (len(S) + len(D)) * p * p <= MIN_PARALLEL_WORK
+        with contextlib.nullcontext() if serial else single_blas_thread():
             self._fit(X64, S, D)
         return self
 
@@ -305,28 +311,88 @@ def _pairs_from_y(y, n, random_state):
     return np.ascontiguousarray(S), np.ascontiguousarray(D)
 
 
-def _duality_gap(lam_max, h):
-    """Relative gap: ``h* <= lam_max(grad h) + h/2`` on ``{tr B <= 1}`` (module docstring)."""
-    return (lam_max + 0.5 * h - h) / h
+def _min_over_log_eps(upper, hi, n_steps=60):
+    """Golden-section minimum of ``upper(log eps)`` over ``[hi - 60, hi]``.
+
+    Used for the bounds ``U(eps)`` below, which are convex in eps (hence
+    unimodal in log eps) with their minimizer below ``exp(hi)``. Any eps gives a
+    valid bound; the search only makes it tight.
+    """
+    lo, ratio = hi - 60.0, 0.5 * (np.sqrt(5.0) - 1.0)
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = upper(x1), upper(x2)
+    for _ in range(n_steps):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = upper(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = upper(x2)
+    return min(f1, f2)
+
+
+def _full_upper_bound(h, G, G_zero, n_zero):
+    """Upper bound on ``h*`` over ``{B >= 0, tr B <= 1}`` from a point with ``tr B = 1``.
+
+    The diagonal case's argument (``_diagonal_gap``) with matrices: for any
+    ``t_k > 0``, ``h(B') <= <B', sum_k e_k e_k^T / (2 t_k)> + sum_k t_k / 2
+    <= lam_max(sum_k e_k e_k^T / (2 t_k)) + sum_k t_k / 2``. With ``t_k = d_k``
+    this is ``lam_max(G) + h / 2``; the ``n_zero`` pairs at distance 0 with
+    ``e_k != 0`` (``G_zero = sum e_k e_k^T / 2`` over them; G leaves them out, and
+    h's gradient is +inf along them) get ``t_k = eps``::
+
+        h* <= lam_max(G + G_zero / eps) + h / 2 + n_zero eps / 2   for every eps > 0.
+    """
+    if not n_zero:
+        return np.linalg.eigvalsh(G)[-1] + 0.5 * h
+    top = np.linalg.eigvalsh(G_zero)[-1]
+
+    def upper(log_eps):
+        eps = np.exp(log_eps)
+        return np.linalg.eigvalsh(G + G_zero / eps)[-1] + 0.5 * h + 0.5 * n_zero * eps
+
+    return _min_over_log_eps(upper, 0.5 * np.log(2.0 * top / n_zero), n_steps=40)
 
 
 def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     """Maximize ``h(B) = sum_D ||e||_B`` over ``{B >= 0, tr B <= 1}`` (SPG)."""
     B, lam, V = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
-    h, G = sums.full(psd_factor(lam, V))
-    if not h > 0:                       # no dissimilar pair has positive length
+    h, G, G_zero, n_zero = sums.full(psd_factor(lam, V), zero_pairs=True)
+    if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
-    step = 1.0 / np.linalg.norm(G)
+    step = 1.0 / max(np.linalg.norm(G), np.finfo(float).tiny)
     history = [h]
     best = (h, B)                       # the search is non-monotone: keep the best
     upper = np.inf
     for it in range(1, max_iter + 1):
-        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)   # weak duality
-        gap = (upper - best[0]) / best[0]
+        upper = min(upper, _full_upper_bound(h, G, G_zero, n_zero))   # weak duality
+        gap = (upper - best[0]) / best[0] if best[0] > 0 else np.inf
         if verbose:
             print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
         if gap <= tol:
             return best[1], it - 1, True
+        if n_zero:
+            # Non-smooth point: some D pairs have e_k != 0 in the null space of B, where
+            # h has slope +inf; the projected gradient cannot see them. Step towards
+            # the top eigenvector u of their scatter: B <- (1 - t) B + t u u^T.
+            u = np.linalg.eigh(G_zero)[1][:, -1]
+            t = 0.5
+            while t > 1e-14:
+                Bn = (1.0 - t) * B + t * np.outer(u, u)
+                hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
+                if hn > h:
+                    break
+                t *= 0.5
+            if not hn > h:
+                return best[1], it, False
+            B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
+            history.append(h)
+            if h > best[0]:
+                best = (h, B)
+            step = 1.0 / np.linalg.norm(G)
+            continue
         # Objective-change rule: at a non-smooth optimum (D pairs at distance ~0 under
         # a rank-deficient A) the bound above stays loose while J has converged.
         if (len(history) > _WINDOW
@@ -345,7 +411,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
             else:
                 Bn = B + t * direction
                 Lt = psd_factor(*eigh_robust(Bn))
-            hn, Gn = sums.full(Lt)
+            hn, Gn, Gzn, nzn = sums.full(Lt, zero_pairs=True)
             if hn >= ref + 1e-4 * t * slope or t < 1e-12:
                 break
             t *= 0.5
@@ -355,7 +421,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
         step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
         if hn - h <= 1e-15 * abs(h) and t < 1e-12:
             return best[1], it, False    # stalled: the search found no increase
-        B, h, G = Bn, hn, Gn
+        B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
         history.append(h)
         if h > best[0]:
             best = (h, B)
@@ -382,9 +448,9 @@ def _diagonal_gap(h, grad, grad_zero, n_zero, total):
         h* <= U(eps) = max_j (grad_j + grad_zero_j / eps) + h / 2 + n_zero eps / 2,
 
     valid for every ``eps > 0``; U is convex in eps and its minimizer lies
-    below ``max_j sqrt(2 grad_zero_j / n_zero)``, found by a golden-section
-    search in ``log eps``. U stays above h by ``~sqrt(n_zero grad_zero)``:
-    such a point is never certified, correctly, since it is not optimal.
+    below ``max_j sqrt(2 grad_zero_j / n_zero)`` (``_min_over_log_eps``). U
+    stays above h by ``~sqrt(n_zero grad_zero)``: such a point is never
+    certified, correctly, since it is not optimal.
     """
     root = np.sqrt(total)
     h, grad = h / root, grad * root          # h is 1/2-homogeneous
@@ -395,21 +461,7 @@ def _diagonal_gap(h, grad, grad_zero, n_zero, total):
         eps = np.exp(log_eps)
         return max(np.max(grad + grad_zero / eps), 0.0) + 0.5 * h + 0.5 * n_zero * eps
 
-    hi = 0.5 * np.log(2.0 * grad_zero.max() / n_zero)
-    lo = hi - 60.0
-    ratio = 0.5 * (np.sqrt(5.0) - 1.0)
-    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    f1, f2 = upper(x1), upper(x2)
-    for _ in range(80):
-        if f1 <= f2:
-            hi, x2, f2 = x2, x1, f1
-            x1 = hi - ratio * (hi - lo)
-            f1 = upper(x1)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x2 = lo + ratio * (hi - lo)
-            f2 = upper(x2)
-    return (min(f1, f2) - h) / h
+    return (_min_over_log_eps(upper, 0.5 * np.log(2.0 * grad_zero.max() / n_zero)) - h) / h
 
 
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):

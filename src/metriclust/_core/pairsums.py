@@ -28,18 +28,21 @@ def scatter_of_pairs(X, pairs):
     """``M = sum_k (x_i - x_j)(x_i - x_j)^T`` through the pair graph's Laplacian.
 
     ``M = X^T (diag(deg) - Adj) X`` with the (multi)graph of the pairs, so the
-    pair differences are never materialized: O(m + N p^2).
+    pair differences are never materialized: O(m p + N p^2). ``Adj X`` is
+    summed column by column with ``np.bincount`` (no scipy.sparse import in a
+    fresh process; ``np.add.at`` is 50x slower).
     """
-    from scipy import sparse
-
     n, p = X.shape
     if len(pairs) == 0:
         return np.zeros((p, p))
-    i, j = pairs[:, 0], pairs[:, 1]
-    adj = sparse.coo_matrix((np.ones(len(pairs)), (i, j)), shape=(n, n)).tocsr()
-    adj = adj + adj.T
-    deg = np.asarray(adj.sum(axis=1)).ravel()
-    M = X.T @ (deg[:, None] * X - adj @ X)
+    ends = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    others = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    deg = np.bincount(ends, minlength=n)
+    XT = np.ascontiguousarray(X.T)
+    adj_xt = np.empty_like(XT)
+    for c in range(p):
+        adj_xt[c] = np.bincount(ends, weights=XT[c, others], minlength=n)
+    M = (deg * XT - adj_xt) @ X
     return 0.5 * (M + M.T)
 
 
@@ -67,17 +70,25 @@ class PairSums:
             self.E = np.ascontiguousarray(E)
             self.D = np.ascontiguousarray(dissimilar, dtype=np.int64)
 
-    def full(self, Lt, gradient=True):
-        """``h = sum_D ||d L^T||`` and ``G = sum_D d d^T / (2 ||d L^T||)``."""
+    def full(self, Lt, gradient=True, zero_pairs=False):
+        """``h = sum_D ||d L^T||`` and ``G = sum_D d d^T / (2 ||d L^T||)``.
+
+        Pairs at distance 0 are left out of G; with ``zero_pairs`` the result
+        also holds ``(G_zero, n_zero)``, the sum of ``d d^T / 2`` and the count
+        over D's pairs with ``d L^T = 0`` but ``d != 0``. For D = all pairs not
+        in S they are not searched for (N^2 / 2 pairs): ``(None, 0)``.
+        """
         Lt = np.ascontiguousarray(Lt, dtype=np.float64)
         if not self.implicit:
-            h, G, _ = _pairwise.pairs_full(self.E, self.D, Lt, gradient,
-                                           n_threads=self.n_threads)
-            return h, G
+            out = _pairwise.pairs_full(self.E, self.D, Lt, gradient,
+                                       n_threads=self.n_threads, zero_pairs=zero_pairs)
+            return (out[0], out[1], out[3], out[4]) if zero_pairs else out[:2]
         Y = np.ascontiguousarray(self.E @ Lt)
         h, G = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
         hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
                                          n_threads=self.n_threads)
+        if zero_pairs:
+            return h - hs, G - Gs, None, 0
         return h - hs, (G - Gs if gradient else None)
 
     def diag(self, a, gradient=True, hessian=True, zero_pairs=False):

@@ -14,12 +14,14 @@ from scipy.linalg.cython_blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
 
 cdef extern from "pairwise.h" nogil:
+    double ML_MIN_PARALLEL_WORK
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
                                  int *, double *, double *, int *)
     int ml_pairs_full(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m,
                       const double *Lt, Py_ssize_t r,
                       double *h, double *G, double *dist,
+                      double *G_zero, double *n_zero,
                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
     int ml_pairs_diag(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m, const double *a,
@@ -29,6 +31,10 @@ cdef extern from "pairwise.h" nogil:
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+
+
+# Work (flops) below which every kernel here runs on one thread.
+MIN_PARALLEL_WORK = ML_MIN_PARALLEL_WORK
 
 
 cdef _raise(int status, str where):
@@ -52,13 +58,18 @@ cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
 
 def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
                const double[:, ::1] Lt, bint gradient=True, bint distances=False,
-               int n_threads=0):
+               int n_threads=0, *, bint zero_pairs=False):
     """Explicit pairs, full metric ``A = L^T L`` with ``Lt = L^T`` (p x r).
 
     Returns ``(h, G, dist)``: ``h = sum_k d_k`` with ``d_k = ||(x_i - x_j) L^T||``,
-    ``G = sum_k (x_i - x_j)(x_i - x_j)^T / (2 d_k)`` (None unless ``gradient``),
-    ``dist`` the d_k (None unless ``distances``).
+    ``G = sum_k (x_i - x_j)(x_i - x_j)^T / (2 d_k)`` over ``d_k > 0`` (None
+    unless ``gradient``), ``dist`` the d_k (None unless ``distances``). With
+    ``zero_pairs`` (needs ``gradient``), also ``(G_zero, n_zero)``: the sum of
+    ``(x_i - x_j)(x_i - x_j)^T / 2`` and the count over pairs with ``d_k = 0``
+    and ``x_i != x_j`` (non-smooth points of h).
     """
+    if zero_pairs and not gradient:
+        raise ValueError("zero_pairs needs gradient=True")
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
     if Lt.shape[0] != p:
         raise ValueError(f"Lt has {Lt.shape[0]} rows, X has {p} columns")
@@ -77,13 +88,22 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     if distances and m > 0:
         dv = dist
         dp = &dv[0]
-    cdef double h = 0.0
+    Gz = np.zeros((p, p)) if zero_pairs else None
+    cdef double[:, ::1] Gzv
+    cdef double *Gzp = NULL
+    if zero_pairs:
+        Gzv = Gz
+        Gzp = &Gzv[0, 0]
+    cdef double h = 0.0, n_zero = 0.0
     cdef int status
     with nogil:
         status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
                                &pairs[0, 0] if m > 0 else NULL, m,
-                               &Lt[0, 0], r, &h, Gp, dp, dgemm, dsyrk, n_threads)
+                               &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
+                               dgemm, dsyrk, n_threads)
     _raise(status, "pairs_full")
+    if zero_pairs:
+        return h, G, dist, Gz, int(n_zero)
     return h, G, dist
 
 
