@@ -495,3 +495,59 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
     free(gpart);
     return status;
 }
+
+int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t p,
+                       ptrdiff_t r, const int64_t *pairs, ptrdiff_t m,
+                       double *h, double *dist, double *wdeg, double *T,
+                       double *G_zero, double *n_zero) {
+    if (n < 0 || p <= 0 || r <= 0 || m < 0) return ML_ERR_ARG;
+    if (G_zero && !n_zero) return ML_ERR_ARG;
+    if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
+    memset(wdeg, 0, (size_t)n * sizeof(double));
+    memset(T, 0, (size_t)(n * p) * sizeof(double));
+    if (G_zero) {
+        memset(G_zero, 0, (size_t)(p * p) * sizeof(double));
+        *n_zero = 0.0;
+    }
+    /* One thread, pairs in order: the scatter into T would race, and this
+     * O(m (r + 2 p)) pass is small next to the O(n p^2) products the caller
+     * does with BLAS. */
+    double hs = 0.0;
+    for (ptrdiff_t k = 0; k < m; ++k) {
+        const int64_t i = pairs[2 * k], j = pairs[2 * k + 1];
+        const double *yi = Y + i * r, *yj = Y + j * r;
+        double q = 0.0;
+        for (ptrdiff_t s = 0; s < r; ++s) {
+            double e = yi[s] - yj[s];
+            q += e * e;
+        }
+        double d = sqrt(q);
+        hs += d;
+        if (dist) dist[k] = d;
+        const double *xi = X + i * p, *xj = X + j * p;
+        if (d > 0.0) {
+            double w = 0.5 / d;
+            wdeg[i] += w;
+            wdeg[j] += w;
+            double *ti = T + i * p, *tj = T + j * p;
+            for (ptrdiff_t t = 0; t < p; ++t) {
+                ti[t] += w * xj[t];
+                tj[t] += w * xi[t];
+            }
+        } else if (G_zero) {  /* a non-smooth point of h; see pairwise.h */
+            int differs = 0;
+            for (ptrdiff_t t = 0; t < p; ++t) differs |= xi[t] != xj[t];
+            if (differs) {
+                *n_zero += 1.0;
+                for (ptrdiff_t a = 0; a < p; ++a) {
+                    double da = xi[a] - xj[a];
+                    for (ptrdiff_t t = 0; t <= a; ++t)
+                        G_zero[a * p + t] += 0.5 * da * (xi[t] - xj[t]);
+                }
+            }
+        }
+    }
+    if (G_zero) symmetrize_lower(G_zero, p);
+    *h = hs;
+    return isfinite(hs) ? ML_OK : ML_ERR_NUMERIC;
+}

@@ -34,6 +34,18 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
+/* Explicit pairs, full metric, Laplacian form (for many pairs on few points).
+ * Y = X Lt (n x r). With d_k = ||y_i - y_j|| and w_k = 1/(2 d_k) (0 where
+ * d_k = 0):  *h = sum_k d_k, dist[k] = d_k (may be NULL), wdeg[i] = sum of w_k
+ * over the pairs at i, T = W X (T[i] = sum of w_k x_j over the pairs (i, j)),
+ * so that G = sum_k w_k D_k D_k^T = X^T diag(wdeg) X - X^T T (the caller's
+ * two products, O(n p^2) instead of O(m p^2)). G_zero / n_zero as in
+ * ml_pairs_full (G_zero may be NULL). One thread; pairs in order. */
+int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t p,
+                       ptrdiff_t r, const int64_t *pairs, ptrdiff_t m,
+                       double *h, double *dist, double *wdeg, double *T,
+                       double *G_zero, double *n_zero);
+
 /* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,
  * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
  * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL;

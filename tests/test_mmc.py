@@ -663,3 +663,35 @@ def test_singular_init_at_a_non_smooth_point_reaches_the_optimum(diagonal):
     ref = lbfgsb_diagonal(X, S, D) if diagonal else lbfgs_over_L(X, S, D)
     assert mmc.converged_
     assert J == pytest.approx(ref, rel=1e-6)
+
+
+def test_laplacian_form_of_explicit_pairs_matches_the_direct_kernel():
+    from metriclust._core.pairsums import PairSums
+
+    # Many pairs on few points take the Laplacian form; close pairs (nearly equal
+    # points far from the centre) and repeated pairs stay exact.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 10)) + 5.0
+    X[40:50] = X[30:40] + 1e-6 * rng.normal(size=(10, 10))
+    D = rng.integers(80, size=(600, 2))
+    D = np.ascontiguousarray(np.r_[D[D[:, 0] != D[:, 1]], np.c_[np.arange(30, 40), np.arange(40, 50)]])
+    sums = PairSums(X, D, None)
+    assert sums.laplacian and 0 < len(sums.D_close) < len(D)
+    Lt = np.ascontiguousarray(rng.normal(size=(10, 4)))
+    h, G, Gz, n_zero = sums.full(Lt, zero_pairs=True)
+    hr, Gr, _ = ref_full(X, D, Lt.T)
+    assert h == pytest.approx(hr, rel=1e-12)
+    np.testing.assert_allclose(G, Gr, rtol=1e-9, atol=1e-12 * np.abs(Gr).max())
+    assert n_zero == 0 and not Gz.any()
+    # Zero-distance pairs are reported by both halves.
+    Lt0 = np.zeros((10, 1))
+    Lt0[0] = 1.0
+    X2 = X.copy()
+    X2[50:60, 0] = X2[60:70, 0]
+    D2 = np.ascontiguousarray(np.r_[D, np.c_[np.arange(50, 60), np.arange(60, 70)]])
+    sums = PairSums(X2, D2, None)
+    h, G, Gz, n_zero = sums.full(Lt0, zero_pairs=True)
+    Dd = X2[D2[:, 0]] - X2[D2[:, 1]]
+    zero = (Dd[:, 0] == 0) & Dd.any(axis=1)
+    assert n_zero == zero.sum() >= 10
+    np.testing.assert_allclose(Gz, 0.5 * Dd[zero].T @ Dd[zero], rtol=1e-12)

@@ -23,6 +23,10 @@ cdef extern from "pairwise.h" nogil:
                       double *h, double *G, double *dist,
                       double *G_zero, double *n_zero,
                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_pairs_laplacian(const double *X, const double *Y, Py_ssize_t n, Py_ssize_t p,
+                           Py_ssize_t r, const int64_t *pairs, Py_ssize_t m,
+                           double *h, double *dist, double *wdeg, double *T,
+                           double *G_zero, double *n_zero)
     int ml_pairs_diag(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m, const double *a,
                       double *h, double *grad, double *H,
@@ -105,6 +109,50 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     if zero_pairs:
         return h, G, dist, Gz, int(n_zero)
     return h, G, dist
+
+
+def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
+                    const int64_t[:, ::1] pairs, bint distances=False, bint zero_pairs=False):
+    """Explicit pairs, full metric, Laplacian form; distances from ``Y = X L^T``.
+
+    Returns ``(h, wdeg, T, dist, G_zero, n_zero)`` with ``h = sum_k d_k``,
+    ``d_k = ||y_i - y_j||``, ``w_k = 1 / (2 d_k)`` (0 where ``d_k = 0``), ``wdeg``
+    the per-point sums of ``w_k`` and ``T = W X`` the weighted neighbour sums, so
+    that ``X^T diag(wdeg) X - X^T T = sum_k w_k (x_i - x_j)(x_i - x_j)^T``.
+    ``dist`` (None unless ``distances``) the d_k; ``G_zero, n_zero`` (None, 0
+    unless ``zero_pairs``) as in :func:`pairs_full`. One thread.
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Y.shape[1]
+    if Y.shape[0] != n:
+        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
+    if p == 0 or r == 0:
+        raise ValueError("X and Y need at least one column")
+    _check_pairs(pairs, n)
+    wdeg = np.zeros(n)
+    T = np.zeros((n, p))
+    dist = np.zeros(m) if distances else None
+    Gz = np.zeros((p, p)) if zero_pairs else None
+    cdef double[::1] wv = wdeg
+    cdef double[:, ::1] Tv = T
+    cdef double[::1] dv
+    cdef double[:, ::1] Gzv
+    cdef double *dp = NULL
+    cdef double *Gzp = NULL
+    if distances and m > 0:
+        dv = dist
+        dp = &dv[0]
+    if zero_pairs:
+        Gzv = Gz
+        Gzp = &Gzv[0, 0]
+    cdef double h = 0.0, n_zero = 0.0
+    cdef int status = 0
+    if n > 0:
+        with nogil:
+            status = ml_pairs_laplacian(&X[0, 0], &Y[0, 0], n, p, r,
+                                        &pairs[0, 0] if m > 0 else NULL, m,
+                                        &h, dp, &wv[0], &Tv[0, 0], Gzp, &n_zero)
+    _raise(status, "pairs_laplacian")
+    return h, wdeg, T, dist, Gz, int(n_zero)
 
 
 def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
