@@ -105,6 +105,8 @@ def ensure_ours(reinstall=True):
         reinstall = True
     if reinstall:
         print("installing this checkout into", OURS_VENV, flush=True)
+        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "numpy", "scipy",
+                        "threadpoolctl"], check=True)    # the runtime dependencies
         subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "--no-build-isolation",
                         "--no-deps", "--force-reinstall", str(HERE.parent)], check=True)
 

@@ -674,7 +674,8 @@ def test_laplacian_form_of_explicit_pairs_matches_the_direct_kernel():
     X = rng.normal(size=(80, 10)) + 5.0
     X[40:50] = X[30:40] + 1e-6 * rng.normal(size=(10, 10))
     D = rng.integers(80, size=(600, 2))
-    D = np.ascontiguousarray(np.r_[D[D[:, 0] != D[:, 1]], np.c_[np.arange(30, 40), np.arange(40, 50)]])
+    D = np.ascontiguousarray(np.r_[D[D[:, 0] != D[:, 1]],
+                                   np.c_[np.arange(30, 40), np.arange(40, 50)]])
     sums = PairSums(X, D, None)
     assert sums.laplacian and 0 < len(sums.D_close) < len(D)
     Lt = np.ascontiguousarray(rng.normal(size=(10, 4)))

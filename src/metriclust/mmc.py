@@ -19,7 +19,14 @@ Armijo search; Birgin, Martinez & Raydan 2000) on ``h(B) = sum_D ||e||_B`` with
 the gradient of the paper's Fig. 1, ``grad g = sum_D e e^T / (2 ||e||_B)``.
 Stopping is certified: for any B, weak duality gives
 ``h* <= lambda_max(grad h(B)) + h(B) / 2`` (from ``sqrt(q) = min_t q/(2t) + t/2``),
-so the relative gap bounds the distance of J to its optimum.
+so the relative gap bounds the distance of J to its optimum. Where a
+dissimilar pair has distance 0 but differs (its difference lies in the null
+space of B) h is not differentiable and its gradient is +inf along that
+difference; the bound then takes ``t = eps`` for those pairs and is minimized
+over eps (``_full_upper_bound``, ``_diagonal_gap``), and the solvers step
+towards them. Many explicit pairs on few points (``m > 4 n``) are summed
+through the weighted pair graph's Laplacian (``PairSums``): O(n p^2) per
+iteration instead of O(m p^2).
 
 Diagonal A (the paper's Sec. 2.1, eq. (6)): Newton-Raphson on
 ``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, as a projected
@@ -83,7 +90,8 @@ class MMC(TransformerMixin, BaseEstimator):
         1e-10 per iteration).
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric: the identity, the inverse covariance of ``X``, or a
-        ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal).
+        ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal);
+        an indefinite one raises ``ValueError`` naming its smallest eigenvalue.
         The problem is convex: the optimum ``J`` does not depend on it.
     random_state : None, int or Generator
         Used only to sample pairs from ``y`` when there are very many.
@@ -270,7 +278,10 @@ class MMC(TransformerMixin, BaseEstimator):
         return X @ self.components_.T.astype(X.dtype)
 
     def pair_distances(self, X, pairs):
-        """``d_A(x_i, x_j)`` for each row ``(i, j)`` of ``pairs`` (indices into X)."""
+        """``d_A(x_i, x_j)`` for each row ``(i, j)`` of ``pairs`` (indices into X).
+
+        A row ``(i, i)`` is a valid query; its distance is 0.
+        """
         check_is_fitted(self, "components_")
         X = check_array(X)
         check_n_features(self, X)
@@ -515,12 +526,16 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         t = 1.0
         while True:                       # Armijo along the projection arc
             an = np.maximum(a + t * d, 0.0)
-            gn = g_of(an)
+            if t == 1.0:                  # the full step is usually taken: one pass for all
+                full_step = sums.diag(an, zero_pairs=True)
+                gn = an.sum() - np.log(full_step[0]) if full_step[0] > 0 else np.inf
+            else:
+                gn = g_of(an)
             if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
                 break
             t *= 0.5
         if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
-        h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
+        h, gh, H, g_zero, n_zero = full_step if t == 1.0 else sums.diag(a, zero_pairs=True)
     return a, max_iter, False
