@@ -182,6 +182,17 @@ def test_kernels_reject_bad_input():
         K.pairs_diag(X, None, np.ones(2))
     with pytest.raises(ValueError, match="rows"):
         K.allpairs_full(X, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="out of range"):
+        K.pairs_laplacian(X, np.zeros((5, 2)), np.array([[0, 5]]))
+    with pytest.raises(ValueError, match="rows"):
+        K.pairs_laplacian(X, np.zeros((4, 2)), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="at least one column"):
+        K.pairs_laplacian(X, np.zeros((5, 0)), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="gradient"):
+        K.pairs_full(X, np.array([[0, 1]]), Lt, gradient=False, zero_pairs=True)
+    h, wdeg, T, dist, Gz, n_zero = K.pairs_laplacian(X[:0], np.zeros((0, 2)),
+                                                     np.empty((0, 2), np.int64))
+    assert h == 0.0 and wdeg.shape == (0,) and T.shape == (0, 3) and n_zero == 0
 
 
 # ---------------------------------------------------------------------------
