@@ -707,3 +707,43 @@ def test_laplacian_form_of_explicit_pairs_matches_the_direct_kernel():
     zero = (Dd[:, 0] == 0) & Dd.any(axis=1)
     assert n_zero == zero.sum() >= 10
     np.testing.assert_allclose(Gz, 0.5 * Dd[zero].T @ Dd[zero], rtol=1e-12)
+
+
+def _class_pairs_problem(d, n_pairs, seed, N=2000, K=5):
+    """benchmarks/bench_mmc.py's make_data: K classes in the first max(2, d/5) dims."""
+    rng = np.random.default_rng(seed)
+    k = max(2, d // 5)
+    y = rng.integers(K, size=N)
+    X = rng.normal(size=(N, d))
+    X[:, :k] += 2.0 * rng.normal(size=(K, k))[y]
+    X[:, k:] *= 3.0
+    out = []
+    for same in (True, False):
+        a, b = rng.integers(N, size=(2, 8 * n_pairs))
+        ok = (a != b) & ((y[a] == y[b]) == same)
+        out.append(np.ascontiguousarray(np.c_[a[ok], b[ok]][: n_pairs // 2], dtype=np.int64))
+    return X, out[0], out[1]
+
+
+def test_full_converged_means_certified_near_a_degenerate_optimum():
+    # This draw's optimum has rank 2 with a small second eigenvalue; SPG cycles between
+    # faces. The objective-change rule used to stop it after 23 iterations at a gap of
+    # 1.1e-2 (J = 192.818, the optimum 193.084) and report converged_.
+    X, S, D = _class_pairs_problem(20, 10000, seed=2)
+    mmc = MMC().fit(X, similar=S, dissimilar=D)
+    assert mmc.converged_
+    # Independent certificate in numpy: with A scaled to sum_S d_A^2 = 1 and every D pair
+    # at a positive distance, J* <= lam_max(M_S^-1/2 G_A M_S^-1/2) + J / 2.
+    A = mmc.metric_
+    dS = X[S[:, 0]] - X[S[:, 1]]
+    dD = X[D[:, 0]] - X[D[:, 1]]
+    A = A / np.einsum("ij,jk,ik->", dS, A, dS)
+    d = np.sqrt(np.einsum("ij,jk,ik->i", dD, A, dD))
+    assert d.min() > 0
+    J = d.sum()
+    G = (dD / (2 * d)[:, None]).T @ dD
+    m, U = np.linalg.eigh(dS.T @ dS)
+    W = U / np.sqrt(m)
+    bound = np.linalg.eigvalsh(W.T @ G @ W)[-1] + 0.5 * J
+    assert (bound - J) / J < 2e-6          # tol = 1e-6, plus the 1e-9 ridge
+    assert J > 193.08
