@@ -113,6 +113,8 @@ class MMC(TransformerMixin, BaseEstimator):
     objective_ : float
         ``J(A) = sum_D ||x_i - x_j||_A`` at that scale (the scale-free objective).
     n_iter_ : int
+        Iterations: projected-gradient steps and face Newton steps (full A), or
+        Newton steps (diagonal A).
     converged_ : bool
     n_features_in_ : int
     similar_, dissimilar_ : ndarray (m, 2)
@@ -424,6 +426,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
             # Near the optimum SPG oscillates between faces; Newton on the face
             # (see _face_newton) is kept only if its point is better.
             Bn, n_steps = _face_newton(sums, best[1], best[2], tol)
+            it += n_steps                   # n_iter_ counts the Newton steps too
             next_face = it + 10
             if Bn is not None:
                 hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
