@@ -1,19 +1,25 @@
-"""MMC benchmark: metriclust.MMC against metric-learn 0.7.0 (issue #4).
+"""MMC benchmark: metriclust.MMC against metric-learn 0.7.0 (issues #4, #17).
 
 Usage::
 
-    python benchmarks/bench_mmc.py            # full grid (peer d=50 / 1e5 pairs: issue's number)
-    python benchmarks/bench_mmc.py --quick    # short run
+    python benchmarks/bench_mmc.py            # issue #17: warm and cold, d = 200 / 500
+    python benchmarks/bench_mmc.py --grid     # issue #4's grid (add --quick for a short one)
     python benchmarks/bench_mmc.py --fig6     # the paper's Fig. 6 protocol, 20 draws
 
 metric-learn 0.7.0 needs scikit-learn < 1.8, so it is installed in its own
 virtual environment (``benchmarks/.venv-metric-learn``, created on first use)
-and run in a subprocess on the same saved data. Both sides are scored with the
-same scale-free objective ``J(A) = sum_D d_A / sqrt(sum_S d_A^2)``; the optimum
-is our solver at ``tol=1e-10`` (a certified duality gap). Data (fixed seed):
-N = 2000, d in {10, 20, 50}, K = 5 Gaussian classes in the first max(2, d/5)
-dimensions, the other dimensions scaled by 3; P pairs, half same-class, half
-different. Repeats are interleaved (peer, ours, peer, ours, ...); medians.
+and run in a subprocess on the same saved data; every peer figure comes from
+the same run (none is typed in). For timings from process start, metriclust is
+installed as a regular (non-editable) package in ``benchmarks/.venv-metriclust``
+(rebuilt from this checkout on each run unless ``--no-reinstall``): an editable
+install re-checks its build on every import, which no user pays.
+
+Both sides are scored with the same scale-free objective
+``J(A) = sum_D d_A / sqrt(sum_S d_A^2)``; the optimum is our solver at
+``tol=1e-10`` (a certified duality gap). Data (fixed seed): N = 2000 points,
+K = 5 Gaussian classes in the first max(2, d/5) dimensions, the other
+dimensions scaled by 3; P pairs, half same-class, half different. Repeats are
+interleaved (peer, ours, peer, ours, ...); medians.
 """
 
 import argparse
@@ -30,10 +36,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 VENV = HERE / ".venv-metric-learn"
 PEER_PY = VENV / "bin" / "python"
-
-# Measured in the issue (#4) for metric-learn on this grid point; used instead of a
-# 217 s run unless --peer-all is given.
-ISSUE_PEER = {("full", 50, 100000): dict(time=217.0, J=None, note="issue #4 measurement")}
+OURS_VENV = HERE / ".venv-metriclust"
+OURS_PY = OURS_VENV / "bin" / "python"
 
 PEER_CODE = r"""
 import json, sys, time, warnings
@@ -51,6 +55,81 @@ m.fit(pairs, y)
 t1, c1 = time.perf_counter(), time.process_time()
 print(json.dumps(dict(wall=t1 - t0, cpu=c1 - c0, A=m.get_mahalanobis_matrix().tolist())))
 """
+
+
+# A fresh process: imports, data, one fit (the "cold" time ends there), then
+# warm fits in the same process. The parent notes the wall clock at spawn.
+COLD_CODE = r"""
+import json, sys, time
+import numpy as np
+peer = sys.argv[3] == "peer"
+if peer:
+    import warnings
+    warnings.filterwarnings("ignore")
+    from metric_learn import MMC
+else:
+    from metriclust import MMC
+f, diagonal = sys.argv[1], sys.argv[2] == "diag"
+z = np.load(f)
+X, S, D = z["X"], z["S"], z["D"]
+
+
+def fit():
+    if peer:
+        m = MMC(preprocessor=X, diagonal=diagonal, random_state=0)
+        m.fit(np.vstack([S, D]), np.r_[np.ones(len(S)), -np.ones(len(D))])
+        return m.get_mahalanobis_matrix(), -1, None
+    m = MMC(diagonal=diagonal, tol=1e-6).fit(X, similar=S, dissimilar=D)
+    return m.metric_, m.n_iter_, bool(m.converged_)
+
+
+t0 = time.perf_counter()
+A, n_iter, converged = fit()
+first = time.perf_counter() - t0
+end_first = time.time()
+warm = []
+for _ in range(int(sys.argv[4])):
+    t0 = time.perf_counter()
+    fit()
+    warm.append(time.perf_counter() - t0)
+print(json.dumps(dict(end_first=end_first, first=first, warm=warm, n_iter=int(n_iter),
+                      converged=converged, A=np.asarray(A).tolist())))
+"""
+
+
+def ensure_ours(reinstall=True):
+    """metriclust as a regular install of this checkout, in its own venv."""
+    if not OURS_PY.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
+                        str(OURS_VENV)], check=True)
+        reinstall = True
+    if reinstall:
+        print("installing this checkout into", OURS_VENV, flush=True)
+        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "numpy", "scipy",
+                        "threadpoolctl"], check=True)    # the runtime dependencies
+        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "--no-build-isolation",
+                        "--no-deps", "--force-reinstall", str(HERE.parent)], check=True)
+
+
+def run_cold(python, path, diagonal, side, n_warm, timeout):
+    """One fresh process: (seconds from spawn to the end of the first fit, result)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    t_spawn = time.time()
+    try:
+        r = subprocess.run([str(python), "-c", COLD_CODE, str(path),
+                            "diag" if diagonal else "full", side, str(n_warm)],
+                           capture_output=True, text=True, env=env, timeout=timeout,
+                           cwd=str(OUT))
+    except subprocess.TimeoutExpired:
+        return None
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["cold"] = out["end_first"] - t_spawn
+    out["A"] = np.array(out["A"])
+    return out
 
 
 def ensure_peer():
@@ -129,21 +208,17 @@ def grid(args):
                 # the 1e-9 ridge of the constraint, ~4e-9 relative).
                 opt = J_of(X, S, D, run_ours(X, S, D, diagonal, 2, tol=1e-10)["A"])
                 for t in threads:
-                    skip = (kind, d, P) in ISSUE_PEER and not args.peer_all
                     peer, ours = [], []
                     # Interleaved; the peer is repeated only where one run is short.
                     for rep in range(3):
-                        if not skip:
-                            peer.append(run_peer(path, diagonal, t, args.peer_timeout))
+                        peer.append(run_peer(path, diagonal, t, args.peer_timeout))
                         for _ in range(3):
                             ours.append(run_ours(X, S, D, diagonal, t))
-                        if args.quick or skip or peer[0]["wall"] > 5.0:
+                        if args.quick or peer[0]["wall"] > 5.0:
                             break
                     o_t = np.median([o["wall"] for o in ours])
                     o_J = J_of(X, S, D, ours[0]["A"])
-                    if skip:
-                        p_t, p_J, note = ISSUE_PEER[(kind, d, P)]["time"], np.nan, "peer: issue #4 number (not rerun)"
-                    elif peer[0].get("timed_out"):
+                    if peer[0].get("timed_out"):
                         p_t, p_J = peer[0]["wall"], np.nan
                         note = f"peer stopped at the {p_t:.0f} s time limit (ratio is a lower bound)"
                     else:
@@ -183,6 +258,56 @@ def all_pairs(args):
     return rows
 
 
+def issue17(args):
+    """Issue #17: N = 2000, d = 20, 5000 + 5000 pairs; warm and from process start."""
+    OUT.mkdir(exist_ok=True)
+    rows = []
+    for seed in (0, 1):
+        X, y, S, D = make_data(20, 10000, seed=seed)
+        path = OUT / f"mmc17_seed{seed}.npz"
+        np.savez(path, X=X, S=S, D=D)
+        for kind in ("full", "diag"):
+            diagonal = kind == "diag"
+            opt = J_of(X, S, D, run_ours(X, S, D, diagonal, 1, tol=1e-10)["A"])
+            peer, ours = [], []
+            for rep in range(args.reps):        # interleaved, each in a fresh process
+                peer.append(run_cold(PEER_PY, path, diagonal, "peer", 1, args.peer_timeout))
+                ours.append(run_cold(OURS_PY, path, diagonal, "ours", 5, 600))
+            peer = [p for p in peer if p is not None]
+            if not peer:
+                print(f"{kind} seed={seed}: the peer timed out", flush=True)
+                continue
+            r = dict(kind=kind, seed=seed, opt=opt,
+                     peer_warm=np.median([np.median([p["first"]] + p["warm"]) for p in peer]),
+                     peer_cold=np.median([p["cold"] for p in peer]),
+                     ours_warm=np.median([np.median(o["warm"]) for o in ours]),
+                     ours_cold=np.median([o["cold"] for o in ours]),
+                     ours_first=np.median([o["first"] for o in ours]),
+                     peer_J=J_of(X, S, D, peer[0]["A"]), ours_J=J_of(X, S, D, ours[0]["A"]),
+                     iters=ours[0]["n_iter"])
+            rows.append(r)
+            print(f"{kind} seed={seed}: warm peer {r['peer_warm']:.3f}s ours {r['ours_warm']:.4f}s "
+                  f"x{r['peer_warm'] / r['ours_warm']:.0f} | cold peer {r['peer_cold']:.3f}s ours "
+                  f"{r['ours_cold']:.3f}s x{r['peer_cold'] / r['ours_cold']:.1f} | J peer "
+                  f"{r['peer_J']:.6f} ours {r['ours_J']:.6f} opt {opt:.6f} ({r['iters']} it)",
+                  flush=True)
+    return rows
+
+
+def scale_d(args):
+    """Full A at d = 200 and 500, 1e5 pairs (ours only: metric-learn needs minutes at d = 50)."""
+    rows = []
+    for d in args.dims:
+        X, y, S, D = make_data(d, 100000)
+        path = OUT / f"mmc_d{d}_P100000.npz"
+        np.savez(path, X=X, S=S, D=D)
+        o = run_cold(OURS_PY, path, False, "ours", 0, 900)
+        rows.append(dict(d=d, first=o["first"], cold=o["cold"], iters=o["n_iter"],
+                         converged=o["converged"]))
+        print(rows[-1], flush=True)
+    return rows
+
+
 def fig6(args):
     from metriclust import MMC, ConstrainedKMeans, KMeans
     from metriclust.constraints import sample_similar_pairs
@@ -216,11 +341,16 @@ def fig6(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--grid", action="store_true", help="issue #4's grid and the all-pairs timing")
+    ap.add_argument("--quick", action="store_true", help="a short grid")
     ap.add_argument("--fig6", action="store_true", help="only the Fig. 6 accuracy table")
-    ap.add_argument("--peer-all", action="store_true", help="also rerun the 217 s peer point")
+    ap.add_argument("--reps", type=int, default=3, help="interleaved repeats (issue #17 set)")
+    ap.add_argument("--dims", type=int, nargs="*", default=[200, 500],
+                    help="d for the full-A scaling runs (1e5 pairs)")
+    ap.add_argument("--no-reinstall", action="store_true",
+                    help="reuse benchmarks/.venv-metriclust as it is")
     ap.add_argument("--peer-timeout", type=float, default=None,
-                    help="seconds before a peer run is stopped (default 20 quick, 600 full)")
+                    help="seconds before a peer run is stopped (default 20 quick, 600 otherwise)")
     args = ap.parse_args()
     if args.peer_timeout is None:
         args.peer_timeout = 20.0 if args.quick else 600.0
@@ -235,6 +365,31 @@ def main():
             print(f"| {r['name']} | {r['info']} | {cells} |")
         return
     ensure_peer()
+    if args.grid:
+        grid_main(args)
+        return
+    ensure_ours(reinstall=not args.no_reinstall)
+    rows = issue17(args)
+    load_mid = os.getloadavg()
+    d_rows = scale_d(args)
+    print(f"\nload average after the comparison {load_mid}, at the end {os.getloadavg()}")
+    print("\n| A | seed | metric-learn warm s | ours warm s | warm ratio | metric-learn cold s "
+          "| ours cold s | cold ratio | J metric-learn | J ours | J optimum | rel. gap ours | iters |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['seed']} | {r['peer_warm']:.3f} | {r['ours_warm']:.4f} | "
+              f"{r['peer_warm'] / r['ours_warm']:.0f}x | {r['peer_cold']:.3f} | "
+              f"{r['ours_cold']:.3f} | {r['peer_cold'] / r['ours_cold']:.1f}x | "
+              f"{r['peer_J']:.6f} | {r['ours_J']:.6f} | {r['opt']:.6f} | "
+              f"{(r['opt'] - r['ours_J']) / r['opt']:.1e} | {r['iters']} |")
+    print("\n| d | pairs | fit s (first in process) | from process start s | iters | converged |")
+    print("|---|---|---|---|---|---|")
+    for r in d_rows:
+        print(f"| {r['d']} | 100000 | {r['first']:.2f} | {r['cold']:.2f} | {r['iters']} | "
+              f"{r['converged']} |")
+
+
+def grid_main(args):
     rows = grid(args)
     ap_rows = all_pairs(args)
     print(f"\nload average at the end {os.getloadavg()}")

@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ML_CHUNK 256          /* pairs gathered per BLAS call */
+#define ML_CHUNK 1024         /* pairs gathered per BLAS call */
 #define ML_PAIR_BLOCK 4096    /* pairs per deterministic partial sum */
 #define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
 #define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
 #define ML_TILE 256           /* row tile of the all-pairs kernel */
-#define ML_MIN_PARALLEL_WORK 2000000.0  /* flops below which threads cost more than they save */
 
 /* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
  * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
@@ -63,14 +62,21 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m,
                   const double *Lt, ptrdiff_t r,
                   double *h, double *G, double *dist,
+                  double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0 || m < 0 || r <= 0) return ML_ERR_ARG;
+    if (G_zero && !n_zero) return ML_ERR_ARG;
     if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
     ptrdiff_t block;
-    ptrdiff_t nb = n_blocks_for(m, G ? p : 0, &block);
+    ptrdiff_t nb = n_blocks_for(m, G ? (G_zero ? 2 * p : p) : 0, &block);
     double *hpart = calloc((size_t)nb, sizeof(double));
     double *gpart = G ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    if (!hpart || (G && !gpart)) { free(hpart); free(gpart); return ML_ERR_ALLOC; }
+    /* per block: sum of D_k D_k^T / 2 over zero-distance pairs (lower triangle), count */
+    double *zpart = G_zero ? calloc((size_t)(nb * (p * p + 1)), sizeof(double)) : NULL;
+    if (!hpart || (G && !gpart) || (G_zero && !zpart)) {
+        free(hpart); free(gpart); free(zpart);
+        return ML_ERR_ALLOC;
+    }
     int status = ML_OK;
     const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
 
@@ -121,6 +127,18 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                     double d = sqrt(q);
                     hacc += d;
                     if (dist) dist[c0 + k] = d;
+                    if (zpart && d == 0.0) {  /* a non-smooth point of h; see pairwise.h */
+                        const double *dk = D + k * p;
+                        double *zacc = zpart + b * (p * p + 1);
+                        int differs = 0;
+                        for (ptrdiff_t t = 0; t < p; ++t) differs |= dk[t] != 0.0;
+                        if (differs) {
+                            zacc[p * p] += 1.0;
+                            for (ptrdiff_t a = 0; a < p; ++a)
+                                for (ptrdiff_t t = 0; t <= a; ++t)
+                                    zacc[a * p + t] += 0.5 * dk[a] * dk[t];
+                        }
+                    }
                     if (acc) {  /* scale the row by sqrt(w) = (2 d)^(-1/2) */
                         double sw = d > 0.0 ? 1.0 / sqrt(2.0 * d) : 0.0;
                         double *dk = D + k * p;
@@ -147,10 +165,21 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
             /* syrk 'U' column-major == lower triangle row-major */
             symmetrize_lower(G, p);
         }
+        if (G_zero) {
+            memset(G_zero, 0, (size_t)(p * p) * sizeof(double));
+            *n_zero = 0.0;
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                const double *zacc = zpart + b * (p * p + 1);
+                for (ptrdiff_t t = 0; t < p * p; ++t) G_zero[t] += zacc[t];
+                *n_zero += zacc[p * p];
+            }
+            symmetrize_lower(G_zero, p);
+        }
         if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);
+    free(zpart);
     return status;
 }
 
@@ -159,7 +188,7 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
 static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
                        const double *a, double *V, double *hacc,
-                       double *gacc, int want_H) {
+                       double *gacc, int want_H, double *zacc, double *nzero) {
     for (ptrdiff_t k = 0; k < c; ++k) {
         const double *xi = X + pi[k * stride] * p;
         const double *xj = X + pj[k * stride] * p;
@@ -181,8 +210,17 @@ static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                 double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
                 for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
             }
-        } else if (want_H) {
-            for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
+        } else {
+            if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
+                int differs = 0;
+                for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
+                if (differs) {
+                    *nzero += 1.0;
+                    for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
+                }
+            }
+            if (want_H)
+                for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
         }
     }
 }
@@ -190,8 +228,10 @@ static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
+                  double *grad_zero, double *n_zero,
                   ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0) return ML_ERR_ARG;
+    if (grad_zero && !n_zero) return ML_ERR_ARG;
     const int implicit = pairs == NULL;
     if (!implicit && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
     /* Blocks: explicit -> fixed ranges of pairs; implicit -> fixed row tiles
@@ -209,8 +249,10 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     double *hpart = calloc((size_t)nb, sizeof(double));
     double *gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
     double *Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    if (!hpart || (grad && !gpart) || (H && !Hpart)) {
-        free(hpart); free(gpart); free(Hpart);
+    /* per block: p sums of v / 2 over zero-distance pairs, then their count */
+    double *zpart = grad_zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
+    if (!hpart || (grad && !gpart) || (H && !Hpart) || (grad_zero && !zpart)) {
+        free(hpart); free(gpart); free(Hpart); free(zpart);
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
@@ -230,12 +272,14 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
             double hacc = 0.0;
             double *gacc = grad ? gpart + b * p : NULL;
             double *Hacc = H ? Hpart + b * p * p : NULL;
+            double *zacc = grad_zero ? zpart + b * (p + 1) : NULL;
+            double *nz = grad_zero ? zacc + p : NULL;
             if (!implicit) {
                 ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
                 for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
                     ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
                     diag_chunk(X, p, pairs + 2 * c0, pairs + 2 * c0 + 1, 2, c, a,
-                               V, &hacc, gacc, H != NULL);
+                               V, &hacc, gacc, H != NULL, zacc, nz);
                     if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                 }
             } else {
@@ -246,14 +290,16 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                         idx[2 * c] = i;
                         idx[2 * c + 1] = j;
                         if (++c == ML_CHUNK) {
-                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc,
+                                       H != NULL, zacc, nz);
                             if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                             c = 0;
                         }
                     }
                 }
                 if (c > 0) {
-                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL);
+                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL,
+                               zacc, nz);
                     if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
                 }
             }
@@ -279,11 +325,20 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
             }
             symmetrize_lower(H, p);
         }
+        if (grad_zero) {
+            memset(grad_zero, 0, (size_t)p * sizeof(double));
+            *n_zero = 0.0;
+            for (ptrdiff_t b = 0; b < nb; ++b) {
+                for (ptrdiff_t t = 0; t < p; ++t) grad_zero[t] += zpart[b * (p + 1) + t];
+                *n_zero += zpart[b * (p + 1) + p];
+            }
+        }
         if (!isfinite(hs)) status = ML_ERR_NUMERIC;
     }
     free(hpart);
     free(gpart);
     free(Hpart);
+    free(zpart);
     return status;
 }
 
@@ -439,4 +494,60 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
     free(hpart);
     free(gpart);
     return status;
+}
+
+int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t p,
+                       ptrdiff_t r, const int64_t *pairs, ptrdiff_t m,
+                       double *h, double *dist, double *wdeg, double *T,
+                       double *G_zero, double *n_zero) {
+    if (n < 0 || p <= 0 || r <= 0 || m < 0) return ML_ERR_ARG;
+    if (G_zero && !n_zero) return ML_ERR_ARG;
+    if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
+    memset(wdeg, 0, (size_t)n * sizeof(double));
+    memset(T, 0, (size_t)(n * p) * sizeof(double));
+    if (G_zero) {
+        memset(G_zero, 0, (size_t)(p * p) * sizeof(double));
+        *n_zero = 0.0;
+    }
+    /* One thread, pairs in order: the scatter into T would race, and this
+     * O(m (r + 2 p)) pass is small next to the O(n p^2) products the caller
+     * does with BLAS. */
+    double hs = 0.0;
+    for (ptrdiff_t k = 0; k < m; ++k) {
+        const int64_t i = pairs[2 * k], j = pairs[2 * k + 1];
+        const double *yi = Y + i * r, *yj = Y + j * r;
+        double q = 0.0;
+        for (ptrdiff_t s = 0; s < r; ++s) {
+            double e = yi[s] - yj[s];
+            q += e * e;
+        }
+        double d = sqrt(q);
+        hs += d;
+        if (dist) dist[k] = d;
+        const double *xi = X + i * p, *xj = X + j * p;
+        if (d > 0.0) {
+            double w = 0.5 / d;
+            wdeg[i] += w;
+            wdeg[j] += w;
+            double *ti = T + i * p, *tj = T + j * p;
+            for (ptrdiff_t t = 0; t < p; ++t) {
+                ti[t] += w * xj[t];
+                tj[t] += w * xi[t];
+            }
+        } else if (G_zero) {  /* a non-smooth point of h; see pairwise.h */
+            int differs = 0;
+            for (ptrdiff_t t = 0; t < p; ++t) differs |= xi[t] != xj[t];
+            if (differs) {
+                *n_zero += 1.0;
+                for (ptrdiff_t a = 0; a < p; ++a) {
+                    double da = xi[a] - xj[a];
+                    for (ptrdiff_t t = 0; t <= a; ++t)
+                        G_zero[a * p + t] += 0.5 * da * (xi[t] - xj[t]);
+                }
+            }
+        }
+    }
+    if (G_zero) symmetrize_lower(G_zero, p);
+    *h = hs;
+    return isfinite(hs) ? ML_OK : ML_ERR_NUMERIC;
 }

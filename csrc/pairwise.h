@@ -10,6 +10,12 @@
 #define METRICLUST_PAIRWISE_H
 #include "common.h"
 
+/* Flops below which a kernel runs on one thread: a parallel region per solver
+ * iteration costs tens of microseconds on a quiet machine and ~40 ms on an
+ * oversubscribed one (measured: 5e3 pairs, p = 20: 1.5 ms on one thread, 44 ms
+ * on two). Callers read it to skip limiting BLAS threads when nothing is parallel. */
+#define ML_MIN_PARALLEL_WORK 3.0e7
+
 /* Fortran dsyrk (scipy.linalg.cython_blas.dsyrk). */
 typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
                             double *alpha, double *a, int *lda, double *beta,
@@ -18,20 +24,40 @@ typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
 /* Explicit pairs, full metric A = L^T L, Lt = L^T (p x r):
  *   d_k = ||(x_i - x_j) Lt||,  *h = sum_k d_k,  dist[k] = d_k (dist may be NULL),
  *   G = sum_k w_k D_k D_k^T with D_k = x_i - x_j and w_k = 1/(2 d_k) (0 where
- *   d_k = 0); G (p x p) may be NULL (objective only). */
+ *   d_k = 0); G (p x p) may be NULL (objective only). Pairs with d_k = 0 but
+ *   D_k != 0 (h is not differentiable there) are reported when G_zero is not
+ *   NULL (needs G): G_zero = sum of D_k D_k^T / 2 over them, *n_zero = count. */
 int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m,
                   const double *Lt, ptrdiff_t r,
                   double *h, double *G, double *dist,
+                  double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+
+/* Explicit pairs, full metric, Laplacian form (for many pairs on few points).
+ * Y = X Lt (n x r). With d_k = ||y_i - y_j|| and w_k = 1/(2 d_k) (0 where
+ * d_k = 0):  *h = sum_k d_k, dist[k] = d_k (may be NULL), wdeg[i] = sum of w_k
+ * over the pairs at i, T = W X (T[i] = sum of w_k x_j over the pairs (i, j)),
+ * so that G = sum_k w_k D_k D_k^T = X^T diag(wdeg) X - X^T T (the caller's
+ * two products, O(n p^2) instead of O(m p^2)). G_zero / n_zero as in
+ * ml_pairs_full (G_zero may be NULL). One thread; pairs in order. */
+int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t p,
+                       ptrdiff_t r, const int64_t *pairs, ptrdiff_t m,
+                       double *h, double *dist, double *wdeg, double *T,
+                       double *G_zero, double *n_zero);
 
 /* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,
  * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
- * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL.
+ * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL;
+ * pairs with d_k = 0 are left out of both (their gradient is +inf along the
+ * features where v_k > 0). Those pairs are reported instead when grad_zero is
+ * not NULL: grad_zero = sum_{d_k = 0, v_k != 0} v_k / 2 and *n_zero = their
+ * count (the solver's certificate needs them; n_zero required with grad_zero).
  * pairs == NULL means ALL pairs i < j of the n rows (m ignored). */
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
+                  double *grad_zero, double *n_zero,
                   ml_dsyrk_fn dsyrk, int n_threads);
 
 /* All pairs i < j, Laplacian form (SPEC 1.3). Y = X Lt (n x r, rows centred

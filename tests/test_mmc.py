@@ -154,14 +154,15 @@ def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
 
 def test_kernels_identical_for_any_thread_count():
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(700, 16))
-    pairs = rng.integers(700, size=(30000, 2))
+    # Sized above the kernels' one-thread threshold (3e7 flops) in every mode.
+    X = rng.normal(size=(1200, 24))
+    pairs = rng.integers(1200, size=(60000, 2))
     pairs = np.ascontiguousarray(pairs[pairs[:, 0] != pairs[:, 1]])
-    Lt = np.ascontiguousarray(rng.normal(size=(16, 16)))
-    a = rng.random(16)
+    Lt = np.ascontiguousarray(rng.normal(size=(24, 24)))
+    a = rng.random(24)
     for f in (lambda t: K.pairs_full(X, pairs, Lt, n_threads=t)[:2],
               lambda t: K.pairs_diag(X, pairs, a, n_threads=t),
-              lambda t: K.pairs_diag(X[:300], None, a, n_threads=t),
+              lambda t: K.pairs_diag(X[:500], None, a, n_threads=t),
               lambda t: K.allpairs_full(X, np.ascontiguousarray(X @ Lt), n_threads=t)):
         one, two = f(1), f(2)
         for u, v in zip(one, two):
@@ -181,6 +182,17 @@ def test_kernels_reject_bad_input():
         K.pairs_diag(X, None, np.ones(2))
     with pytest.raises(ValueError, match="rows"):
         K.allpairs_full(X, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="out of range"):
+        K.pairs_laplacian(X, np.zeros((5, 2)), np.array([[0, 5]]))
+    with pytest.raises(ValueError, match="rows"):
+        K.pairs_laplacian(X, np.zeros((4, 2)), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="at least one column"):
+        K.pairs_laplacian(X, np.zeros((5, 0)), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="gradient"):
+        K.pairs_full(X, np.array([[0, 1]]), Lt, gradient=False, zero_pairs=True)
+    h, wdeg, T, dist, Gz, n_zero = K.pairs_laplacian(X[:0], np.zeros((0, 2)),
+                                                     np.empty((0, 2), np.int64))
+    assert h == 0.0 and wdeg.shape == (0,) and T.shape == (0, 3) and n_zero == 0
 
 
 # ---------------------------------------------------------------------------
@@ -213,15 +225,16 @@ def test_eigh_fallback_when_lapack_fails(monkeypatch):
     rng = np.random.default_rng(0)
     M = rng.normal(size=(5, 5))
     M = M + M.T
-    real = linalg.eigh
+    want = np.linalg.eigvalsh(M)
 
     def failing(*args, **kwargs):
-        raise linalg.LinAlgError("Eigenvalues did not converge")
+        raise np.linalg.LinAlgError("Eigenvalues did not converge")
 
+    monkeypatch.setattr(np.linalg, "eigh", failing)
     monkeypatch.setattr(linalg, "eigh", failing)
     lam, V = eigh_robust(M)
-    monkeypatch.setattr(linalg, "eigh", real)
-    np.testing.assert_allclose(lam, np.linalg.eigvalsh(M), atol=1e-12)
+    monkeypatch.undo()
+    np.testing.assert_allclose(lam, want, atol=1e-12)
     np.testing.assert_allclose((V * lam) @ V.T, M, atol=1e-12)
 
 
@@ -443,3 +456,290 @@ def test_paper_figure_6_learned_metric_helps(load_dataset, name):
     X, y = load_dataset(name)
     acc = np.array([_fig6_accuracy(X, y, 0.7, s, False) for s in range(4)])
     assert acc[:, 1].mean() > acc[:, 0].mean()
+
+
+# ---------------------------------------------------------------------------
+# Issue #20: metric-learn's own MMC tests run against ours, and what they found
+# ---------------------------------------------------------------------------
+def _iris_label_pairs(load_dataset):
+    """metric-learn's TestMMC.test_iris side information: every same-class pair
+    similar, every different-class pair dissimilar (upper triangle)."""
+    X, y = load_dataset("iris")
+    same = y[None] == y[:, None]
+    S = np.argwhere(np.triu(same, k=1))
+    D = np.argwhere(np.triu(~same, k=1))
+    return X, y, np.ascontiguousarray(S), np.ascontiguousarray(D)
+
+
+def _class_separation(T, y):
+    """metric-learn's test helper: mean within-class over between-class distance."""
+    from scipy.spatial.distance import cdist
+    r = 0.0
+    for c in np.unique(y):
+        In, Out = T[y == c], T[y != c]
+        r += cdist(In, In).mean() / cdist(In, Out).mean()
+    return r / len(np.unique(y))
+
+
+def test_metric_learn_iris_checks(load_dataset):
+    # metric-learn's expected matrices (its test_iris, MMC at convergence_threshold=0.01
+    # and the diagonal one) are near-optima of the same problem: ours must score at least
+    # as well on the scale-free J, and the full one is rank one along the same direction.
+    X, y, S, D = _iris_label_pairs(load_dataset)
+    ml_full = np.array([[+0.000514, +0.000868, -0.001195, -0.001703],
+                        [+0.000868, +0.001468, -0.002021, -0.002879],
+                        [-0.001195, -0.002021, +0.002782, +0.003964],
+                        [-0.001703, -0.002879, +0.003964, +0.005648]])
+    ml_diag = np.diag([0, 0, 1.210220, 1.228596])
+    full = MMC().fit(X, similar=S, dissimilar=D)
+    diag = MMC(diagonal=True).fit(X, similar=S, dissimilar=D)
+    assert J_of(X, S, D, full.metric_) >= J_of(X, S, D, ml_full)
+    assert J_of(X, S, D, diag.metric_) >= J_of(X, S, D, ml_diag)
+    lam, V = np.linalg.eigh(full.metric_)
+    assert lam[-2] < 1e-6 * lam[-1]                        # rank one, as theirs
+    assert abs(V[:, -1] @ np.linalg.eigh(ml_full)[1][:, -1]) > 0.99
+    # Their supervised checks (fit from labels): class separation below 0.15 / 0.2.
+    assert _class_separation(MMC().fit(X, y).transform(X), y) < 0.15
+    assert _class_separation(MMC(diagonal=True).fit(X, y).transform(X), y) < 0.2
+    # Their Mahalanobis-mixin checks: A = L^T L symmetric PSD; the distance of the
+    # embedding is the metric's.
+    for m in (full, diag):
+        np.testing.assert_allclose(m.metric_, m.metric_.T)
+        assert np.linalg.eigvalsh(m.metric_)[0] >= -1e-12 * np.abs(m.metric_).max()
+        T = m.transform(X)
+        np.testing.assert_allclose(m.pair_distances(X, D[:50]),
+                                   np.linalg.norm(T[D[:50, 0]] - T[D[:50, 1]], axis=1),
+                                   rtol=1e-10)
+
+
+def test_diagonal_optimum_at_a_non_smooth_point_iris(load_dataset):
+    # Issue #20, bug 1: 25 dissimilar iris pairs have equal petal length; with
+    # weight only on petal length they sit at distance 0 and the gradient along
+    # petal width is +inf. The old certificate ignored them and stopped at
+    # diag(A) = [0, 0, 7.35e-4, 0] (J = 554.64520); the optimum gives petal width
+    # a small positive weight (J = 554.64853).
+    X, y = load_dataset("iris")
+    mmc = MMC(diagonal=True, tol=1e-10).fit(X, y)
+    assert mmc.converged_
+    S, D = mmc.similar_, mmc.dissimilar_
+    J = J_of(X, S, D, mmc.metric_)
+    assert mmc.metric_[3, 3] > 0
+    # Exact KKT check, in whitened weights b (sum b = 1): every pair that differs is
+    # at a positive distance (h is differentiable there), and then
+    # max_j grad_j + h/2 >= h* bounds the gap (the 1e-9 ridge adds ~1e-9).
+    s = ((X[S[:, 0]] - X[S[:, 1]]) ** 2).sum(0)
+    V = (X[D[:, 0]] - X[D[:, 1]]) ** 2 / s
+    b = np.diag(mmc.metric_) * s
+    b /= b.sum()
+    d = np.sqrt(V @ b)
+    differs = V.any(axis=1)
+    assert d[differs].min() > 0
+    grad = (V[differs] / (2 * d[differs, None])).sum(0)
+    assert (grad.max() + 0.5 * d.sum() - d.sum()) / d.sum() < 1e-8
+    # Independent optimum: L-BFGS-B over b >= 0 on a smoothed sqrt(q + delta^2),
+    # which moves h by at most |D| delta = 5e-5 relative 1e-13, from three starts.
+    delta = 1e-8
+
+    def g(b):
+        q = np.sqrt(V @ b + delta**2)
+        return b.sum() - np.log(q.sum()), 1.0 - (V / (2 * q[:, None])).sum(0) / q.sum()
+
+    best = -np.inf
+    for b0 in ([0.25] * 4, [1, 1, 1, 1e-3], [0.1, 0.1, 1, 0.1]):
+        r = optimize.minimize(g, np.array(b0), jac=True, method="L-BFGS-B",
+                              bounds=[(0, None)] * 4,
+                              options=dict(ftol=1e-16, gtol=1e-14, maxiter=10000))
+        best = max(best, np.sqrt(V @ r.x).sum() / np.sqrt(r.x.sum()))
+    assert J == pytest.approx(best, rel=1e-8)
+    assert J >= 554.6485
+
+
+def test_diagonal_gap_is_a_bound_at_non_smooth_points():
+    from metriclust._core.pairsums import PairSums
+    from metriclust.mmc import _diagonal_gap
+
+    # Pairs differing only in feature 1, others differing in both: at a = (1, 0) the
+    # first kind sits at distance 0 and feature 1's gradient is +inf.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[20:, 0] = X[:20, 0]
+    D = np.ascontiguousarray(np.r_[np.c_[np.arange(20), np.arange(20, 40)],
+                                   np.c_[np.arange(19), np.arange(1, 20)]], dtype=np.int64)
+    sums = PairSums(X, D, None)
+    a = np.array([1.0, 0.0])
+    h, g, _, g_zero, n_zero = sums.diag(a, hessian=False, zero_pairs=True)
+    assert n_zero == 20 and g_zero[1] > 0 and g_zero[0] == 0
+    V = (X[D[:, 0]] - X[D[:, 1]]) ** 2
+    bs = np.linspace(0, 1, 100001)
+    h_star = np.sqrt(np.outer(1 - bs, V[:, 0]) + np.outer(bs, V[:, 1])).sum(1).max()
+    true_gap = (h_star - h) / h
+    naive = (max(g.max(), 0) - 0.5 * h) / h          # the zero pairs dropped: not a bound
+    assert naive < true_gap
+    assert _diagonal_gap(h, g, g_zero, n_zero, 1.0) >= true_gap
+    # At a smooth point the certificate is the usual one.
+    a = np.array([0.7, 0.3])
+    h, g, _, g_zero, n_zero = sums.diag(a, hessian=False, zero_pairs=True)
+    assert n_zero == 0
+    assert _diagonal_gap(h, g, g_zero, n_zero, 1.0) == pytest.approx((g.max() - 0.5 * h) / h)
+
+
+def test_zero_pair_sums_match_reference():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(30, 4)).astype(float)    # many ties per feature
+    pairs = np.ascontiguousarray(np.argwhere(np.triu(np.ones((30, 30)), 1)), dtype=np.int64)
+    a = np.array([1.0, 0.0, 2.0, 0.0])
+    V = (X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2
+    zero = (V @ a == 0) & V.any(axis=1)
+    for got in (K.pairs_diag(X, pairs, a, zero_pairs=True),
+                K.pairs_diag(X, None, a, zero_pairs=True)):
+        assert got[4] == zero.sum() > 0
+        np.testing.assert_allclose(got[3], 0.5 * V[zero].sum(0))
+        pos = V @ a > 0
+        np.testing.assert_allclose(got[1], (V[pos] / (2 * np.sqrt(V[pos] @ a))[:, None]).sum(0))
+
+
+@pytest.mark.parametrize("init", [np.diag([-10.0, 1, 1, 1]), np.diag([-1.0, 1, 1, 1])])
+def test_non_psd_init_is_rejected(load_dataset, init):
+    # Issue #20, bug 2: the first raised FloatingPointError, the second was accepted.
+    X, y = load_dataset("iris")
+    with pytest.raises(ValueError, match=r"init must be positive semi-definite; its "
+                                         r"smallest eigenvalue is -1"):
+        MMC(init=init).fit(X, y)
+    with pytest.raises(ValueError, match="smallest eigenvalue"):
+        MMC(diagonal=True, init=np.diag(init)).fit(X, y)
+    # Singular PSD inits are fine (the problem is convex; same optimum).
+    J = MMC(init=np.diag([0.0, 1, 1, 1]), tol=1e-9).fit(X, y).objective_
+    assert J == pytest.approx(MMC(tol=1e-9).fit(X, y).objective_, rel=1e-7)
+
+
+def test_pair_distances_of_a_point_with_itself_is_zero(load_dataset):
+    # Issue #20, bug 3: a distance query (i, i) is valid (fit still refuses such pairs).
+    X, y = load_dataset("iris")
+    mmc = MMC().fit(X, y)
+    d = mmc.pair_distances(X, [[2, 2], [0, 1], [1, 0]])
+    assert d[0] == 0.0 and d[1] == d[2] > 0
+    with pytest.raises(ValueError, match="with itself"):
+        MMC().fit(X, similar=[[2, 2], [0, 1]])
+
+
+def _two_feature_zero_pairs():
+    """D pairs of two kinds: differing only in feature 1, and in both features."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[20:, 0] = X[:20, 0]
+    D = np.ascontiguousarray(np.r_[np.c_[np.arange(20), np.arange(20, 40)],
+                                   np.c_[np.arange(19), np.arange(1, 20)]], dtype=np.int64)
+    return X, D
+
+
+def test_full_bound_is_valid_at_non_smooth_points():
+    from metriclust.mmc import _full_upper_bound
+
+    # Full A = e0 e0^T: the 20 pairs differing only in feature 1 sit at distance 0.
+    X, D = _two_feature_zero_pairs()
+    h, G, _, Gz, n_zero = K.pairs_full(X, D, np.array([[1.0], [0.0]]), zero_pairs=True)
+    assert n_zero == 20
+    Dd = X[D[:, 0]] - X[D[:, 1]]
+    zero = np.abs(Dd[:, 0]) == 0
+    np.testing.assert_allclose(Gz, 0.5 * Dd[zero].T @ Dd[zero])
+    # h* over {B >= 0, tr B = 1}: B = [[a, b], [b, 1 - a]], b^2 <= a (1 - a), on a grid.
+    a, tb = np.meshgrid(np.linspace(0, 1, 801), np.linspace(-1, 1, 801))
+    b = tb * np.sqrt(a * (1 - a))
+    q = (Dd[:, 0, None, None] ** 2 * a + 2 * Dd[:, 0, None, None] * Dd[:, 1, None, None] * b
+         + Dd[:, 1, None, None] ** 2 * (1 - a))
+    h_star = np.sqrt(np.maximum(q, 0)).sum(0).max()
+    assert np.linalg.eigvalsh(G)[-1] + 0.5 * h < h_star      # the zero pairs dropped
+    assert _full_upper_bound(h, G, Gz, n_zero) >= h_star
+    # Away from such points it is the usual bound.
+    Lt = np.array([[0.8], [0.6]])
+    h, G, _, Gz, n_zero = K.pairs_full(X, D, Lt, zero_pairs=True)
+    assert n_zero == 0
+    assert _full_upper_bound(h, G, Gz, n_zero) == np.linalg.eigvalsh(G)[-1] + 0.5 * h
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_singular_init_at_a_non_smooth_point_reaches_the_optimum(diagonal):
+    # Starting from A = e0 e0^T puts 20 dissimilar pairs at distance 0: the solvers
+    # must step out of it (their gradient there is +inf along feature 1).
+    X, D = _two_feature_zero_pairs()
+    rng = np.random.default_rng(1)
+    S = rng.integers(40, size=(40, 2))
+    S = np.ascontiguousarray(S[S[:, 0] != S[:, 1]], dtype=np.int64)
+    mmc = MMC(diagonal=diagonal, init=np.diag([1.0, 0.0]), tol=1e-9)
+    J = mmc.fit(X, similar=S, dissimilar=D).objective_
+    ref = lbfgsb_diagonal(X, S, D) if diagonal else lbfgs_over_L(X, S, D)
+    assert mmc.converged_
+    assert J == pytest.approx(ref, rel=1e-6)
+
+
+def test_laplacian_form_of_explicit_pairs_matches_the_direct_kernel():
+    from metriclust._core.pairsums import PairSums
+
+    # Many pairs on few points take the Laplacian form; close pairs (nearly equal
+    # points far from the centre) and repeated pairs stay exact.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 10)) + 5.0
+    X[40:50] = X[30:40] + 1e-6 * rng.normal(size=(10, 10))
+    D = rng.integers(80, size=(600, 2))
+    D = np.ascontiguousarray(np.r_[D[D[:, 0] != D[:, 1]],
+                                   np.c_[np.arange(30, 40), np.arange(40, 50)]])
+    sums = PairSums(X, D, None)
+    assert sums.laplacian and 0 < len(sums.D_close) < len(D)
+    Lt = np.ascontiguousarray(rng.normal(size=(10, 4)))
+    h, G, Gz, n_zero = sums.full(Lt, zero_pairs=True)
+    hr, Gr, _ = ref_full(X, D, Lt.T)
+    assert h == pytest.approx(hr, rel=1e-12)
+    np.testing.assert_allclose(G, Gr, rtol=1e-9, atol=1e-12 * np.abs(Gr).max())
+    assert n_zero == 0 and not Gz.any()
+    # Zero-distance pairs are reported by both halves.
+    Lt0 = np.zeros((10, 1))
+    Lt0[0] = 1.0
+    X2 = X.copy()
+    X2[50:60, 0] = X2[60:70, 0]
+    D2 = np.ascontiguousarray(np.r_[D, np.c_[np.arange(50, 60), np.arange(60, 70)]])
+    sums = PairSums(X2, D2, None)
+    h, G, Gz, n_zero = sums.full(Lt0, zero_pairs=True)
+    Dd = X2[D2[:, 0]] - X2[D2[:, 1]]
+    zero = (Dd[:, 0] == 0) & Dd.any(axis=1)
+    assert n_zero == zero.sum() >= 10
+    np.testing.assert_allclose(Gz, 0.5 * Dd[zero].T @ Dd[zero], rtol=1e-12)
+
+
+def _class_pairs_problem(d, n_pairs, seed, N=2000, K=5):
+    """benchmarks/bench_mmc.py's make_data: K classes in the first max(2, d/5) dims."""
+    rng = np.random.default_rng(seed)
+    k = max(2, d // 5)
+    y = rng.integers(K, size=N)
+    X = rng.normal(size=(N, d))
+    X[:, :k] += 2.0 * rng.normal(size=(K, k))[y]
+    X[:, k:] *= 3.0
+    out = []
+    for same in (True, False):
+        a, b = rng.integers(N, size=(2, 8 * n_pairs))
+        ok = (a != b) & ((y[a] == y[b]) == same)
+        out.append(np.ascontiguousarray(np.c_[a[ok], b[ok]][: n_pairs // 2], dtype=np.int64))
+    return X, out[0], out[1]
+
+
+def test_full_converged_means_certified_near_a_degenerate_optimum():
+    # This draw's optimum has rank 2 with a small second eigenvalue; SPG cycles between
+    # faces. The objective-change rule used to stop it after 23 iterations at a gap of
+    # 1.1e-2 (J = 192.818, the optimum 193.084) and report converged_.
+    X, S, D = _class_pairs_problem(20, 10000, seed=2)
+    mmc = MMC().fit(X, similar=S, dissimilar=D)
+    assert mmc.converged_
+    # Independent certificate in numpy: with A scaled to sum_S d_A^2 = 1 and every D pair
+    # at a positive distance, J* <= lam_max(M_S^-1/2 G_A M_S^-1/2) + J / 2.
+    A = mmc.metric_
+    dS = X[S[:, 0]] - X[S[:, 1]]
+    dD = X[D[:, 0]] - X[D[:, 1]]
+    A = A / np.einsum("ij,jk,ik->", dS, A, dS)
+    d = np.sqrt(np.einsum("ij,jk,ik->i", dD, A, dD))
+    assert d.min() > 0
+    J = d.sum()
+    G = (dD / (2 * d)[:, None]).T @ dD
+    m, U = np.linalg.eigh(dS.T @ dS)
+    W = U / np.sqrt(m)
+    bound = np.linalg.eigvalsh(W.T @ G @ W)[-1] + 0.5 * J
+    assert (bound - J) / J < 2e-6          # tol = 1e-6, plus the 1e-9 ridge
+    assert J > 193.08

@@ -19,7 +19,15 @@ Armijo search; Birgin, Martinez & Raydan 2000) on ``h(B) = sum_D ||e||_B`` with
 the gradient of the paper's Fig. 1, ``grad g = sum_D e e^T / (2 ||e||_B)``.
 Stopping is certified: for any B, weak duality gives
 ``h* <= lambda_max(grad h(B)) + h(B) / 2`` (from ``sqrt(q) = min_t q/(2t) + t/2``),
-so the relative gap bounds the distance of J to its optimum.
+so the relative gap bounds the distance of J to its optimum. Where a
+dissimilar pair has distance 0 but differs (its difference lies in the null
+space of B) h is not differentiable and its gradient is +inf along that
+difference; the bound then takes ``t = eps`` for those pairs and is minimized
+over eps (``_full_upper_bound``, ``_diagonal_gap``), and the solvers step
+towards them. Where SPG stalls near a degenerate optimum, a projected Newton
+step on the optimum's face (``_face_newton``) resolves it. Many explicit pairs
+on few points (``m > 4 n``) are summed through the weighted pair graph's
+Laplacian (``PairSums``): O(n p^2) per iteration instead of O(m p^2).
 
 Diagonal A (the paper's Sec. 2.1, eq. (6)): Newton-Raphson on
 ``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, as a projected
@@ -33,6 +41,7 @@ E. P. Xing, A. Y. Ng, M. I. Jordan, S. Russell. Distance metric learning, with
 application to clustering with side-information. NIPS 15, 2003.
 """
 
+import contextlib
 import numbers
 import warnings
 
@@ -40,6 +49,7 @@ import numpy as np
 
 from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
 from ._core.pairsums import PairSums, scatter_of_pairs
+from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_spectraplex, psd_factor
 from ._core.validation import (check_array, check_n_features, check_pairs, check_random_state,
@@ -54,8 +64,10 @@ __all__ = ["MMC"]
 _RIDGE = 1e-9
 # Labelled pairs used as they are up to this count; beyond it, sampled.
 _MAX_LABEL_PAIRS = 200_000
-# Iterations over which the objective-change stopping rule looks back.
+# Iterations over which the objective-change stopping rule looks back, and the
+# relative gap (in units of tol) under which it may stop.
 _WINDOW = 20
+_STALL_GAP = 100.0
 
 
 class ConvergenceWarning(UserWarning):
@@ -74,14 +86,15 @@ class MMC(TransformerMixin, BaseEstimator):
     tol : float, default=1e-6
         Stop when the certified relative duality gap (a bound on ``(J* - J) / J``)
         is below ``tol``, so that ``objective_`` is within ``tol`` of the optimum;
-        or (full A) when J rose by less than ``tol / 10`` (relative) over the last
-        20 iterations: at non-smooth optima (rank-deficient A with dissimilar
-        pairs at distance ~0) the bound stays loose while J creeps (e.g. iris with
-        little side information: bound 4e-6 after 30 iterations, J changing by
-        1e-10 per iteration).
+        or (full A, with the bound within ``100 tol``) when J rose by less than
+        ``tol / 10`` (relative) over the last 20 iterations: at non-smooth optima
+        (rank-deficient A with dissimilar pairs at distance ~0) the bound stays
+        loose while J creeps (e.g. iris with little side information: bound 4e-6
+        after 30 iterations, J changing by 1e-10 per iteration).
     init : {"identity", "covariance"} or ndarray, default="identity"
         Starting metric: the identity, the inverse covariance of ``X``, or a
-        ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal).
+        ``(p, p)`` PSD matrix (``(p,)`` vector of weights allowed when diagonal);
+        an indefinite one raises ``ValueError`` naming its smallest eigenvalue.
         The problem is convex: the optimum ``J`` does not depend on it.
     random_state : None, int or Generator
         Used only to sample pairs from ``y`` when there are very many.
@@ -100,6 +113,8 @@ class MMC(TransformerMixin, BaseEstimator):
     objective_ : float
         ``J(A) = sum_D ||x_i - x_j||_A`` at that scale (the scale-free objective).
     n_iter_ : int
+        Iterations: projected-gradient steps and face Newton steps (full A), or
+        Newton steps (diagonal A).
     converged_ : bool
     n_features_in_ : int
     similar_, dissimilar_ : ndarray (m, 2)
@@ -158,7 +173,11 @@ class MMC(TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         X64 = X.astype(np.float64, copy=False)
         S, D = self._side_information(X64, y, similar, dissimilar)
-        with single_blas_thread():     # the OpenMP kernels call BLAS themselves
+        # The OpenMP kernels call BLAS themselves: hold BLAS to one thread when
+        # they may run in parallel. Below that size the kernels stay on one
+        # thread and the limit (a threadpoolctl scan in a fresh process) is skipped.
+        serial = D is not None and 2.0 * (len(S) + len(D)) * p * p <= MIN_PARALLEL_WORK
+        with contextlib.nullcontext() if serial else single_blas_thread():
             self._fit(X64, S, D)
         return self
 
@@ -244,7 +263,12 @@ class MMC(TransformerMixin, BaseEstimator):
         if A0.shape != (p, p):
             raise ValueError(f"init must have shape ({p}, {p}), got {A0.shape}.")
         A0 = 0.5 * (A0 + A0.T).astype(np.float64)
-        if np.linalg.eigvalsh(A0)[-1] <= 0:
+        lam = np.linalg.eigvalsh(A0)
+        # Rounding of a PSD matrix gives eigenvalues down to ~-p eps |lam|_max.
+        if lam[0] < -1e-10 * max(abs(lam[0]), abs(lam[-1])):
+            raise ValueError("init must be positive semi-definite; its smallest "
+                             f"eigenvalue is {lam[0]:.6g}.")
+        if lam[-1] <= 0:
             raise ValueError("init must be positive semi-definite and non-zero.")
         return A0
 
@@ -266,11 +290,14 @@ class MMC(TransformerMixin, BaseEstimator):
         return X @ self.components_.T.astype(X.dtype)
 
     def pair_distances(self, X, pairs):
-        """``d_A(x_i, x_j)`` for each row ``(i, j)`` of ``pairs`` (indices into X)."""
+        """``d_A(x_i, x_j)`` for each row ``(i, j)`` of ``pairs`` (indices into X).
+
+        A row ``(i, i)`` is a valid query; its distance is 0.
+        """
         check_is_fitted(self, "components_")
         X = check_array(X)
         check_n_features(self, X)
-        pairs = check_pairs(pairs, X.shape[0])
+        pairs = check_pairs(pairs, X.shape[0], allow_self=True)   # d_A(x_i, x_i) = 0
         from ._kernels._pairwise import pairs_full
         _, _, dist = pairs_full(X.astype(np.float64, copy=False), pairs,
                                 np.ascontiguousarray(self.components_.T),
@@ -307,33 +334,118 @@ def _pairs_from_y(y, n, random_state):
     return np.ascontiguousarray(S), np.ascontiguousarray(D)
 
 
-def _duality_gap(lam_max, h):
-    """Relative gap: ``h* <= lam_max(grad h) + h/2`` on ``{tr B <= 1}`` (module docstring)."""
-    return (lam_max + 0.5 * h - h) / h
+def _min_over_log_eps(upper, hi, n_steps=60):
+    """Golden-section minimum of ``upper(log eps)`` over ``[hi - 60, hi]``.
+
+    Used for the bounds ``U(eps)`` below, which are convex in eps (hence
+    unimodal in log eps) with their minimizer below ``exp(hi)``. Any eps gives a
+    valid bound; the search only makes it tight.
+    """
+    lo, ratio = hi - 60.0, 0.5 * (np.sqrt(5.0) - 1.0)
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = upper(x1), upper(x2)
+    for _ in range(n_steps):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = upper(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = upper(x2)
+    return min(f1, f2)
+
+
+def _full_upper_bound(h, G, G_zero, n_zero):
+    """Upper bound on ``h*`` over ``{B >= 0, tr B <= 1}`` from a point with ``tr B = 1``.
+
+    The diagonal case's argument (``_diagonal_gap``) with matrices: for any
+    ``t_k > 0``, ``h(B') <= <B', sum_k e_k e_k^T / (2 t_k)> + sum_k t_k / 2
+    <= lam_max(sum_k e_k e_k^T / (2 t_k)) + sum_k t_k / 2``. With ``t_k = d_k``
+    this is ``lam_max(G) + h / 2``; the ``n_zero`` pairs at distance 0 with
+    ``e_k != 0`` (``G_zero = sum e_k e_k^T / 2`` over them; G leaves them out, and
+    h's gradient is +inf along them) get ``t_k = eps``::
+
+        h* <= lam_max(G + G_zero / eps) + h / 2 + n_zero eps / 2   for every eps > 0.
+    """
+    if not n_zero:
+        return np.linalg.eigvalsh(G)[-1] + 0.5 * h
+    top = np.linalg.eigvalsh(G_zero)[-1]
+
+    def upper(log_eps):
+        eps = np.exp(log_eps)
+        return np.linalg.eigvalsh(G + G_zero / eps)[-1] + 0.5 * h + 0.5 * n_zero * eps
+
+    return _min_over_log_eps(upper, 0.5 * np.log(2.0 * top / n_zero), n_steps=40)
 
 
 def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     """Maximize ``h(B) = sum_D ||e||_B`` over ``{B >= 0, tr B <= 1}`` (SPG)."""
     B, lam, V = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
-    h, G = sums.full(psd_factor(lam, V))
-    if not h > 0:                       # no dissimilar pair has positive length
+    h, G, G_zero, n_zero = sums.full(psd_factor(lam, V), zero_pairs=True)
+    if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
-    step = 1.0 / np.linalg.norm(G)
+    step = 1.0 / max(np.linalg.norm(G), np.finfo(float).tiny)
     history = [h]
-    best = (h, B)                       # the search is non-monotone: keep the best
+    best = (h, B, G)                    # the search is non-monotone: keep the best
     upper = np.inf
-    for it in range(1, max_iter + 1):
-        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)   # weak duality
-        gap = (upper - best[0]) / best[0]
+    newton_ok = not sums.implicit      # the face Newton needs the explicit pairs
+    next_face, gaps = 0, []
+    it = 0
+    while it < max_iter:
+        it += 1
+        upper = min(upper, _full_upper_bound(h, G, G_zero, n_zero))   # weak duality
+        gap = (upper - best[0]) / best[0] if best[0] > 0 else np.inf
         if verbose:
             print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
         if gap <= tol:
             return best[1], it - 1, True
+        if n_zero:
+            # Non-smooth point: some D pairs have e_k != 0 in the null space of B, where
+            # h has slope +inf; the projected gradient cannot see them. Step towards
+            # the top eigenvector u of their scatter: B <- (1 - t) B + t u u^T.
+            u = np.linalg.eigh(G_zero)[1][:, -1]
+            t = 0.5
+            while t > 1e-14:
+                Bn = (1.0 - t) * B + t * np.outer(u, u)
+                hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
+                if hn > h:
+                    break
+                t *= 0.5
+            if not hn > h:
+                return best[1], it, False
+            B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
+            history.append(h)
+            if h > best[0]:
+                best = (h, B, G)
+            step = 1.0 / np.linalg.norm(G)
+            continue
         # Objective-change rule: at a non-smooth optimum (D pairs at distance ~0 under
-        # a rank-deficient A) the bound above stays loose while J has converged.
-        if (len(history) > _WINDOW
+        # a rank-deficient A) the bound above stays loose while J has converged. Only
+        # near the bound: the non-monotone search can also cycle below the best point
+        # for 20 iterations far from the optimum (seen at a gap of 1.1e-2).
+        if (gap <= _STALL_GAP * tol and len(history) > _WINDOW
                 and max(history) - max(history[:-_WINDOW]) <= 0.1 * tol * max(history)):
             return best[1], it - 1, True
+        gaps.append(gap)
+        stalled = len(gaps) > 3 and gap > 0.5 * gaps[-4]
+        if newton_ok and gap < _FACE_GAP and stalled and it >= next_face and not n_zero:
+            # Near the optimum SPG oscillates between faces; Newton on the face
+            # (see _face_newton) is kept only if its point is better.
+            Bn, n_steps = _face_newton(sums, best[1], best[2], tol)
+            it += n_steps                   # n_iter_ counts the Newton steps too
+            next_face = it + 10
+            if Bn is not None:
+                hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
+                if verbose:
+                    print(f"MMC face Newton: {n_steps} steps, sum_D = {hn:.10g}")
+                if hn > best[0]:
+                    B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
+                    history, step = [h], 1.0 / np.linalg.norm(G)
+                    best = (h, B, G)
+                    upper = np.inf          # recomputed at the new point
+                    next_face = it + 3
+                    continue
         # Projection of the gradient step onto C1 ∩ C2 (exact; one eigendecomposition).
         P, lamP, VP = project_spectraplex(B + step * G)
         direction = P - B
@@ -347,7 +459,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
             else:
                 Bn = B + t * direction
                 Lt = psd_factor(*eigh_robust(Bn))
-            hn, Gn = sums.full(Lt)
+            hn, Gn, Gzn, nzn = sums.full(Lt, zero_pairs=True)
             if hn >= ref + 1e-4 * t * slope or t < 1e-12:
                 break
             t *= 0.5
@@ -357,11 +469,146 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
         step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
         if hn - h <= 1e-15 * abs(h) and t < 1e-12:
             return best[1], it, False    # stalled: the search found no increase
-        B, h, G = Bn, hn, Gn
+        B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
         history.append(h)
         if h > best[0]:
-            best = (h, B)
+            best = (h, B, G)
     return best[1], max_iter, False
+
+
+# The face Newton step: tried when SPG has stalled (the gap did not halve in three
+# iterations) below this gap; on faces of at most this many unknowns; with the
+# gradient's eigenvalues this close (relative) to its largest spanning the face;
+# until the Newton decrement is below this fraction of tol.
+_FACE_GAP = 3e-2
+_MAX_FACE_VARS = 136
+_FACE_TIE = 1e-2
+_FACE_DECREMENT = 0.1
+
+
+def _face_newton(sums, B, G, tol, max_steps=50):
+    """Projected Newton for ``max h(V C V^T)`` over ``C >= 0`` on a face V.
+
+    Near a rank-deficient optimum whose smallest positive eigenvalue is tiny,
+    SPG cycles between faces. The optimum lies in the top eigenspace of its
+    gradient (complementary slackness), so the face V spans the range of the
+    best iterate ``B`` and the eigenvectors of its gradient ``G`` within
+    ``_FACE_TIE`` of the largest eigenvalue. In the eigenbasis ``Q`` of the
+    current C (C = diag(mu)) the pair terms are ``sqrt(z_k . c)``, ``c`` the
+    symmetric vectorization of C (off-diagonal entries times sqrt 2) and
+    ``z_k`` that of ``f_k f_k^T``, ``f_k = Q^T V^T e_k``: the diagonal problem's
+    form. The scale-free ``g(c) = tr C - log h(c)`` is minimized as there
+    (Bertsekas' projected Newton): eigen-directions at 0 whose gradient points
+    outward are held, a Newton step on the rest, an Armijo search along the
+    projection arc onto ``C >= 0``. The caller keeps the point only if it is
+    better, and the duality gap still decides convergence. Returns ``(B, steps)``
+    with ``tr B = 1``, or ``(None, 0)`` when the face is too large.
+    """
+    lamB, VB = np.linalg.eigh(B)
+    lamG, UG = np.linalg.eigh(G)
+    rb = int(np.sum(lamB > 1e-10 * lamB[-1]))
+    rg = int(np.sum(lamG >= (1.0 - _FACE_TIE) * lamG[-1]))
+    V, sv, _ = np.linalg.svd(np.c_[VB[:, -rb:], UG[:, -rg:]], full_matrices=False)
+    V = V[:, sv > 1e-8]
+    r = V.shape[1]
+    # A Newton step costs O(m s^2), s = r (r + 1) / 2: at most a kernel pass, O(m p^2).
+    if r * (r + 1) // 2 > min(_MAX_FACE_VARS, B.shape[0]):
+        return None, 0
+    C0 = V.T @ B @ V
+    C0 = C0 / max(np.trace(C0), np.finfo(float).tiny) + np.eye(r) / (1000.0 * r)
+    EV = sums.E @ V
+    F0 = EV[sums.D[:, 0]] - EV[sums.D[:, 1]]
+    mu, Q = np.linalg.eigh(0.5 * (C0 + C0.T))
+    mu = np.maximum(mu, 0.0)
+    iu, ju = np.triu_indices(r)
+    diag = iu == ju
+    weight = np.where(diag, 1.0, np.sqrt(2.0))
+    trace_vec = diag.astype(np.float64)
+
+    def unvec(c):
+        M = np.zeros((r, r))
+        M[iu, ju] = c / weight
+        M[ju, iu] = c / weight
+        return M
+
+    steps = 0
+    for steps in range(1, max_steps + 1):
+        F = F0 @ Q
+        Z = F[:, iu] * F[:, ju] * weight
+        c = np.where(diag, mu[iu], 0.0)
+        d = np.sqrt(np.maximum(Z @ c, 0.0))
+        pos = d > 0
+        h = d.sum()
+        w = 0.5 / d[pos]
+        Zp = Z[pos]
+        gh = Zp.T @ w
+        grad = trace_vec - gh / h
+        eps = min(1e-12 * mu.max(), np.abs(mu - np.maximum(mu - grad[diag], 0)).max())
+        held_dir = (mu <= eps) & (grad[diag] > 0)
+        held = held_dir[iu] | held_dir[ju]
+        free = ~held
+        Zf = Zp[:, free]
+        hess = ((Zf * (2.0 * w**3)[:, None]).T @ Zf) / h + np.outer(gh[free], gh[free]) / h**2
+        lam, U = np.linalg.eigh(hess)
+        lam = np.maximum(lam, 1e-12 * max(lam[-1], np.finfo(float).tiny))
+        dc = np.zeros_like(c)
+        dc[free] = -U @ ((U.T @ grad[free]) / lam)
+        dc[held] = -grad[held]
+        if -grad[free] @ dc[free] < _FACE_DECREMENT * tol:
+            break
+        g0, t = c @ trace_vec - np.log(h), 1.0
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)
+        while True:
+            mu_n, Q_n = np.linalg.eigh(unvec(c + t * dc))
+            mu_n = np.maximum(mu_n, 0.0)
+            cn = ((Q_n * mu_n) @ Q_n.T)[iu, ju] * weight
+            hn = np.sqrt(np.maximum(Z @ cn, 0.0)).sum()
+            gn = cn @ trace_vec - np.log(hn) if hn > 0 else np.inf
+            if gn <= g0 + 1e-4 * grad @ (cn - c) + noise or t < 1e-14:
+                break
+            t *= 0.5
+        if not gn < g0 - noise:
+            break
+        mu, Q = mu_n, Q @ Q_n
+    VQ = V @ Q
+    Bn = (VQ * mu) @ VQ.T
+    return Bn / np.trace(Bn), steps
+
+
+def _diagonal_gap(h, grad, grad_zero, n_zero, total):
+    """Certified relative gap ``(h* - h) / h`` of the diagonal problem at ``a / sum(a)``.
+
+    ``h, grad, grad_zero, n_zero`` are ``PairSums.diag``'s at ``a`` (``sum(a) = total``).
+    For any ``t_k > 0``, ``sqrt(q) <= q / (2 t_k) + t_k / 2`` (equality at
+    ``t_k = sqrt(q)``), so for every ``b >= 0`` with ``sum(b) <= 1``::
+
+        h(b) <= max(0, max_j sum_k v_kj / (2 t_k)) + sum_k t_k / 2.
+
+    With ``t_k = d_k`` at the normalized point this is the usual bound
+    ``max(grad) + h / 2``, valid only where h is differentiable. At a
+    non-smooth point some pair has ``d_k = 0`` but ``v_k != 0`` (a feature with
+    weight 0 is the only one where the two points differ): ``grad h`` is
+    ``+inf`` along that feature, and dropping the pair from the sum, as the
+    gradient does, gives a number that is *not* a bound (iris, issue #20).
+    Those ``n_zero`` pairs get a common ``t_k = eps`` instead::
+
+        h* <= U(eps) = max_j (grad_j + grad_zero_j / eps) + h / 2 + n_zero eps / 2,
+
+    valid for every ``eps > 0``; U is convex in eps and its minimizer lies
+    below ``max_j sqrt(2 grad_zero_j / n_zero)`` (``_min_over_log_eps``). U
+    stays above h by ``~sqrt(n_zero grad_zero)``: such a point is never
+    certified, correctly, since it is not optimal.
+    """
+    root = np.sqrt(total)
+    h, grad = h / root, grad * root          # h is 1/2-homogeneous
+    if n_zero == 0 or not np.any(grad_zero > 0):
+        return (max(grad.max(), 0.0) - 0.5 * h) / h
+
+    def upper(log_eps):
+        eps = np.exp(log_eps)
+        return max(np.max(grad + grad_zero / eps), 0.0) + 0.5 * h + 0.5 * n_zero * eps
+
+    return (_min_over_log_eps(upper, 0.5 * np.log(2.0 * grad_zero.max() / n_zero)) - h) / h
 
 
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):
@@ -373,19 +620,36 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         h = sums.diag(a, gradient=False, hessian=False)[0]
         return a.sum() - np.log(h) if h > 0 else np.inf
 
-    h, gh, H = sums.diag(a)
-    if not h > 0:
+    h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
+    if not h > 0 and n_zero == 0:
         return a, 0, True
     for it in range(1, max_iter + 1):
-        # Certificate at the normalized point a / sum(a) (h is 1/2-homogeneous).
         c = a.sum()
-        gap = (np.max(gh) * np.sqrt(c) - 0.5 * h / np.sqrt(c)) / (h / np.sqrt(c))
-        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
-        hess = H / h + np.outer(gh, gh) / h**2               # hess g
+        gap = _diagonal_gap(h, gh, g_zero, n_zero, c) if h > 0 else np.inf
         if verbose:
             print(f"MMC-diag iter {it:4d}  g = {c - np.log(h):.12g}  rel. gap <= {gap:.3e}")
         if gap <= tol:
             return a, it - 1, True
+        g0 = c - np.log(h) if h > 0 else np.inf
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1) if h > 0 else 0.0  # rounding level
+        if n_zero > 0:
+            # Non-smooth point: some D pairs differ only in features of weight 0, where
+            # g has slope -inf. Newton cannot see them; step into those features.
+            d = g_zero / g_zero.max()
+            t = c
+            while True:
+                an = a + t * d
+                gn = g_of(an)
+                if gn < g0 - noise or t < 1e-14 * c:
+                    break
+                t *= 0.5
+            if not gn < g0 - noise:
+                return a, it, False
+            a = an
+            h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
+            continue
+        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
+        hess = H / h + np.outer(gh, gh) / h**2               # hess g
         # Bertsekas' projected Newton: hold bound variables pushed outward.
         eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))
         held = (a <= eps) & (grad > 0)
@@ -395,16 +659,19 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
         lam = np.maximum(lam, 1e-12 * max(lam.max(), np.finfo(float).tiny))
         d[free] = -V @ ((V.T @ grad[free]) / lam)
         d[held] = -grad[held]
-        g0, t = c - np.log(h), 1.0
-        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)   # rounding level of g
+        t = 1.0
         while True:                       # Armijo along the projection arc
             an = np.maximum(a + t * d, 0.0)
-            gn = g_of(an)
+            if t == 1.0:                  # the full step is usually taken: one pass for all
+                full_step = sums.diag(an, zero_pairs=True)
+                gn = an.sum() - np.log(full_step[0]) if full_step[0] > 0 else np.inf
+            else:
+                gn = g_of(an)
             if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
                 break
             t *= 0.5
         if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
-        h, gh, H = sums.diag(a)
+        h, gh, H, g_zero, n_zero = full_step if t == 1.0 else sums.diag(a, zero_pairs=True)
     return a, max_iter, False

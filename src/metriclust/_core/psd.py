@@ -1,14 +1,15 @@
 """Symmetric eigendecomposition with fallbacks, and the projections MMC needs.
 
 ``eigh_robust`` guards against LAPACK's occasional "eigenvalues did not
-converge" (metric-learn issue #306): driver "evr" first, then "ev", then an SVD
-of the symmetrized matrix. ``project_spectraplex`` is the exact Euclidean
+converge" (metric-learn issue #306): numpy's ``syevd`` first (no scipy import
+on the way: a solver calls this every iteration and a fresh process pays for
+``scipy.linalg``'s import), then scipy's drivers "evr" and "ev", then an SVD of
+the symmetrized matrix. ``project_spectraplex`` is the exact Euclidean
 projection onto ``{B >= 0, tr B <= 1}``: one eigendecomposition, then the
 eigenvalues are projected onto the capped simplex (Duchi et al. 2008).
 """
 
 import numpy as np
-from scipy import linalg
 
 __all__ = ["eigh_robust", "project_capped_simplex", "project_spectraplex",
            "psd_factor"]
@@ -19,6 +20,12 @@ def eigh_robust(M):
     S = 0.5 * (M + M.T)
     if not np.all(np.isfinite(S)):
         raise FloatingPointError("eigh_robust: matrix has non-finite entries")
+    try:
+        return np.linalg.eigh(S)
+    except np.linalg.LinAlgError:
+        pass
+    from scipy import linalg
+
     for driver in ("evr", "ev"):
         try:
             return linalg.eigh(S, driver=driver, check_finite=False)

@@ -14,20 +14,31 @@ from scipy.linalg.cython_blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
 
 cdef extern from "pairwise.h" nogil:
+    double ML_MIN_PARALLEL_WORK
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
                                  int *, double *, double *, int *)
     int ml_pairs_full(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m,
                       const double *Lt, Py_ssize_t r,
                       double *h, double *G, double *dist,
+                      double *G_zero, double *n_zero,
                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_pairs_laplacian(const double *X, const double *Y, Py_ssize_t n, Py_ssize_t p,
+                           Py_ssize_t r, const int64_t *pairs, Py_ssize_t m,
+                           double *h, double *dist, double *wdeg, double *T,
+                           double *G_zero, double *n_zero)
     int ml_pairs_diag(const double *X, Py_ssize_t n, Py_ssize_t p,
                       const int64_t *pairs, Py_ssize_t m, const double *a,
                       double *h, double *grad, double *H,
+                      double *grad_zero, double *n_zero,
                       ml_dsyrk_fn dsyrk, int n_threads)
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+
+
+# Work (flops) below which every kernel here runs on one thread.
+MIN_PARALLEL_WORK = ML_MIN_PARALLEL_WORK
 
 
 cdef _raise(int status, str where):
@@ -51,13 +62,18 @@ cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
 
 def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
                const double[:, ::1] Lt, bint gradient=True, bint distances=False,
-               int n_threads=0):
+               int n_threads=0, *, bint zero_pairs=False):
     """Explicit pairs, full metric ``A = L^T L`` with ``Lt = L^T`` (p x r).
 
     Returns ``(h, G, dist)``: ``h = sum_k d_k`` with ``d_k = ||(x_i - x_j) L^T||``,
-    ``G = sum_k (x_i - x_j)(x_i - x_j)^T / (2 d_k)`` (None unless ``gradient``),
-    ``dist`` the d_k (None unless ``distances``).
+    ``G = sum_k (x_i - x_j)(x_i - x_j)^T / (2 d_k)`` over ``d_k > 0`` (None
+    unless ``gradient``), ``dist`` the d_k (None unless ``distances``). With
+    ``zero_pairs`` (needs ``gradient``), also ``(G_zero, n_zero)``: the sum of
+    ``(x_i - x_j)(x_i - x_j)^T / 2`` and the count over pairs with ``d_k = 0``
+    and ``x_i != x_j`` (non-smooth points of h).
     """
+    if zero_pairs and not gradient:
+        raise ValueError("zero_pairs needs gradient=True")
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
     if Lt.shape[0] != p:
         raise ValueError(f"Lt has {Lt.shape[0]} rows, X has {p} columns")
@@ -76,22 +92,79 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     if distances and m > 0:
         dv = dist
         dp = &dv[0]
-    cdef double h = 0.0
+    Gz = np.zeros((p, p)) if zero_pairs else None
+    cdef double[:, ::1] Gzv
+    cdef double *Gzp = NULL
+    if zero_pairs:
+        Gzv = Gz
+        Gzp = &Gzv[0, 0]
+    cdef double h = 0.0, n_zero = 0.0
     cdef int status
     with nogil:
         status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
                                &pairs[0, 0] if m > 0 else NULL, m,
-                               &Lt[0, 0], r, &h, Gp, dp, dgemm, dsyrk, n_threads)
+                               &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
+                               dgemm, dsyrk, n_threads)
     _raise(status, "pairs_full")
+    if zero_pairs:
+        return h, G, dist, Gz, int(n_zero)
     return h, G, dist
 
 
+def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
+                    const int64_t[:, ::1] pairs, bint distances=False, bint zero_pairs=False):
+    """Explicit pairs, full metric, Laplacian form; distances from ``Y = X L^T``.
+
+    Returns ``(h, wdeg, T, dist, G_zero, n_zero)`` with ``h = sum_k d_k``,
+    ``d_k = ||y_i - y_j||``, ``w_k = 1 / (2 d_k)`` (0 where ``d_k = 0``), ``wdeg``
+    the per-point sums of ``w_k`` and ``T = W X`` the weighted neighbour sums, so
+    that ``X^T diag(wdeg) X - X^T T = sum_k w_k (x_i - x_j)(x_i - x_j)^T``.
+    ``dist`` (None unless ``distances``) the d_k; ``G_zero, n_zero`` (None, 0
+    unless ``zero_pairs``) as in :func:`pairs_full`. One thread.
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Y.shape[1]
+    if Y.shape[0] != n:
+        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
+    if p == 0 or r == 0:
+        raise ValueError("X and Y need at least one column")
+    _check_pairs(pairs, n)
+    wdeg = np.zeros(n)
+    T = np.zeros((n, p))
+    dist = np.zeros(m) if distances else None
+    Gz = np.zeros((p, p)) if zero_pairs else None
+    cdef double[::1] wv = wdeg
+    cdef double[:, ::1] Tv = T
+    cdef double[::1] dv
+    cdef double[:, ::1] Gzv
+    cdef double *dp = NULL
+    cdef double *Gzp = NULL
+    if distances and m > 0:
+        dv = dist
+        dp = &dv[0]
+    if zero_pairs:
+        Gzv = Gz
+        Gzp = &Gzv[0, 0]
+    cdef double h = 0.0, n_zero = 0.0
+    cdef int status = 0
+    if n > 0:
+        with nogil:
+            status = ml_pairs_laplacian(&X[0, 0], &Y[0, 0], n, p, r,
+                                        &pairs[0, 0] if m > 0 else NULL, m,
+                                        &h, dp, &wv[0], &Tv[0, 0], Gzp, &n_zero)
+    _raise(status, "pairs_laplacian")
+    return h, wdeg, T, dist, Gz, int(n_zero)
+
+
 def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
-               bint gradient=True, bint hessian=True, int n_threads=0):
+               bint gradient=True, bint hessian=True, int n_threads=0, *,
+               bint zero_pairs=False):
     """Diagonal metric ``diag(a)``; ``pairs=None`` means all pairs i < j.
 
     Returns ``(h, grad, H)`` with ``h = sum d``, ``grad = sum v / (2 d)``,
-    ``H = sum v v^T / (4 d^3)``, ``v = (x_i - x_j)**2``, ``d = sqrt(a . v)``.
+    ``H = sum v v^T / (4 d^3)``, ``v = (x_i - x_j)**2``, ``d = sqrt(a . v)``;
+    pairs with ``d = 0`` are left out of ``grad`` and ``H``. With
+    ``zero_pairs``, also ``(grad_zero, n_zero)``: ``sum v / 2`` and the count
+    over the pairs with ``d = 0`` and ``v != 0`` (non-smooth points of ``h``).
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = 0
     if a.shape[0] != p:
@@ -118,7 +191,13 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
     if hessian:
         Hv = H
         Hp = &Hv[0, 0]
-    cdef double h = 0.0
+    gzero = np.zeros(p) if zero_pairs else None
+    cdef double[::1] zv
+    cdef double *zp = NULL
+    if zero_pairs:
+        zv = gzero
+        zp = &zv[0]
+    cdef double h = 0.0, n_zero = 0.0
     cdef int status
     cdef bint explicit = pairs is not None
     with nogil:
@@ -126,8 +205,10 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
             status = 0
         else:
             status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
-                                   &h, gp, Hp, dsyrk, n_threads)
+                                   &h, gp, Hp, zp, &n_zero, dsyrk, n_threads)
     _raise(status, "pairs_diag")
+    if zero_pairs:
+        return h, grad, H, gzero, int(n_zero)
     return h, grad, H
 
 
