@@ -102,6 +102,8 @@ def check_wheel(wheel, tracked, version):
     dist_info = f"metriclust-{version}.dist-info/"
     with zipfile.ZipFile(wheel) as zf:
         names = [n for n in zf.namelist() if not n.endswith("/")]
+        if dist_info + "licenses/LICENSE" not in names:
+            fail(f"the wheel has no {dist_info}licenses/LICENSE")
         metadata = zf.read(dist_info + "METADATA").decode()
         license_text = zf.read(dist_info + "licenses/LICENSE")
     if license_text != (ROOT / "LICENSE").read_bytes():
