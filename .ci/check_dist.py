@@ -135,6 +135,8 @@ def check_wheel(wheel, tracked, version):
             continue
         if f"src/{name}" not in tracked:
             fail(f"wheel has a file git does not track: {name}")
+        if path.suffix != ".py":
+            fail(f"wheel has a build input or data file: {name}")
         if path.suffix == ".py":
             installed_py.add(name)
     tracked_py = {f[len("src/"):] for f in tracked
