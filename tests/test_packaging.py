@@ -88,11 +88,23 @@ def test_small_kmeans_fit_does_not_import_scipy():
         from metriclust._kernels import _blas
         print(_blas.loaded())
         # Wide data takes the GEMM path: scipy's BLAS is loaded then.
-        Xw = np.random.default_rng(1).normal(size=(300, 40))
+        Xw = np.random.default_rng(1).normal(size=(300, 200))
         KMeans(8, random_state=0).fit(Xw)
         print('scipy.linalg' in sys.modules, _blas.loaded())
     """)
     assert out.split("\n")[:3] == ["[]", "False", "True True"]
+
+
+def test_public_modules_import_without_scipy():
+    """The modules whose common paths need no LAPACK import no scipy on load
+    (MMC, CPCM and CPD-UML do: every fit of theirs calls LAPACK)."""
+    out = _run("""
+        import sys
+        import metriclust
+        from metriclust import KMeans, ConstrainedKMeans, metrics, kernels, datasets
+        print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn', 'matplotlib'}))
+    """)
+    assert out.strip() == "[]"
 
 
 def test_blas_trampolines_resolve_on_first_call():
