@@ -15,7 +15,7 @@ plus :class:`KMeans`, :class:`ConstrainedKMeans`, the Gaussian Gram
 
 import importlib
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # Public name -> module. Imported on first use, so `import metriclust` stays cheap.
 _LAZY = {

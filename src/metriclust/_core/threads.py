@@ -39,8 +39,11 @@ def _threadpool_controller():
     # controller's limit ~0.03 ms, and fits enter these contexts repeatedly.
     global _controller
     if _controller is None:
-        import scipy.linalg  # noqa: F401 - load scipy's BLAS before the scan
         from threadpoolctl import ThreadpoolController
+
+        from .._kernels._blas import load
+
+        load()  # scipy's BLAS: loaded before the scan, resolved for the kernels
 
         _controller = ThreadpoolController()
     return _controller

@@ -5,7 +5,7 @@ holds BLAS to one thread around the calls that use it."""
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn
 
 cdef extern from "gram.h" nogil:

@@ -8,7 +8,7 @@ callers hold BLAS to one thread around the GEMM path.
 import numpy as np
 
 from libc.stdint cimport int64_t
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 
 cdef extern from "kmeans.h" nogil:

@@ -10,7 +10,7 @@ from inside their OpenMP region.
 import numpy as np
 
 from libc.stdint cimport int64_t
-from scipy.linalg.cython_blas cimport dgemm, dsyrk
+from metriclust._kernels._blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
 
 cdef extern from "pairwise.h" nogil:
