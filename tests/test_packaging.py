@@ -63,7 +63,7 @@ def test_python_sources_listed_for_install(source_tree):
 def test_bridges_all_built(source_tree):
     """Each .pyx under _kernels is an extension module in its meson.build."""
     build = (SRC / "_kernels" / "meson.build").read_text()
-    names = set(re.findall(r"'(_\w+)'", re.search(r"foreach name : \[(.*?)\]", build).group(1)))
+    names = set(re.findall(r"'(_\w+)'", re.search(r"foreach name : \[(.*?)\]", build, re.S).group(1)))
     pyx = {p.stem for p in (SRC / "_kernels").glob("*.pyx")}
     assert pyx == names
 

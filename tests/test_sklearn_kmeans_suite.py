@@ -262,7 +262,7 @@ def test_kmeans_verbose(algorithm, tol, capsys):
     KMeans(algorithm=algorithm, n_clusters=n_clusters, random_state=42, init="random",
            n_init=1, tol=tol, verbose=1).fit(X)
     out = capsys.readouterr().out
-    assert re.search(r"k-means run 0: [0-9]+ iterations", out)
+    assert re.search(r"k-means start 1 of 1: [0-9]+ iterations", out)
     if tol == 0:
         assert re.search(r"strict convergence", out)
     else:
