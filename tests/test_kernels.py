@@ -420,3 +420,14 @@ def test_gram_property_random_shapes():
         assert np.abs(GV - ref @ V).max(initial=0.0) <= tol * max(1.0, G.shape[1])
 
     check()
+
+
+@pytest.mark.parametrize("module", ["metriclust.kernels", "metriclust._core.gram"])
+def test_docstring_examples(module):
+    """The public face and the machinery behind it show examples that run."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
