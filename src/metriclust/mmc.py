@@ -268,7 +268,7 @@ class MMC(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "components_")
         X = check_array(X)
         check_n_features(self, X)
-        pairs = check_pairs(pairs, X.shape[0])
+        pairs = check_pairs(pairs, X.shape[0], allow_self=True)
         from ._kernels._pairwise import pairs_full
         _, _, dist = pairs_full(X.astype(np.float64, copy=False), pairs,
                                 np.ascontiguousarray(self.components_.T),

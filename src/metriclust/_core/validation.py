@@ -229,11 +229,12 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     return w
 
 
-def check_pairs(pairs, n_samples, *, name="pairs", allow_empty=True):
+def check_pairs(pairs, n_samples, *, name="pairs", allow_empty=True, allow_self=False):
     """Validate index pairs: an int64 array of shape (m, 2) of indices into X.
 
-    Indices must lie in ``[0, n_samples)`` and a pair may not join a point to
-    itself.
+    Indices must lie in ``[0, n_samples)`` and, unless ``allow_self`` (a
+    distance query, where ``d(x, x) = 0`` is a valid answer), a pair may not
+    join a point to itself.
     """
     arr = np.asarray(pairs)
     if arr.size == 0:
@@ -255,7 +256,7 @@ def check_pairs(pairs, n_samples, *, name="pairs", allow_empty=True):
             f"{name}[{r}, {c}] = {out[r, c]} is out of range for n_samples={n_samples}."
         )
     self_pairs = out[:, 0] == out[:, 1]
-    if self_pairs.any():
+    if not allow_self and self_pairs.any():
         r = int(np.argmax(self_pairs))
         raise ValueError(f"{name}[{r}] pairs point {out[r, 0]} with itself.")
     return out
