@@ -8,6 +8,7 @@ from metriclust import kernels
 from metriclust._kernels import _gram
 from metriclust.kernels import (Nystrom, gaussian_gram, gram_matmat, median_pairwise_distance,
                                 nystrom_factor, top_eigenpairs)
+from _reference import gaussian_gram as brute_gram
 
 
 @pytest.fixture(autouse=True)
@@ -17,14 +18,6 @@ def _one_blas_thread():
     # thread counts (n_threads, OpenMP) and are unaffected.
     with threadpool_limits(1, "blas"):
         yield
-
-
-def brute_gram(X, Y, sigma):
-    """Direct differences in float64, one pair at a time in numpy: no GEMM form."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
-    D2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
-    return np.exp(-D2 / (2.0 * sigma**2))
 
 
 def data(n, p, seed=0, loc=0.0, scale=1.0):

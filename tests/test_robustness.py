@@ -35,6 +35,7 @@ import pytest
 from metriclust import (CPCM, CPDUML, LVQ, MMC, ConstrainedKMeans, FuzzyCMeans, GaussianMixture,
                         KMeans, KMedoids, SelfOrganizingMap, TreeStructuredVQ, constraints,
                         datasets, kernels, metrics)
+from _reference import gaussian_gram as _gram_ref
 
 CLEAR = (ValueError, TypeError)
 
@@ -691,11 +692,6 @@ def test_predict_float32_after_float64_fit(est_name):
 # metriclust.kernels
 # ----------------------------------------------------------------------------
 
-def _gram_ref(X, Y, sigma):
-    d2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
-    return np.exp(-d2 / (2 * sigma * sigma))
-
-
 KERNEL_FUNCS = {
     "gaussian_gram": lambda X: kernels.gaussian_gram(X, sigma=1.0),
     "gaussian_gram-Y": lambda X: kernels.gaussian_gram(X0, X, sigma=1.0),
@@ -1049,6 +1045,7 @@ def test_load_csv_missing_file(tmp_path):
 # ----------------------------------------------------------------------------
 
 _PRELUDE = textwrap.dedent("""
+    import sys
     import numpy as np
     from metriclust._kernels import _gram as gr, _kmeans as km, _pairwise as pw, _sums as su
     rng = np.random.default_rng(0)
@@ -1066,9 +1063,8 @@ _PRELUDE = textwrap.dedent("""
         out = np.zeros((K, X.shape[1]))
         np.add.at(out, lab, X)
         return out
-    def ref_gram(A, B, s):
-        d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
-        return np.exp(-d2 / (2 * s * s))
+    sys.path.insert(0, TESTS_DIR)
+    from _reference import gaussian_gram as ref_gram
 """)
 
 _RUNNER = textwrap.dedent("""
@@ -1087,7 +1083,7 @@ _RUNNER = textwrap.dedent("""
                 yield from floats(x)
     for name, code in cases:
         print("START " + name, flush=True)
-        env = {}
+        env = {"TESTS_DIR": TESTS_DIR}
         try:
             exec(compile(PRELUDE, "prelude", "exec"), env)
             exec(compile(code, name, "exec"), env)
@@ -1484,7 +1480,8 @@ def _run_bridge_batch(names):
     env = dict(os.environ, OMP_NUM_THREADS="2", PYTHONFAULTHANDLER="1")
     while todo:
         payload = json.dumps([[n, BRIDGE[n][0]] for n in todo])
-        code = "PRELUDE = " + repr(_PRELUDE) + "\n" + _RUNNER
+        code = (f"TESTS_DIR = {os.path.dirname(os.path.abspath(__file__))!r}\n"
+                "PRELUDE = " + repr(_PRELUDE) + "\n" + _RUNNER)
         try:
             proc = subprocess.run([sys.executable, "-c", code], input=payload,
                                   capture_output=True, text=True, timeout=_BRIDGE_TIMEOUT,
