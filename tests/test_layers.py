@@ -16,7 +16,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "metriclust"
 
@@ -26,7 +25,7 @@ CORE_THIRD_PARTY = {"numpy", "scipy", "threadpoolctl"}
 # Function-level imports allowed in _core, by top-level package: scipy
 # submodules cost import time and are needed by few paths; scikit-learn,
 # pandas and polars are optional (scikit-learn tags, set_output containers).
-LAZY_IMPORTS = {"scipy", "threadpoolctl", "sklearn", "pandas", "polars", "importlib"}
+LAZY_IMPORTS = {"scipy", "threadpoolctl", "sklearn", "pandas", "polars"}
 
 # Public-to-public imports that are part of the design: the application
 # modules sit above every estimator, and model selection drives estimators.
