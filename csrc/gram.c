@@ -113,7 +113,8 @@ void ml_expneg_f32(const float *ML_RESTRICT x, float *ML_RESTRICT out,
 /* ------------------------------------------------------------------------ */
 /* Row copies from a tile buffer into G. (Non-temporal stores were tried
  * here: no measurable gain, the first-touch page clearing of the fresh output
- * dominates the memory time; see benchmarks/results/gram.md.) */
+ * dominates the memory time: benchmarks/RESULTS.md, "Gaussian Gram", the
+ * non-temporal store A/B.) */
 static inline void ml_copy_row_f64(double *ML_RESTRICT dst, const double *ML_RESTRICT src,
                                    ptrdiff_t n) {
     memcpy(dst, src, sizeof(double) * (size_t)n);

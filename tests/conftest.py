@@ -1,8 +1,13 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# The shared numpy references (tests/_reference.py) are imported by name; under
+# --import-mode=importlib the tests folder is not on sys.path by itself.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # ../shared/data beside the project root (see shared/data/README.md).
 _DATA_DIR = Path(os.environ.get("METRICLUST_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

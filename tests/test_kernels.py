@@ -8,6 +8,7 @@ from metriclust import kernels
 from metriclust._kernels import _gram
 from metriclust.kernels import (Nystrom, gaussian_gram, gram_matmat, median_pairwise_distance,
                                 nystrom_factor, top_eigenpairs)
+from _reference import gaussian_gram as brute_gram
 
 
 @pytest.fixture(autouse=True)
@@ -17,14 +18,6 @@ def _one_blas_thread():
     # thread counts (n_threads, OpenMP) and are unaffected.
     with threadpool_limits(1, "blas"):
         yield
-
-
-def brute_gram(X, Y, sigma):
-    """Direct differences in float64, one pair at a time in numpy: no GEMM form."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
-    D2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
-    return np.exp(-D2 / (2.0 * sigma**2))
 
 
 def data(n, p, seed=0, loc=0.0, scale=1.0):
@@ -420,3 +413,14 @@ def test_gram_property_random_shapes():
         assert np.abs(GV - ref @ V).max(initial=0.0) <= tol * max(1.0, G.shape[1])
 
     check()
+
+
+@pytest.mark.parametrize("module", ["metriclust.kernels", "metriclust._core.gram"])
+def test_docstring_examples(module):
+    """The public face and the machinery behind it show examples that run."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
+from ._core.gram import median_pairwise_distance
 from ._core.kmeans import assign_labels, kmeans
 from ._core import partitions as starts
 from ._core import predictors
@@ -368,7 +369,6 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                                        max_features=self.max_features)
         if kind == "lda":
             return predictors.LDA(X, alpha=alpha)
-        from .kernels import median_pairwise_distance
 
         if isinstance(self.sigma, str):
             med = median_pairwise_distance(X, random_state=int(rng.integers(2**31))) \

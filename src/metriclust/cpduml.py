@@ -10,12 +10,13 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
 from ._core.cpd import (DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_matmat,
-                        objective, orthonormalize_factor, same_partition)
+                        objective, same_partition)
 from ._core.kmeans import assign_labels, cluster_means, kmeans
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, check_scalar)
-from .kernels import Nystrom, gaussian_gram, median_pairwise_distance, top_eigenpairs
+from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
+                         orthonormalize_factor, top_eigenpairs)
 
 __all__ = ["CPDUML"]
 
@@ -363,12 +364,11 @@ def _spectral_partition(Z, n_clusters, n_init, rng):
     """Initial Y (eq. 12 with Psi = 0, Ky Fan): k-means on the top-K left singular
     vectors of the centered data, from the thin SVD (via the p x p Gram)."""
     Zc = Z - Z.mean(axis=0)
-    ev, V = np.linalg.eigh(Zc.T @ Zc)
-    ev, V = ev[::-1][:n_clusters], V[:, ::-1][:, :n_clusters]
-    keep = ev > 1e-12 * max(ev[0], 0.0)
-    if not keep.any():                          # all points identical
+    ev, V = drop_null_eigenpairs(*np.linalg.eigh(Zc.T @ Zc))
+    ev, V = ev[:n_clusters], V[:, :n_clusters]
+    if not ev.size:                             # all points identical
         return np.arange(Z.shape[0], dtype=np.int64) % n_clusters
-    E = np.ascontiguousarray(Zc @ (V[:, keep] / np.sqrt(ev[keep])))
+    E = np.ascontiguousarray(Zc @ (V / np.sqrt(ev)))
     return kmeans(E, n_clusters, n_init=n_init, random_state=rng).labels
 
 

@@ -34,10 +34,12 @@ Solvers (each ``solve(labels, n_clusters) -> PsiStep``):
 from collections import namedtuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
 from .._kernels._sums import cluster_sums, contingency
+from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
+                   gram_matmat, orthonormalize_factor)
 from .threads import blas_threads, effective_n_threads, single_blas_thread
 
 __all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
@@ -196,39 +198,6 @@ class LowRankPsiSolver:
         return PsiStep(C, X1, float(np.einsum("ij,ij->", C, C)))
 
 
-_CHUNK_ELEMS = 1 << 22  # ~32 MB of float64 per row block
-
-
-def _row_blocks(n, width):
-    step = max(1, _CHUNK_ELEMS // max(int(width), 1))
-    return [(a, min(n, a + step)) for a in range(0, n, step)]
-
-
-def orthonormalize_factor(U, *, rtol=1e-12):
-    """Bring ``G ~= U U^T`` to ``G ~= Q diag(s) Q^T`` with orthonormal ``Q``, in place.
-
-    ``U^T U = V diag(s) V^T`` (``m x m``), ``Q = U T`` with ``T = V diag(s)^{-1/2}``;
-    directions with ``s <= rtol * max(s)`` are dropped. ``O(N m^2)``.
-
-    ``U`` (C-contiguous float64) is overwritten: ``Q``'s rows are written
-    block by block into ``U``'s buffer (a block's output, ``r <= m`` wide, never
-    reaches rows not yet read), so no second ``N x m`` array is allocated.
-    Returns ``(Q, s, T)``; ``Q`` is a view of ``U``'s memory.
-    """
-    n, m = U.shape
-    s, V = eigh(U.T @ U, check_finite=False)
-    s, V = s[::-1], V[:, ::-1]
-    keep = s > rtol * max(s[0], 0.0) if s.size else np.zeros(0, bool)
-    s, V = s[keep], V[:, keep]
-    T = V / np.sqrt(s)
-    r = T.shape[1]
-    flat = U.reshape(-1)
-    for a, b in _row_blocks(n, m):
-        block = U[a:b] @ T
-        flat[a * r:b * r] = block.reshape(-1)
-    return flat[:n * r].reshape(n, r), s, T
-
-
 def same_partition(a, b, n_clusters):
     """True when label vectors ``a`` and ``b`` define the same partition (any permutation)."""
     table = contingency(a, b, n_clusters, n_clusters)
@@ -239,8 +208,6 @@ def same_partition(a, b, n_clusters):
 def cross_gram_matmat(A, B, V, *, sigma):
     """``g(A, B) @ V`` (Gaussian cross Gram, SPEC 0.2) by the shared ``gram_matmat``:
     ``g(A, B)`` is never stored whole."""
-    from ..kernels import gram_matmat
-
     return gram_matmat(A, V, sigma=sigma, Y=B)
 
 
@@ -259,34 +226,18 @@ class KernelPCA:
         self.random_state = random_state
 
     def fit_transform(self, X):
-        from ..kernels import Nystrom, gaussian_gram
-
         n = X.shape[0]
         if self.landmarks is None:
-            Kc = gaussian_gram(X, sigma=self.sigma)
-            self.col_mean_ = Kc.mean(axis=0)
-            self.all_mean_ = float(self.col_mean_.mean())
-            Kc -= self.col_mean_[None, :]          # H K H, in place
-            Kc -= self.col_mean_[:, None]
-            Kc += self.all_mean_
-            k = min(self.n_components, n)
-            vals, vecs = eigh(Kc, subset_by_index=[n - k, n - 1], overwrite_a=True,
-                              check_finite=False)
-            del Kc
-            vals, vecs = vals[::-1], vecs[:, ::-1]
-            keep = vals > 1e-12 * max(vals[0], 0.0)
-            vals, vecs = vals[keep], vecs[:, keep]
+            vals, vecs, self.col_mean_, self.all_mean_ = centered_gram_eigenpairs(
+                X, sigma=self.sigma, n_components=self.n_components)
             self.X_fit_ = X
             self.projection_ = vecs / np.sqrt(vals)
             return np.ascontiguousarray(vecs * np.sqrt(vals))
         nys = Nystrom(min(self.landmarks, n), sigma=self.sigma,
                       random_state=self.random_state).fit(X)
         U = nys.factor_
-        mean = U.mean(axis=0)
-        U -= mean
-        vals, vecs = eigh(U.T @ U, check_finite=False)
-        vals, vecs = vals[::-1], vecs[:, ::-1]
-        k = min(self.n_components, int(np.sum(vals > 1e-12 * max(vals[0], 0.0))))
+        mean, vals, vecs = centered_factor_eigenpairs(U)
+        k = min(self.n_components, vals.size)
         # z(x) = (u(x) - mean) V_k with u(x) = g(x, L) N_L: one cross-Gram product
         self.landmarks_ = nys.landmarks_
         self.projection_ = nys.normalization_ @ vecs[:, :k]

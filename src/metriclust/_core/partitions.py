@@ -13,7 +13,7 @@ Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 import numpy as np
 
 from .kmeans import kmeans
-from .predictors import small_problem_threads
+from .threads import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "kmeans_partition", "canonical",
            "cluster_sizes"]

@@ -28,6 +28,9 @@ import numpy as np
 import scipy.linalg
 
 from .._kernels._sums import cluster_sums
+from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
+                   gaussian_gram)
+from .threads import small_problem_threads
 
 __all__ = ["PredictorFit", "Linear", "Kernel", "Stepwise", "LDA", "blur_ratio",
            "one_hot_sums", "thin_r", "whitening", "small_problem_threads"]
@@ -48,19 +51,6 @@ class PredictorFit:
     coef: np.ndarray
     intercept: np.ndarray
     extra: dict = field(default_factory=dict)
-
-
-def small_problem_threads(size, n_threads=0):
-    """One thread below 1e6 entries, else ``n_threads`` (0 or None: the default).
-
-    Used for the k-means runs of the search (many small fits in a row); the
-    cluster-sum kernel applies the same rule itself.
-
-    Measured on the shared 2-core machine under load: an OpenMP region costs
-    ~10 ms of waiting for a second thread, so a 20000 x 20 cluster sum took
-    12 ms on two threads and 0.3 ms on one. Results do not depend on it.
-    """
-    return 1 if size < 1_000_000 else n_threads
 
 
 def one_hot_sums(F, labels, n_clusters, n_threads=0):
@@ -353,11 +343,13 @@ class Kernel:
     ``G_c`` the doubly centered Gram matrix (SPEC 0.2). Factored once as
     ``G_c ~= Q diag(l) Q^T`` with orthonormal ``Q`` (N x m):
 
-    - exact (``n_components=None``): eigendecomposition of the N x N ``G_c``,
-      keeping the eigenpairs whose shrinkage ``l / (l + N alpha)`` exceeds
-      ``1e-8`` (the rest change ``Zhat`` by less than that);
+    - exact (``n_components=None``): eigendecomposition of the N x N ``G_c``
+      (:func:`metriclust._core.gram.centered_gram_eigenpairs`, which drops the
+      numerically zero eigenvalues), keeping the eigenpairs whose shrinkage
+      ``l / (l + N alpha)`` exceeds ``1e-8`` (the rest change ``Zhat`` by less
+      than that);
     - Nystrom (``n_components=m``): ``G ~= U U^T`` with ``U`` from
-      :class:`metriclust.kernels.Nystrom`; centering ``U`` and an ``m x m``
+      :class:`metriclust._core.gram.Nystrom`; centering ``U`` and an ``m x m``
       eigendecomposition of ``U_c^T U_c`` give ``Q`` in ``O(N m^2)``.
 
     Then ``Zhat = n^T / N + Q diag(l / (l + N alpha)) Q^T Z``: each iteration
@@ -371,37 +363,23 @@ class Kernel:
 
     def __init__(self, X, *, sigma, alpha, n_components=None, random_state=None,
                  n_threads=0):
-        from ..kernels import Nystrom, gaussian_gram
-
         self.n_threads = n_threads
         n = X.shape[0]
         self.n_samples = n
         self.sigma = float(sigma)
         lam = n * float(alpha)
         if n_components is None:
-            G = gaussian_gram(X, sigma=self.sigma).astype(np.float64, copy=False)
-            self.row_mean = G.mean(axis=1)
-            self.all_mean = float(self.row_mean.mean())
-            G -= self.row_mean[:, None]
-            G -= self.row_mean[None, :]
-            G += self.all_mean
-            l, U = scipy.linalg.eigh(G, overwrite_a=True, check_finite=False)
-            del G
-            keep = (l > 0) & (l / (l + lam) > 1e-8)
-            self.Q = np.ascontiguousarray(U[:, keep][:, ::-1])
-            self.l = l[keep][::-1]
+            l, U, self.row_mean, self.all_mean = centered_gram_eigenpairs(X, sigma=self.sigma)
+            keep = l / (l + lam) > 1e-8
+            self.Q = np.ascontiguousarray(U[:, keep])
+            self.l = l[keep]
             self.X_train = X
             self.nystrom = None
         else:
             self.nystrom = Nystrom(int(n_components), sigma=self.sigma,
                                    random_state=random_state).fit(X)
             F = np.asarray(self.nystrom.factor_, dtype=np.float64)
-            self.f_mean = F.mean(axis=0)
-            F -= self.f_mean
-            l, V = scipy.linalg.eigh(F.T @ F)
-            keep = l > l.max() * 1e-10 if l.size and l.max() > 0 else np.zeros(l.shape, bool)
-            self.V = V[:, keep][:, ::-1]
-            self.l = l[keep][::-1]
+            self.f_mean, self.l, self.V = centered_factor_eigenpairs(F)
             self.Q = np.ascontiguousarray((F @ self.V) / np.sqrt(self.l))
         self.shrink = self.l / (self.l + lam)
         self.lam = lam
@@ -421,8 +399,6 @@ class Kernel:
 
     def features(self, X):
         """Centered kernel features of new rows (cross Gram or Nystrom map)."""
-        from ..kernels import gaussian_gram
-
         if self.nystrom is None:
             g = gaussian_gram(X, self.X_train, sigma=self.sigma).astype(np.float64, copy=False)
             g -= g.mean(axis=1)[:, None]

@@ -233,7 +233,8 @@ def check_pairs(pairs, n_samples, *, name="pairs", allow_empty=True, allow_self=
     """Validate index pairs: an int64 array of shape (m, 2) of indices into X.
 
     Indices must lie in ``[0, n_samples)`` and, unless ``allow_self`` (a
-    distance query, say), a pair may not join a point to itself.
+    distance query, where ``d(x, x) = 0`` is a valid answer), a pair may not
+    join a point to itself.
     """
     arr = np.asarray(pairs)
     if arr.size == 0:

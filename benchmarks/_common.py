@@ -1,0 +1,136 @@
+"""Shared pieces of the benchmark scripts: one timer, one machine header, one table.
+
+Import this module FIRST in a benchmark script (before numpy, scipy, scikit-learn
+or metriclust): it sets the OpenMP wait policy for every library in the process.
+
+- ``OMP_WAIT_POLICY=PASSIVE`` (unless ``--spin`` is on the command line or the
+  variable is already set): on a machine shared with other jobs, threads that
+  spin at a barrier take the core from the thread they wait for, and every
+  library's timings then measure the scheduler more than the kernel. It is set
+  once, here, for ours and the peers alike (libgomp reads it when it loads).
+- :func:`interleaved`: repeats of several callables run round-robin (ours, peer,
+  ours, peer, ...) so that a change of load hits every contender alike; medians.
+- :func:`machine_header`: what the numbers were measured on -- cores, OpenMP
+  threads, the wait policy, the load average, and the measured write bandwidth
+  and dgemm rate, so that a table can be read against the machine's limits.
+- :func:`markdown_table`: the one table format of ``benchmarks/RESULTS.md``.
+"""
+
+import datetime
+import os
+import platform
+import sys
+import threading
+import time
+
+if "--spin" not in sys.argv:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+__all__ = ["interleaved", "medians", "machine_header", "markdown_table", "markdown_row",
+           "load_average",
+           "measure_dgemm_rate", "measure_write_bandwidth"]
+
+
+def interleaved(fns, repeats, *, warmup=True):
+    """Time each callable of ``fns`` (name -> fn) ``repeats`` times, round-robin.
+
+    One untimed call of each first (``warmup``: imports, page faults of
+    buffers, caches). The result of a call is dropped before the next call
+    starts, so no contender pays for another's memory. Returns name -> list of
+    seconds (``time.perf_counter``).
+    """
+    if warmup:
+        for fn in fns.values():
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(int(repeats)):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            out = fn()
+            times[name].append(time.perf_counter() - t0)
+            del out
+    return times
+
+
+def medians(times):
+    """name -> median of the list of seconds."""
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def load_average():
+    """The 1-minute load average (what the shared machine was doing meanwhile)."""
+    return os.getloadavg()[0]
+
+
+def measure_dgemm_rate(n=2000, k=256, repeats=5):
+    """float64 GEMM rate in flop/s: an ``n x k`` by ``k x n`` product, default BLAS threads."""
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(n, k)), rng.normal(size=(k, n))
+    t = medians(interleaved({"gemm": lambda: A @ B}, repeats))["gemm"]
+    return 2.0 * n * k * n / t
+
+
+def _fresh_fill(n, n_threads):
+    # n x n doubles written into a fresh array by n_threads threads (numpy
+    # releases the GIL in copyto): page faults included, as for any new output.
+    a = np.empty((n, n))
+    bounds = np.linspace(0, n, n_threads + 1).astype(int)
+    ts = [threading.Thread(target=np.copyto, args=(a[lo:hi], 1.0))
+          for lo, hi in zip(bounds[:-1], bounds[1:])]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return a
+
+
+def measure_write_bandwidth(n_threads, n=4000, repeats=5):
+    """Bytes/s written into (fresh array, existing array) of ``n x n`` doubles.
+
+    The fresh array pays its page faults (what a new ``N x N`` output costs);
+    the existing one is a plain fill on one thread.
+    """
+    buf = np.zeros((n, n))
+    t = medians(interleaved({"fresh": lambda: _fresh_fill(n, n_threads),
+                             "fill": lambda: buf.fill(1.0)}, repeats))
+    return 8.0 * n * n / t["fresh"], 8.0 * n * n / t["fill"]
+
+
+def machine_header(name, n_threads, *, repeats=5):
+    """Markdown lines naming the run and the machine, with measured rates.
+
+    Returns ``(lines, rates)``; ``rates`` holds ``dgemm`` (flop/s), ``write``
+    and ``fill`` (bytes/s) for bounds computed by the caller.
+    """
+    load = os.getloadavg()
+    gemm = measure_dgemm_rate(repeats=repeats)
+    write, fill = measure_write_bandwidth(n_threads, repeats=repeats)
+    lines = [
+        f"# {name}  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"machine: {platform.machine()} {platform.processor() or ''}".rstrip()
+        + f", {os.cpu_count()} cores, OpenMP threads {n_threads}, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(default)')}; "
+        f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+        f"measured: dgemm {gemm / 1e9:.1f} GFLOP/s; write into a fresh array "
+        f"({n_threads} thr) {write / 1e9:.2f} GB/s, into an existing one (1 thr) "
+        f"{fill / 1e9:.2f} GB/s",
+    ]
+    return lines, {"dgemm": gemm, "write": write, "fill": fill}
+
+
+def markdown_row(cells):
+    """One table row; floats print with 4 significant digits, the rest with ``str``."""
+    return "| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
+                             for v in cells) + " |"
+
+
+def markdown_table(headers, rows=()):
+    """A markdown table: ``headers`` (strings), ``rows`` (sequences of cells).
+
+    With no rows: the header lines only, for a script that prints each row
+    (:func:`markdown_row`) as it is measured.
+    """
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(out + [markdown_row(row) for row in rows])

@@ -1,0 +1,49 @@
+"""Slow, obviously-correct numpy references shared by the test files.
+
+One helper per quantity, written straight from its definition (no GEMM form, no
+cancelling identities, no metriclust code), so that every test compares the
+library against the same thing.
+"""
+
+import itertools
+
+import numpy as np
+
+
+def gaussian_gram(X, Y, sigma):
+    """``exp(-||x_i - y_j||^2 / (2 sigma^2))`` from direct float64 differences.
+
+    ``Y=None`` means ``Y = X``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
+    D2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    return np.exp(-D2 / (2.0 * sigma**2))
+
+
+def blur_ratio(Z, labels):
+    """``SSC / SST`` (Gupta, Foster & Ungar 2008, Sec. 2): squared deviations from
+    each cluster's mean over squared deviations from the overall mean."""
+    Z = np.asarray(Z, dtype=np.float64)
+    labels = np.asarray(labels)
+    ssc = sum(((Z[labels == k] - Z[labels == k].mean(0)) ** 2).sum()
+              for k in np.unique(labels))
+    return ssc / ((Z - Z.mean(0)) ** 2).sum()
+
+
+def clustering_accuracy(labels_true, labels_pred):
+    """Best one-to-one matching of clusters to classes, by trying every matching.
+
+    Exhaustive over the permutations of the larger label set taken as many at a
+    time as the smaller one has labels: use it with a handful of clusters.
+    """
+    a, b = np.asarray(labels_true), np.asarray(labels_pred)
+    ua, ub = np.unique(a), np.unique(b)
+    best = 0
+    if len(ub) <= len(ua):
+        for perm in itertools.permutations(ua, len(ub)):
+            best = max(best, sum(np.sum((b == k) & (a == c)) for k, c in zip(ub, perm)))
+    else:
+        for perm in itertools.permutations(ub, len(ua)):
+            best = max(best, sum(np.sum((a == c) & (b == k)) for c, k in zip(ua, perm)))
+    return best / len(a)
