@@ -29,6 +29,9 @@ LAM_GRID = (0.0025, 0.01, 0.1, 1.0)
 #: with a kNN graph of this many neighbours.
 SELECT_MAX_SAMPLES = 1000
 SELECT_NEIGHBORS = 10
+#: a deforming candidate must cut at least this fraction fewer edges than k-means
+#: (10%: on Breast the best one cut 2% fewer and was no better; on the moons 58%)
+SELECT_MARGIN = 0.1
 
 
 class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -159,13 +162,17 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     0.01, 0.1, 1}, plus k-means itself (the ``Psi -> 0`` limit), on at most 1000
     points, and keeps the one whose partition cuts the fewest edges of the
     10-nearest-neighbour graph of the *input* data (normalized cut, Shi & Malik
-    2000): a score that does not depend on where a candidate moved the points. All
+    2000): a score that does not depend on where a candidate moved the points. A
+    deforming candidate must beat k-means' score by 10%, else k-means is kept. All
     candidates share the spectral start and, per width, the Gram matrix. This is
     our rule, not the paper's (the paper picked both per data set on the evaluation
     labels). Fitting costs about ten plain fits; give both ``sigma`` and ``lam`` to
-    skip it. Measured against k-means (``benchmarks/RESULTS.md``): never more than
-    one point below it on Breast, WDBC, iris, wine, glass and the two moons, and
-    0.995 against 0.69 on the moons. With labels for part of the data, tune
+    skip it. Measured against k-means (``benchmarks/RESULTS.md``), fitted on all
+    the data: within one point of it on Breast, WDBC, iris, wine and glass, and
+    0.995 against 0.69 on the moons. Out of sample (the paper's 3-fold protocol)
+    it stays within a point on Breast, iris, wine and glass but not on WDBC
+    (about 6 points below: the field learned on two folds carries badly to the
+    third). With labels for part of the data, tune
     ``sigma`` and ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
     The paper's per-iteration Y-step (k-means on the top-K eigenvectors of
@@ -321,8 +328,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         how many edges of the 10-nearest-neighbour graph *of the input data* it
         cuts (Shi & Malik's normalized cut): a criterion that does not depend on
         the space the candidate moved the points to, so small ``lam`` cannot win by
-        collapsing its own clusters. Ties go to the earlier candidate (k-means
-        first). Returns ``(sigma, lam, start)`` for the full fit.
+        collapsing its own clusters. A deforming candidate must cut
+        ``SELECT_MARGIN`` fewer edges than k-means to be chosen. Returns
+        ``(sigma, lam, start)`` for the full fit.
         """
         n = X.shape[0]
         sub = None
@@ -353,6 +361,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         del grams
         self.selection_ = records
         _, sigma, lam, from_kmeans = best
+        if not from_kmeans and best[0] > (1.0 - SELECT_MARGIN) * records[0][3]:
+            # not clearly better than k-means: keep k-means (Psi ~ 0)
+            sigma, lam, from_kmeans = records[0][0], records[0][1], True
         return sigma, lam, (km_labels if from_kmeans else start)
 
     # -- helpers -------------------------------------------------------------
