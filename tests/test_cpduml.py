@@ -277,16 +277,22 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
     # Paper section 3.2: fit on two folds, label the third by the nearest transformed
     # cluster center. Paper Table 1 (accuracy), row CPD-UML, column Breast: 97.06;
     # Table 3 (purity): 97.06; k-means (Table 1 row K-means): 96.39.
+    # sigma = 1.5, lam = 0.05 were picked by hand on this data set (looking at the
+    # accuracy); the default ("auto") picks without labels. Both reach k-means' level
+    # (~96%), neither the paper's 97.06.
     X, y = load_dataset("breast_cancer_wisconsin_original")
     rng = np.random.default_rng(0)
     folds = np.array_split(rng.permutation(len(X)), 3)
-    accs = []
+    accs, auto = [], []
     for f in range(3):
         test = folds[f]
         train = np.concatenate([folds[g] for g in range(3) if g != f])
         model = CPDUML(2, sigma=1.5, lam=0.05, random_state=0).fit(X[train])
         accs.append(accuracy(y[test], model.predict(X[test])))
+        model = CPDUML(2, random_state=0).fit(X[train])
+        auto.append(accuracy(y[test], model.predict(X[test])))
     assert np.mean(accs) >= 0.95
+    assert np.mean(auto) >= 0.95
 
 
 # -- label-free choice of sigma and lam ------------------------------------------------
