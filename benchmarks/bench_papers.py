@@ -207,7 +207,7 @@ PAPER_BREAST = {  # Tables 1 / 2 / 3, column Breast: accuracy, NMI, purity
     "Kernel K-means": (96.56, 77.01, 96.56), "r-CPD-UML": (96.95, 79.25, 96.95)}
 
 
-def _methods(med):
+def _methods():
     from metriclust import CPDUML
 
     # kernel width for the kernel methods: the paper searched 2^-5..2^10 on labels;
@@ -221,7 +221,7 @@ def _methods(med):
     }
 
 
-def _fit_predict(method, make, Xtr, Xte, K, seed):
+def _fit_predict(make, Xtr, Xte, K, seed):
     from metriclust._core.cpd import KernelPCA
     from metriclust._core.kmeans import assign_labels, kmeans
     from metriclust.kernels import median_pairwise_distance
@@ -249,7 +249,7 @@ def cpd_tab(args):
     for name in sets:
         X, y = load(name)
         K = len(np.unique(y))
-        methods = _methods(None)
+        methods = _methods()
         scores = {m: [] for m in methods}
         t0 = time.perf_counter()
         for r in range(args.runs):
@@ -259,7 +259,7 @@ def cpd_tab(args):
                 te = folds[f]
                 tr = np.concatenate([folds[g] for g in range(3) if g != f])
                 for m, make in methods.items():
-                    lab = _fit_predict(m, make, X[tr], X[te], K, r)
+                    lab = _fit_predict(make, X[tr], X[te], K, r)
                     scores[m].append([100 * clustering_accuracy(y[te], lab),
                                       100 * normalized_mutual_info(y[te], lab),
                                       100 * purity(y[te], lab)])
