@@ -46,7 +46,8 @@ def test_connected_components_no_pairs_and_bad_input():
 
 @pytest.mark.parametrize("ratio", [0.9, 0.7])
 def test_sample_similar_pairs_reaches_the_component_target(ratio):
-    # Xing et al. 2003, Sec. 4.2: pairs added until K_c ~ 0.9 N ("little") / 0.7 N ("much").
+    # Xing et al. 2003, Sec. 3.2 footnote 9: a random subset of the same-class pairs,
+    # sized so that K_c ~ 0.9 N ("little") / 0.7 N ("much").
     y = np.repeat(np.arange(4), 30)
     y[::11] = -1
     S = sample_similar_pairs(y, ratio, random_state=1)
@@ -58,6 +59,20 @@ def test_sample_similar_pairs_reaches_the_component_target(ratio):
     assert np.all(S[:, 0] != S[:, 1])
     again = sample_similar_pairs(y, ratio, random_state=1)
     assert np.array_equal(S, again)
+    # a subset: no pair twice, in either orientation
+    key = np.minimum(S[:, 0], S[:, 1]) * n + np.maximum(S[:, 0], S[:, 1])
+    assert len(np.unique(key)) == len(S)
+
+
+def test_sample_similar_pairs_without_replacement_uses_up_small_classes():
+    # Two classes of 3: only 6 same-class pairs exist. Asking for one component per
+    # class needs at least 4 of them, all distinct; the pair multiset must be a set.
+    y = np.repeat([0, 1], 3)
+    for seed in range(20):
+        S = sample_similar_pairs(y, 2 / 6, random_state=seed)
+        assert connected_components(S, 6)[0] == 2
+        key = {tuple(sorted(p)) for p in S.tolist()}
+        assert len(key) == len(S) <= 6
 
 
 def test_sample_similar_pairs_impossible_target():
@@ -144,11 +159,12 @@ def test_cannot_link_infeasible_is_a_clear_error():
 
 
 def test_paper_variants_one_liners():
-    # Xing et al. 2003 Sec. 3 / Fig. 6: constrained k-means with "much" side
-    # information does at least as well as k-means on iris-like data.
+    # Xing et al. 2003 Sec. 3.2, Fig. 4 data: k-means fails, k-means and constrained
+    # k-means in the learned metric succeed (accuracy 1 in the paper). The paper's
+    # measure for two clusters is the plain Rand index.
     from metriclust import MMC, KMeans
     from metriclust.datasets import make_xing_artificial
-    from metriclust.metrics import pairwise_accuracy
+    from metriclust.metrics import xing_accuracy as pairwise_accuracy
 
     X, y = make_xing_artificial(kind=1, n_samples=200, random_state=3)
     S = sample_similar_pairs(y, 0.7, random_state=0)
@@ -190,3 +206,27 @@ def test_cop_assignment_matches_a_sequential_reference(seed):
     got = _cop_assign(means, centers, cl)
     assert np.array_equal(got, want)
     assert np.all(got[cl[:, 0]] != got[cl[:, 1]])
+
+
+@pytest.mark.parametrize("kind", [1, 2])
+def test_constrained_kmeans_on_raw_data_figs_4_5(kind):
+    # Xing et al. 2003, Fig. 4 / Fig. 5 caption, line 2: "Constrained K-means:
+    # Accuracy = 0.5060" / "0.5701" on the raw data, "little" side information
+    # (K_c ~ 0.9 N, footnote 9), Rand index (two clusters). Our generator is a
+    # reconstruction of the figures' data (the paper does not give it), so we check
+    # the shape: constrained k-means stays near chance, far below the learned
+    # metric's 1.0. The paper's 0.5060 (Fig. 4) lies inside our spread over draws;
+    # its 0.5701 (Fig. 5) does not -- we measure 0.498-0.500 (benchmarks/RESULTS.md).
+    from metriclust.datasets import make_xing_artificial
+    from metriclust.metrics import xing_accuracy
+
+    accs = []
+    for seed in range(8):
+        X, y = make_xing_artificial(kind=kind, n_samples=200, random_state=seed)
+        S = sample_similar_pairs(y, 0.9, random_state=seed)
+        lab = ConstrainedKMeans(2, random_state=seed).fit(X, must_link=S).labels_
+        accs.append(xing_accuracy(y, lab))
+    accs = np.array(accs)
+    assert np.all(accs < 0.6)
+    if kind == 1:
+        assert accs.min() - 0.01 <= 0.5060 <= accs.max() + 0.01

@@ -152,8 +152,9 @@ def test_same_partition_ignores_permutation():
 # -- paper checks: two moons (Fig. 1, 2) ----------------------------------------------
 
 def test_two_moons_documented_setting_and_defaults(moons):
-    # Paper section 3.1: 99% on the two-moon data where k-means fails. SPEC §3:
-    # 0.995-1.000 at sigma ~ 1 data unit, lambda = 100 for N = 200.
+    # Paper section 3.1: 99% on the two-moon data where k-means fails. The paper gives
+    # no sigma or lambda; sigma = 1 data unit, lambda = 100 is a setting found here, by
+    # a grid on this data set (benchmarks/RESULTS.md).
     X, y = moons
     n = len(X)
     from metriclust.kernels import median_pairwise_distance
@@ -269,23 +270,80 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
     # Paper section 3.2: fit on two folds, label the third by the nearest transformed
     # cluster center. Paper Table 1 (accuracy), row CPD-UML, column Breast: 97.06;
     # Table 3 (purity): 97.06; k-means (Table 1 row K-means): 96.39.
+    # sigma = 1.5, lam = 0.05 were picked by hand on this data set (looking at the
+    # accuracy); the default ("auto") picks without labels. Both reach k-means' level
+    # (~96%), neither the paper's 97.06.
     X, y = load_dataset("breast_cancer_wisconsin_original")
     rng = np.random.default_rng(0)
     folds = np.array_split(rng.permutation(len(X)), 3)
-    accs = []
+    accs, auto = [], []
     for f in range(3):
         test = folds[f]
         train = np.concatenate([folds[g] for g in range(3) if g != f])
         model = CPDUML(2, sigma=1.5, lam=0.05, random_state=0).fit(X[train])
         accs.append(accuracy(y[test], model.predict(X[test])))
+        model = CPDUML(2, random_state=0).fit(X[train])
+        auto.append(accuracy(y[test], model.predict(X[test])))
     assert np.mean(accs) >= 0.95
+    assert np.mean(auto) >= 0.95
+
+
+# -- label-free choice of sigma and lam ------------------------------------------------
+
+def test_normalized_cut_matches_a_dense_reference():
+    from metriclust.cpduml import _knn_graph, _normalized_cut
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    labels = rng.integers(0, 3, 60)
+    graph = _knn_graph(X, 5)
+    # reference: symmetrized 5-NN adjacency (weight 2 where both directions), dense
+    D = ((X[:, None] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    A = np.zeros((60, 60))
+    for i in range(60):
+        A[i, np.argsort(D[i])[:5]] = 1
+    A = A + A.T
+    ref = sum(A[labels == k][:, labels != k].sum() / A[labels == k].sum() for k in range(3))
+    assert _normalized_cut(graph, labels, 3) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["breast_cancer_wisconsin_original", "breast_cancer_wdbc",
+                                  "iris", "wine", "glass", "two_moons"])
+def test_default_never_more_than_a_point_below_kmeans(load_dataset, name):
+    # Issue target for the defaults (sigma = lam = "auto"): on the shared data never
+    # more than 1 point of accuracy below k-means (here: fits on all the data; the
+    # 3-fold protocol is in benchmarks/bench_papers.py). The labels are used only
+    # to score; the selection sees X alone. Moons: k-means 0.69, the default 0.995.
+    X, y = load_dataset(name)
+    K = len(np.unique(y))
+    km = accuracy(y, kmeans(X, K, n_init=10, random_state=0).labels)
+    model = CPDUML(K, random_state=0).fit(X)
+    assert accuracy(y, model.labels_) >= km - 0.01
+    assert len(model.selection_) == 1 + 3 * 4
+    if name == "two_moons":
+        assert accuracy(y, model.labels_) >= 0.99
+
+
+def test_selection_is_label_free_scale_free_and_partial():
+    X, _ = make_moons(300, 0.1, seed=3)
+    a = CPDUML(2, random_state=0).fit(X)
+    b = CPDUML(2, random_state=0).fit(5.0 * X + 3.0, np.zeros(300))   # y is ignored
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert b.sigma_ == pytest.approx(5.0 * a.sigma_, rel=1e-12)
+    # one of the two fixed: only the other is searched
+    c = CPDUML(2, sigma=0.8, random_state=0).fit(X)
+    assert {r[0] for r in c.selection_} == {0.8} and len(c.selection_) == 5
+    with pytest.raises(ValueError, match="sigma"):
+        CPDUML(2, sigma="median").fit(X)
 
 
 # -- estimator API ------------------------------------------------------------------------
 
 def test_attributes_and_shapes(moons):
     X, _ = moons
-    m = CPDUML(3, random_state=0).fit(X)
+    m = CPDUML(3, sigma=0.8, lam=0.0025, random_state=0).fit(X)
+    assert m.selection_ is None                   # fixed sigma and lam: no selection
     assert m.labels_.shape == (200,) and m.labels_.dtype == np.int64
     assert m.weights_.shape == (200, 2) and m.embedding_.shape == (200, 2)
     assert m.cluster_centers_.shape == (3, 2)

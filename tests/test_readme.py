@@ -51,3 +51,12 @@ def test_cpduml_and_hierarchy_examples(readme_namespace):
     assert clustering_accuracy(ns["y"], ns["est"].labels_) == 1.0
     ns = readme_namespace[3]
     assert clustering_accuracy(ns["y"], ns["labels"]) == 1.0
+
+
+def test_gridsearch_example(readme_namespace):
+    # the documented path for users with labels on part of the data
+    from metriclust.metrics import clustering_accuracy
+
+    ns = readme_namespace[4]
+    assert ns["search"].best_params_ == {"lam": 0.0025, "sigma": 0.8}
+    assert clustering_accuracy(ns["y"], ns["best"].labels_) >= 0.99

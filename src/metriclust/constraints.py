@@ -115,19 +115,29 @@ def pairs_from_labels(y, n_similar, n_dissimilar, random_state=None):
     return S, D
 
 
-def sample_similar_pairs(y, target_component_ratio=0.9, random_state=None):
-    """Similar pairs as in Xing et al. (2003, Sec. 4.2).
+def _distinct_in_order(pairs, n):
+    """The pairs (unordered) at their first occurrence, in order of appearance."""
+    lo, hi = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+    _, first = np.unique(lo * np.int64(n) + hi, return_index=True)
+    return pairs[np.sort(first)]
 
-    Random same-class pairs are added until the number of connected components
-    ``K_c`` of the pairs' graph is about ``target_component_ratio * N``: 0.9 is the
-    paper's "little" side information, 0.7 its "much". ``N`` counts every point
-    (unlabelled ones, label -1, stay singletons). The prefix length is found by
-    bisection on a random sequence of pairs (``K_c`` only decreases as pairs are
-    added), so there is no loop over pairs.
+
+def sample_similar_pairs(y, target_component_ratio=0.9, random_state=None):
+    """Similar pairs as in Xing et al. (2003), Sec. 3.2, footnote 9.
+
+    "A random subset of all pairs of points sharing the same class", sized so
+    that the number of connected components ``K_c`` of the pairs' graph is
+    about ``target_component_ratio * N``: 0.9 is the paper's "little" side
+    information, 0.7 its "much". The subset is drawn without replacement (no
+    pair twice; ``(i, j)`` and ``(j, i)`` are the same pair). ``N`` counts every
+    point (unlabelled ones, label -1, stay singletons). The subset size is found
+    by bisection on a random sequence of distinct pairs (``K_c`` only decreases
+    as pairs are added), so there is no loop over pairs.
 
     Returns
     -------
     similar : ndarray of shape (m, 2)
+        Distinct same-class pairs.
 
     >>> y = np.repeat(np.arange(3), 20)
     >>> S = sample_similar_pairs(y, 0.7, random_state=0)
@@ -149,9 +159,12 @@ def sample_similar_pairs(y, target_component_ratio=0.9, random_state=None):
     if target >= n or np.all(counts < 2):
         return np.empty((0, 2), dtype=np.int64)
     need = n - target
-    pool = _sample_same(idx, codes, k, 4 * need + 16, rng)
+    # Uniform draws over all same-class pairs, kept at their first occurrence: a
+    # uniformly random order of distinct pairs (sampling without replacement).
+    pool = _distinct_in_order(_sample_same(idx, codes, k, 4 * need + 16, rng), n)
     while connected_components(pool, n)[0] > target:   # rare: grow the pool
-        pool = np.vstack([pool, _sample_same(idx, codes, k, len(pool), rng)])
+        more = _sample_same(idx, codes, k, 2 * len(pool) + 16, rng)
+        pool = _distinct_in_order(np.vstack([pool, more]), n)
     lo, hi = need, len(pool)                 # K_c(prefix lo) >= N - lo >= target
     while lo < hi:
         mid = (lo + hi) // 2

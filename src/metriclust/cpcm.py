@@ -29,7 +29,7 @@ from ._core.validation import (check_array, check_n_clusters, check_n_features,
 __all__ = ["CPCM"]
 
 _PREDICTORS = ("linear", "kernel", "stepwise", "lda")
-_INITS = ("auto", "random", "kmeans", "features", "components")
+_INITS = ("auto", "random", "kmeans", "features", "components", "directions")
 _DEFAULT_ALPHA = {"linear": 0.0, "stepwise": 0.0, "kernel": 1e-2, "lda": 1e-6}
 # Exact kernel path up to this many points; Nystrom (this many landmarks) above.
 _KERNEL_EXACT_MAX_N = 2000
@@ -113,7 +113,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         criterion, Foster & George 1994), ``log N`` or 2.
     max_features : int or None, default=None
         ``"stepwise"`` only: at most this many features (at least one always).
-    init : {"auto", "random", "features", "components", "kmeans"} or array of shape (n_samples,), default="auto"
+    init : {"auto", "random", "features", "components", "kmeans", "directions"} or array of shape (n_samples,), default="auto"
         Starting partitions. ``"random"``: ``n_init`` balanced random
         partitions, the paper's protocol. ``"features"``: 1-D k-means of each
         feature. ``"components"``: 1-D k-means of each leading principal
@@ -121,12 +121,20 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         with shrinkage above 1% - on concentric circles one of them is the
         radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
-        ``"auto"``: all of them; the lowest blur ratio wins, ``best_start_``
+        ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
+        direction of the whitened data, most non-Gaussian first
+        (:func:`metriclust._core.partitions.kurtosis_directions`).
+        ``"auto"``: for ``"linear"`` and ``"lda"``, random, directions and
+        whitened k-means -- starts that do not depend on the basis of the
+        features, so the whole search keeps the paper's Property 1 (the same
+        partition for ``X`` and ``X A + b``, ``A`` invertible; exactly for
+        ``"linear"``, up to the ridge for ``"lda"``); for ``"kernel"`` and
+        ``"stepwise"`` (not affine-invariant predictors), random, features,
+        components and k-means. The lowest blur ratio wins, ``best_start_``
         says which. Random starts alone often miss the structure (on the
         paper's Sec. 5.1 data 20 random starts reach ARI 0.02 while the true
-        partition has a lower blur ratio); per-feature starts find it.
-        Duplicate starting partitions are run once. An array: one given
-        partition (labels 0..K-1).
+        partition has a lower blur ratio). Duplicate starting partitions are
+        run once. An array: one given partition (labels 0..K-1).
     n_init : int, default=10
         Number of random partitions, of leading principal components (1-D
         k-means starts) and of whitened k-means starts. Above 20,000 points
@@ -394,9 +402,17 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"init as labels must hold integers in [0, {K}).")
             yield "given", 0, np.ascontiguousarray(labels, dtype=np.int64)
             return
-        kinds = ("random", "feature", "component", "kmeans") if self.init == "auto" else \
-            {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
-             "components": ("component",)}[self.init]
+        if self.init == "auto":
+            # The least-squares and LDA predictors are affine-invariant (Property 1),
+            # so their default starts are too. The kernel and stepwise predictors are
+            # not (a Gaussian kernel, a choice of features); per-feature and
+            # principal-component starts serve them better (stepwise: the Sec. 5.1
+            # clouds, where a start along the informative feature is what finds them).
+            kinds = ("random", "direction", "kmeans") if self.predictor in ("linear", "lda") \
+                else ("random", "feature", "component", "kmeans")
+        else:
+            kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
+                     "components": ("component",), "directions": ("direction",)}[self.init]
         seen = set()
         count = 0
 
@@ -417,6 +433,17 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 if admissible(labels):
                     count += 1
                     yield "feature", j, labels
+        if "direction" in kinds:
+            Q = model.whitened()
+            F = starts.kurtosis_directions(Q)
+            del Q
+            for j in range(F.shape[1]):
+                labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
+                                                  seed=int(rng.integers(2**31)))
+                if admissible(labels):
+                    count += 1
+                    yield "direction", j, labels
+            del F
         if "component" in kinds:
             F = model.components(self.n_init)
             for j in range(F.shape[1]):

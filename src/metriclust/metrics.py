@@ -33,6 +33,7 @@ __all__ = [
     "entropy",
     "normalized_mutual_info",
     "pairwise_accuracy",
+    "xing_accuracy",
     "purity",
     "rand_index",
     "silhouette_samples",
@@ -601,6 +602,42 @@ def pairwise_accuracy(labels_true, labels_pred):
     if diff > 0:
         return dd / diff
     return 1.0
+
+
+def xing_accuracy(labels_true, labels_pred):
+    r"""The clustering accuracy of Xing, Ng, Jordan & Russell (2003), Sec. 3.2.
+
+    For data with two true classes the paper's measure is the plain Rand index
+    (the probability that two points drawn at random are put in the same or in
+    different clusters as the true classes put them, :func:`rand_index`). With
+    more classes most pairs are in different classes, so the Rand index is
+    inflated; there (footnote 8) the pairs are drawn from the same class and from
+    different classes with chance 0.5 each, :func:`pairwise_accuracy`.
+
+    Parameters
+    ----------
+    labels_true, labels_pred : array-like of shape (n_samples,)
+        The true classes and the clustering.
+
+    Returns
+    -------
+    float
+        ``rand_index`` when ``labels_true`` has at most two classes, else
+        ``pairwise_accuracy``.
+
+    Examples
+    --------
+    >>> from metriclust.metrics import xing_accuracy
+    >>> xing_accuracy([0, 0, 1, 1], [0, 0, 0, 0])   # 2 classes: Rand index, 2 of 6 pairs right
+    0.3333333333333333
+    >>> xing_accuracy([0, 0, 1, 1, 2, 2], [0, 0, 0, 0, 0, 0])  # 3 classes: balanced
+    0.5
+    """
+    table = _table(labels_true, labels_pred)
+    if table.shape[0] <= 2:
+        ss, _, _, dd, total = _pair_counts(table)
+        return 1.0 if total == 0 else (ss + dd) / total
+    return pairwise_accuracy(labels_true, labels_pred)
 
 
 def blur_ratio(X, labels, transform=None):

@@ -4,6 +4,8 @@ Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 
 - ``random``: balanced random partitions, the paper's protocol (Algorithm 1);
 - ``feature``: 1-D k-means on each single feature, from its quantiles;
+- ``direction``: 1-D k-means along the fourth-moment (FOBI) directions of the
+  whitened data, which do not depend on the basis (affine-invariant);
 - ``kmeans``: k-means++ on a whitened space (for the linear predictors the
   least-squares basis ``(X - mean) W``, shared with the predictor's QR, so these
   starts keep CPCM's affine invariance; for the kernel predictor the leading
@@ -16,7 +18,7 @@ from .kmeans import kmeans
 from .threads import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "kmeans_partition", "canonical",
-           "cluster_sizes"]
+           "cluster_sizes", "kurtosis_directions"]
 
 
 def cluster_sizes(labels, n_clusters):
@@ -52,3 +54,28 @@ def kmeans_partition(F, n_clusters, *, seed):
     nt = small_problem_threads(F.size, None)
     return kmeans(F, n_clusters, init="k-means++", n_init=1, random_state=seed,
                   n_threads=nt).labels
+
+
+def kurtosis_directions(Q):
+    r"""Projections of whitened data on its fourth-moment directions, most non-Gaussian first.
+
+    ``Q`` (N x r) is a whitened basis of the centered data (orthonormal columns,
+    e.g. ``(X - mean) W``). The eigenvectors ``v`` of
+    ``M = \sum_i \|q_i\|^2 q_i q_i^T`` (Cardoso's FOBI, 1989) are the directions
+    along which the kurtosis is stationary; clusters show as directions of low
+    kurtosis (multimodal), a small far cluster as high kurtosis. For a Gaussian
+    every eigenvalue is about ``(r + 2) / N``; directions are returned in order of
+    ``|N lambda - (r + 2)|``, largest first, as the columns of ``Q V``.
+
+    ``Q`` of an affine image ``X A + b`` is ``Q R`` for an orthogonal ``R``, so
+    ``M`` becomes ``R^T M R`` and the projections ``Q V`` are the same up to sign:
+    partitions built from them do not depend on the basis of the features.
+    """
+    n, r = Q.shape
+    if r == 0:
+        return np.empty((n, 0), dtype=Q.dtype)
+    sq = np.einsum("ij,ij->i", Q, Q)
+    M = (Q * sq[:, None]).T @ Q
+    lam, V = np.linalg.eigh(M)
+    order = np.argsort(-np.abs(n * lam - (r + 2)), kind="stable")
+    return np.ascontiguousarray(Q @ V[:, order])
