@@ -7,6 +7,7 @@ as they do for scikit-learn.
 
 import numbers
 
+from .._kernels._blas import load as load_blas
 from .._kernels._openmp import openmp_max_threads
 
 __all__ = ["blas_threads", "effective_n_threads", "single_blas_thread",
@@ -42,9 +43,7 @@ def _threadpool_controller():
     if _controller is None:
         from threadpoolctl import ThreadpoolController
 
-        from .._kernels._blas import load
-
-        load()  # scipy's BLAS: loaded before the scan, resolved for the kernels
+        load_blas()  # scipy's BLAS: loaded before the scan, resolved for the kernels
 
         _controller = ThreadpoolController()
     return _controller
