@@ -115,7 +115,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     init : {"auto", "random", "features", "components", "kmeans"} or array of shape (n_samples,), default="auto"
         Starting partitions. ``"random"``: ``n_init`` balanced random
         partitions, the paper's protocol. ``"features"``: 1-D k-means of each
-        feature. ``"components"``: 1-D k-means of each leading principal
+        feature (when ``n_features > n_samples``: of the ``n_samples`` features
+        whose 1-D k-means leaves the smallest share of their variance within
+        clusters, so that the search costs ``O(N^2 p)``, not ``O(N p^2)``).
+        ``"components"``: 1-D k-means of each leading principal
         component (``n_init`` of them; kernel: every kernel-PCA coordinate
         with shrinkage above 1% - on concentric circles one of them is the
         radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
@@ -264,6 +267,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
         self.n_features_in_ = p
+        self._warned_perfect = False
         self.start_kinds_ = {}
         records = []
         many = isinstance(self.init, str)
@@ -299,8 +303,13 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _run_starts(self, X, K, model, rng, min_size, records):
-        """Algorithm 1 from every starting partition; the runs, best first kept."""
-        runs = []
+        """Algorithm 1 from every starting partition; the ``_N_POLISH`` best runs, best first.
+
+        When every partition has blur ratio 0 (:meth:`_every_partition_perfect`)
+        the search stops after the first start: no start can do better.
+        """
+        best = []
+        degenerate = self._every_partition_perfect(model, X.shape[0])
         for kind, index, labels0 in self._starts(X, K, model, rng, min_size):
             self.start_kinds_[kind] = self.start_kinds_.get(kind, 0) + 1
             run = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
@@ -310,12 +319,35 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             if self.verbose:
                 print(f"CPCM start {kind} {index}: blur ratio {run['blur_ratio']:.6f} "
                       f"after {run['n_iter']} iterations")
-            runs.append(run)
-            # keep the fitted predictions of the few best runs only (memory)
-            runs.sort(key=lambda r: r["blur_ratio"])
-            for r in runs[_N_POLISH:]:
-                r["fit"] = r["labels"] = None
-        return runs
+            # keep the fitted predictions of the few best runs only (memory); a stable
+            # insertion keeps the earlier start on ties, as a stable sort of all runs would
+            best.insert(sum(r["blur_ratio"] <= run["blur_ratio"] for r in best), run)
+            del best[_N_POLISH:]
+            if degenerate:
+                break
+        return best
+
+    def _every_partition_perfect(self, model, n):
+        """True (and one warning) when least squares / LDA predict every partition exactly.
+
+        With the centered data of rank ``r >= N - 1`` (always when ``p >= N - 1``
+        in general position) the hat matrix of ``[1, X]`` is the identity, so
+        ``Zhat = Z`` and every partition has blur ratio 0 (LDA: ``K - 1``
+        directions with ``S_c b = 0`` exist for every partition).
+        """
+        if self.predictor not in ("linear", "lda") or model.rank < n - 1:
+            return False
+        if not getattr(self, "_warned_perfect", False):
+            warnings.warn(
+                f"The centered data have rank {model.rank} >= n_samples - 1 = {n - 1}: "
+                f"predictor={self.predictor!r} predicts every partition perfectly (blur "
+                "ratio 0), so the blur ratio cannot tell partitions apart and the search "
+                "stops after the first start. Use predictor='kernel' or 'stepwise' "
+                "(regularised: they still rank partitions when p >= n_samples), or "
+                "reduce the dimension first (e.g. the leading principal components).",
+                UserWarning, stacklevel=5)
+            self._warned_perfect = True
+        return True
 
     def _check_params(self):
         if self.predictor not in _PREDICTORS:
@@ -355,14 +387,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         kind = self.predictor
         alpha = _DEFAULT_ALPHA[kind] if self.alpha is None else float(self.alpha)
         if kind == "linear":
-            model = predictors.Linear(X)
-            if model.rank >= X.shape[0] - 1:
-                warnings.warn(
-                    f"The centered data have rank {model.rank} >= n_samples - 1: least "
-                    "squares predicts every partition perfectly and the blur ratio cannot "
-                    "tell partitions apart. Use predictor='stepwise' or 'kernel', or "
-                    "reduce the dimension first.", UserWarning, stacklevel=3)
-            return model
+            return predictors.Linear(X)
         if kind == "stepwise":
             return predictors.Stepwise(X, criterion=self.criterion,
                                        max_features=self.max_features)
@@ -411,9 +436,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 count += 1
                 yield "random", i, starts.random_partition(n, K, rng)
         if "feature" in kinds:
-            for j in range(X.shape[1]):
+            # wide data: p feature starts at O(N p) each would cost O(N p^2); keep N
+            columns = starts.strongest_split_features(X, K, n) if X.shape[1] > n else None
+            for j, init in starts.feature_quantiles(X, K, columns):
                 labels = starts.feature_partition(np.ascontiguousarray(X[:, j:j + 1]), K,
-                                                  seed=int(rng.integers(2**31)))
+                                                  seed=int(rng.integers(2**31)), init=init)
                 if admissible(labels):
                     count += 1
                     yield "feature", j, labels
@@ -467,7 +494,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         fit.Zhat = None
         model.X = None
         self._model, self._pfit = model, fit
-        _warn_perfect(best["within"], self.blur_ratio_)
+        if not self._warned_perfect:                 # said once already otherwise
+            _warn_perfect(best["within"], self.blur_ratio_)
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
