@@ -37,6 +37,10 @@ _KERNEL_AUTO_COMPONENTS = 300
 # this size, and the _N_POLISH best fixed points are iterated on all the data.
 _SEARCH_MAX_N = 20000
 _N_POLISH = 2
+# Wide data (p > N): feature starts from at most this many times n_init features, those
+# whose own 1-D k-means split is strongest (on the lymphoma-shaped benchmark set the
+# best stepwise start is the strongest split of the 4026).
+_WIDE_FEATURE_STARTS = 10
 # A cluster whose within scatter in prediction space is below this share of
 # the total scatter counts as perfectly predicted.
 _PERFECT = 1e-9
@@ -69,6 +73,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         - ``"linear"``: least squares with an intercept (CPCM-LSR). ``Zhat = H Z``
           with the hat matrix of ``[1, X]`` from one rank-revealing thin QR;
           constant and collinear features are cut by the rank decision.
+          When the centred data have rank ``>= N - 1`` (``p >= N - 1``, e.g.
+          gene expression) the hat matrix is the identity: every partition has
+          blur ratio 0, so the fit warns once and stops after the first start
+          (the same holds for ``"lda"``). Use ``"kernel"`` or ``"stepwise"``
+          there, or reduce the dimension first.
         - ``"kernel"``: kernel ridge regression with a Gaussian kernel and an
           intercept (CPCM-RKHS, Sec. 3.3); hat matrix
           ``J + G_c (G_c + N alpha I)^{-1}``.
@@ -115,9 +124,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     init : {"auto", "random", "features", "components", "kmeans"} or array of shape (n_samples,), default="auto"
         Starting partitions. ``"random"``: ``n_init`` balanced random
         partitions, the paper's protocol. ``"features"``: 1-D k-means of each
-        feature (when ``n_features > n_samples``: of the ``n_samples`` features
-        whose 1-D k-means leaves the smallest share of their variance within
-        clusters, so that the search costs ``O(N^2 p)``, not ``O(N p^2)``).
+        feature (when ``n_features > n_samples``: of the ``min(n_samples,
+        10 * n_init)`` features whose 1-D k-means leaves the smallest share of
+        their variance within clusters, so that the search does not grow like
+        ``p^2``).
         ``"components"``: 1-D k-means of each leading principal
         component (``n_init`` of them; kernel: every kernel-PCA coordinate
         with shrinkage above 1% - on concentric circles one of them is the
@@ -162,7 +172,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         ``beta^T`` (linear, stepwise, lda): ``transform(X) = X coef_^T + intercept_``.
     intercept_ : ndarray of shape (d,)
     metric_ : ndarray of shape (n_features, n_features)
-        ``A = beta beta^T`` (linear, stepwise, lda).
+        ``A = beta beta^T`` (linear, stepwise, lda); formed on first access
+        (``p^2`` floats: 3.2 GB at p = 20000).
     selected_features_ : ndarray of int
         Features chosen by the final stepwise fit (``"stepwise"`` only).
     effective_dof_ : float
@@ -436,8 +447,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 count += 1
                 yield "random", i, starts.random_partition(n, K, rng)
         if "feature" in kinds:
-            # wide data: p feature starts at O(N p) each would cost O(N p^2); keep N
-            columns = starts.strongest_split_features(X, K, n) if X.shape[1] > n else None
+            # wide data: p feature starts at O(N p) each would cost O(N p^2); keep a few
+            columns = None
+            if X.shape[1] > n:
+                columns = starts.strongest_split_features(X, K, min(n, _WIDE_FEATURE_STARTS
+                                                                       * self.n_init))
             for j, init in starts.feature_quantiles(X, K, columns):
                 labels = starts.feature_partition(np.ascontiguousarray(X[:, j:j + 1]), K,
                                                   seed=int(rng.integers(2**31)), init=init)
@@ -482,13 +496,14 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         }
         self.centers_ = _means(fit.Zhat, self.labels_, K)
         if isinstance(model, predictors.Kernel):
+            self.__dict__.pop("_metric", None)
             self.sigma_ = model.sigma
             self.effective_dof_ = model.effective_dof
             model.release()
         else:
             self.coef_ = np.ascontiguousarray(fit.coef.T)
             self.intercept_ = np.asarray(fit.intercept, dtype=np.float64)
-            self.metric_ = fit.coef @ fit.coef.T
+            self._metric = None             # metric_: formed on first access
             if "selected" in fit.extra:
                 self.selected_features_ = fit.extra["selected"]
         fit.Zhat = None
@@ -496,6 +511,16 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         self._model, self._pfit = model, fit
         if not self._warned_perfect:                 # said once already otherwise
             _warn_perfect(best["within"], self.blur_ratio_)
+
+    @property
+    def metric_(self):
+        # formed on first access: p^2 floats (3.2 GB at p = 20000) that fit never needs
+        if "_metric" not in self.__dict__:
+            raise AttributeError("'CPCM' object has no attribute 'metric_' (it exists for "
+                                 "the linear, stepwise and lda predictors after fit)")
+        if self._metric is None:
+            self._metric = self.coef_.T @ self.coef_
+        return self._metric
 
     # ------------------------------------------------------------ transform
     def transform(self, X):

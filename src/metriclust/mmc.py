@@ -93,10 +93,14 @@ class MMC(TransformerMixin, BaseEstimator):
     metric_ : ndarray (p, p)
         The learned ``A``, symmetric PSD, scaled so that the constraint is
         active: ``sum_S ||.||_A^2 + lambda tr(A) = 1`` with the tiny ridge
-        ``lambda = 1e-9 tr(M_S) / p`` (see Notes).
+        ``lambda = 1e-9 tr(M_S) / p`` (see Notes). When ``p > n_samples`` it
+        is formed from ``components_`` on first access (``p^2`` floats).
     components_ : ndarray (p, p)
         ``L`` with ``A = L^T L``; rows by decreasing eigenvalue of the whitened
-        problem, rows of zeros where ``A`` is rank deficient.
+        problem, rows of zeros where ``A`` is rank deficient. Wide data
+        (``p > n_samples``): ``(r, p)``, without the zero rows -- full ``A``:
+        ``r <= n_samples - 1``, the rank of the centred data (``A`` is zero off
+        their span, see Notes); diagonal ``A``: one row per positive weight.
     objective_ : float
         ``J(A) = sum_D ||x_i - x_j||_A`` at that scale (the scale-free objective).
     n_iter_ : int
@@ -120,6 +124,19 @@ class MMC(TransformerMixin, BaseEstimator):
     within every similar pair) makes the paper's problem unbounded; the ridge
     ``lambda`` above keeps it bounded (the metric then grows large, not
     infinite, along those directions) and changes ``J`` by about 1e-9 otherwise.
+
+    Wide data (``p > n_samples``), full ``A``: every pair difference lies in
+    the span of the centred data, so objective and constraint see ``A`` only
+    through its restriction to that span, and any part of ``A`` off the span
+    only adds ``lambda tr(A)`` to the constraint. The optimum is therefore
+    ``A = V B V^T`` with ``V`` an orthonormal basis of the span (``r <= N - 1``
+    columns) and ``B`` the optimum for the data ``(X - mean) V``: solved at
+    ``O(N^2 p)`` for the basis plus the cost of an ``r``-feature problem, with
+    ``A v = 0`` for ``v`` orthogonal to the span (also the minimal-norm
+    choice when ``lambda`` is 0, as the complement then does not enter the
+    problem at all). Diagonal ``A`` does not reduce (it weighs coordinates);
+    it is solved by projected gradient, ``O(|D| p)`` a step, with no ``p x p``
+    array (``metric_`` is formed on first access).
 
     The result is scale invariant: multiplying ``X`` by any ``c > 0`` leaves
     ``transform(X)`` (hence any clustering of it) and ``objective_`` unchanged.
@@ -157,7 +174,7 @@ class MMC(TransformerMixin, BaseEstimator):
         X64 = X.astype(np.float64, copy=False)
         S, D = self._side_information(X64, y, similar, dissimilar)
         with single_blas_thread():     # the OpenMP kernels call BLAS themselves
-            if p > X64.shape[0]:        # wide data: nothing p x p but metric_
+            if p > X64.shape[0]:        # wide data: nothing p x p
                 (self._fit_diagonal_wide if self.diagonal else self._fit_in_span)(X64, S, D)
             else:
                 self._fit(X64, S, D)
@@ -187,8 +204,8 @@ class MMC(TransformerMixin, BaseEstimator):
 
         What is returned. ``A v = 0`` and ``transform`` maps ``v`` to 0 for
         every ``v`` orthogonal to the span; ``components_`` has ``r`` rows
-        (each in the span) instead of ``p``, so nothing ``p x p`` is formed
-        but ``metric_``. Cost: the thin SVD of the ``N x p`` centred data,
+        (each in the span) instead of ``p``, and nothing ``p x p`` is formed
+        (``metric_`` on first access). Cost: the thin SVD of the ``N x p`` centred data,
         ``O(N^2 p)``, then the solver on ``r <= N - 1`` features.
         """
         n, p = X64.shape
@@ -211,7 +228,7 @@ class MMC(TransformerMixin, BaseEstimator):
         big = np.abs(L).argmax(axis=1)
         L *= np.where(L[np.arange(L.shape[0]), big] < 0, -1.0, 1.0)[:, None]
         self.components_ = L
-        self.metric_ = L.T @ L
+        self.metric_ = None                                 # p x p: formed on access
 
     def _fit_diagonal_wide(self, X64, S, D):
         """Diagonal ``A`` for wide data (``p > N``): ``_fit``'s problem with vectors only.
@@ -249,8 +266,7 @@ class MMC(TransformerMixin, BaseEstimator):
         keep = np.flatnonzero(w > 0)
         self.components_ = np.zeros((keep.size, p))
         self.components_[np.arange(keep.size), keep] = w[keep]
-        self.metric_ = np.zeros((p, p))
-        self.metric_[np.diag_indices(p)] = w * w
+        self.metric_ = None                                 # p x p: formed on access
         self.objective_ = float(PairSums(X64, D, S).diag(w * w, gradient=False,
                                                           hessian=False)[0])
         self.similar_, self.dissimilar_ = S, D
@@ -319,6 +335,20 @@ class MMC(TransformerMixin, BaseEstimator):
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(self._sum_d(X64, S, D))
         self.similar_, self.dissimilar_ = S, D
+
+    @property
+    def metric_(self):
+        # Wide data: A = L^T L is formed on first access only (p^2 floats: 3.2 GB and
+        # an O(r p^2) product at p = 20000; transform and distances use components_).
+        if "_metric" not in self.__dict__:
+            raise AttributeError("'MMC' object has no attribute 'metric_'")
+        if self._metric is None:
+            self._metric = self.components_.T @ self.components_
+        return self._metric
+
+    @metric_.setter
+    def metric_(self, value):
+        self._metric = value
 
     # -- side information and initialization ------------------------------------
     def _side_information(self, X, y, similar, dissimilar):
