@@ -105,12 +105,15 @@ def thin_r(X, mean):
 
     Householder QR of each block of rows, then of the stacked R's: backward
     stable like one QR of the whole matrix, with extra memory of one block.
-    ``R`` is ``min(N, p) x p``: when ``p > N`` (wide data) it is the ``N x p``
-    trapezoidal factor, never padded to ``p x p``, so everything built on it
+    ``R`` is ``min(N, p) x p``: when ``p > N`` (wide data) it is ``X_c``
+    itself (float64), never padded to ``p x p``, so everything built on it
     (whitening, principal components, LDA, stepwise) costs ``O(N^2 p)``, not
     ``O(p^3)``.
     """
     n, p = X.shape
+    if n < p:
+        # wide: X_c itself is such an R (N x p); its QR would cost O(N^2 p) for nothing
+        return np.subtract(X, mean, dtype=np.float64)
     geqrf = scipy.linalg.get_lapack_funcs("geqrf", dtype=np.float64)
     buf = np.empty((min(n, _BLOCK), p), dtype=np.float64, order="F")
     stack = []
@@ -258,9 +261,8 @@ class Stepwise(_Centered):
         n, p = X.shape
         self.col_sq = np.einsum("ij,ij->j", self.R, self.R)    # ||x_j - mean_j||^2
         self.wide = p > n
-        # p > N: selection on the data (float64 once; O(N p) per step), no p x p array
+        # p > N: selection on the centred data (R is X_c then; O(N p) a step), no p x p
         self.Cxx = None if self.wide else self.R.T @ self.R
-        self.X64 = np.asarray(X, dtype=np.float64) if self.wide else None
         self.penalty = {"ric": 2.0 * math.log(max(p, 2)), "bic": math.log(n),
                         "aic": 2.0}[criterion]
         self.max_features = p if max_features is None else min(int(max_features), p)
@@ -275,8 +277,7 @@ class Stepwise(_Centered):
         K = counts.shape[0]
         q = max(int(np.count_nonzero(counts)) - 1, 1)          # free responses
         if self.wide:
-            state = _ProjectedSelection(self.X64, self.mean, self.col_sq, ZtXc, counts,
-                                        labels)
+            state = _ProjectedSelection(self.R, self.col_sq, ZtXc, counts, labels)
         else:
             state = _SweptSelection(self.Cxx, ZtXc, counts, n)
         diag0 = self.col_sq
@@ -312,7 +313,7 @@ class Stepwise(_Centered):
             if self.Cxx is not None:
                 Css = self.Cxx[np.ix_(S, S)]
             else:
-                Xs = self.X64[:, S] - self.mean[S]
+                Xs = self.R[:, S]                                # R = X_c (wide)
                 Css = Xs.T @ Xs
             B[S] = scipy.linalg.lstsq(Css, ZtXc[:, S].T, cond=1e-12)[0]
         b0 = counts / self.n_samples - self.mean[S] @ B[S]
@@ -347,9 +348,9 @@ class _ProjectedSelection:
     """Stepwise state from the data (``p > N``): the same numbers as the swept
     matrix's diagonal and ``C[:p, p:]``, updated by Gram-Schmidt, ``O(N p)`` a step."""
 
-    def __init__(self, X, mean, col_sq, ZtXc, counts, labels):
-        self.X, self.mean, self.labels, self.counts = X, mean, labels, counts
-        self.n = X.shape[0]
+    def __init__(self, Xc, col_sq, ZtXc, counts, labels):
+        self.Xc, self.labels, self.counts = Xc, labels, counts
+        self.n = Xc.shape[0]
         self.d = col_sq.copy()
         self.C = np.ascontiguousarray(ZtXc.T)                    # p x K
         self.basis = []                                          # orthonormal residuals
@@ -361,7 +362,7 @@ class _ProjectedSelection:
         return self.C
 
     def enter(self, j):
-        r = self.X[:, j] - self.mean[j]
+        r = self.Xc[:, j].copy()
         if self.basis:
             Qb = np.column_stack(self.basis)
             for _ in range(2):                                   # twice is enough (Kahan)
@@ -369,7 +370,7 @@ class _ProjectedSelection:
         q = r / np.linalg.norm(r)
         self.basis.append(q)
         s = float(q.sum())
-        u = self.X.T @ q - self.mean * s                         # X_c^T q
+        u = self.Xc.T @ q                                        # X_c^T q
         zq = (np.bincount(self.labels, weights=q, minlength=self.counts.shape[0])
               - self.counts * (s / self.n))                      # Z_c^T q
         self.C -= np.outer(u, zq)
