@@ -138,7 +138,7 @@ def table2(runs=100):
     F = U[:, :K - 1] * s[:K - 1]
     rows = []
     km = [rand_index(y, KMeans(K, n_init=1, random_state=r).fit(F).labels_) for r in range(runs)]
-    rows.append(("k-means, 8 PCs", "random seeding", np.mean(km), runs))
+    rows.append(("k-means, 8 PCs", "one k-means++ seeding", np.mean(km), runs))
     cp = [rand_index(y, CPCM(K, predictor="kernel", init="random", n_init=1,
                              random_state=r).fit(F).labels_) for r in range(runs)]
     rows.append(("CPCM-RKHS, 8 PCs", "one random start", np.mean(cp), runs))
