@@ -170,6 +170,7 @@ def main():
                                        "cpduml,mmc-full,mmc-diag")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--old-timeout", type=float, default=120.0)
+    ap.add_argument("--new-timeout", type=float, default=3600.0)
     ap.add_argument("--no-old", action="store_true", help="skip today's code")
     ap.add_argument("--setup-baseline", action="store_true")
     ap.add_argument("--baseline-ref", default="main")
@@ -204,7 +205,8 @@ def main():
     for case in args.cases.split(","):
         new_runs, old_runs = [], []
         for _ in range(args.repeats):
-            new_runs.append(run(sys.executable, case, args.n, args.p, args.dtype, 3600))
+            new_runs.append(run(sys.executable, case, args.n, args.p, args.dtype,
+                                args.new_timeout))
             if old is not None and not any("timeout" in r for r in old_runs):
                 old_runs.append(run(old, case, args.n, args.p, args.dtype, args.old_timeout))
         print(_row(case, new_runs, old_runs), flush=True)

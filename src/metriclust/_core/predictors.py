@@ -400,38 +400,42 @@ class LDA(_Centered):
     definite. Prediction space: ``Zhat = X_c b`` (N x (K-1)), scaled so that
     ``b^T (S_m + rho I) b = I``.
 
-    The problem is solved in the whitened basis ``b = W c`` of
-    :func:`whitening` (``X_c W`` orthonormal, ``r`` = rank of ``X_c``):
-    ``W^T S_m W = I``, so it is the ``r x r`` problem
-    ``(I - W^T S_b W) c = l (I + rho W^T W) c``, ``O(r^3 + p r K)`` per fit
-    instead of ``O(p^3)``. Directions ``b`` outside ``span(W)`` (constant or
-    collinear features; all but ``r <= N - 1`` directions when ``p >= N``)
-    would have ``S_c b = 0`` and ``l = 0`` while predicting nothing
-    (``X_c b = 0``): they are excluded, and when ``r < K - 1`` the missing
-    columns of ``b`` are zero.
+    The problem is solved in the row space of ``X_c``: with its thin SVD
+    ``X_c = U diag(s) V^T`` (``r`` kept directions) and ``b = V c`` it is the
+    ``r x r`` problem ``(diag(s^2) - V^T S_b V) c = l (diag(s^2) + rho I) c``,
+    ``O(r^3 + p r K)`` per fit instead of ``O(p^3)`` (``r <= N - 1`` when
+    ``p >= N``). Directions ``b`` outside that space (constant or collinear
+    features; all but ``r`` directions of wide data) would have ``S_c b = 0``,
+    hence ``l = 0``, while predicting nothing (``X_c b = 0``): they are
+    excluded, and when ``r < K - 1`` the missing columns of ``b`` are zero.
     """
 
     name = "lda"
 
     def __init__(self, X, *, alpha=1e-6, n_threads=0):
         super().__init__(X, n_threads=n_threads)
-        p = X.shape[1]
-        tr = float(np.einsum("ij,ij->", self.R, self.R))      # tr(S_m)
+        n, p = X.shape
+        _, s, Vt = np.linalg.svd(self.R, full_matrices=False)
+        tr = float(np.sum(s * s))                                   # tr(S_m)
         self.ridge = alpha * (tr / p if tr > 0 else 1.0)
-        self.St = np.eye(self.rank) + self.ridge * (self.W.T @ self.W)
+        keep = s > (s[0] if s.size else 0.0) * max(n, p) * np.finfo(np.float64).eps * 10
+        self.V = np.ascontiguousarray(Vt[keep].T)                   # p x r
+        self.s2 = s[keep] ** 2
+        self.St = self.s2 + self.ridge                              # diagonal in V
 
     def fit(self, labels, n_clusters):
         sums, counts = one_hot_sums(self.X, labels, n_clusters, self.n_threads)
         nz = counts > 0
-        dev = (sums[nz] / counts[nz, None] - self.mean[None, :]) @ self.W   # K' x r
-        Sc = np.eye(self.rank) - (dev * counts[nz, None]).T @ dev
-        p = self.W.shape[0]
+        dev = (sums[nz] / counts[nz, None] - self.mean[None, :]) @ self.V   # K' x r
+        Sc = np.diag(self.s2) - (dev * counts[nz, None]).T @ dev
+        p, r = self.V.shape
         d = max(1, min(n_clusters - 1, p))
         b = np.zeros((p, d))
-        m = min(d, self.rank)
+        m = min(d, r)
         if m:
-            _, c = scipy.linalg.eigh((Sc + Sc.T) / 2, self.St, subset_by_index=[0, m - 1])
-            b[:, :m] = self.W @ c
+            _, c = scipy.linalg.eigh((Sc + Sc.T) / 2, np.diag(self.St),
+                                     subset_by_index=[0, m - 1])
+            b[:, :m] = self.V @ c
         b0 = -(self.mean @ b)
         return PredictorFit(_affine(self.X, b, b0), b, b0)
 
