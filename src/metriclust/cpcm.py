@@ -130,8 +130,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         ``p^2``).
         ``"components"``: 1-D k-means of each leading principal
         component (``n_init`` of them; kernel: every kernel-PCA coordinate
-        with shrinkage above 1% - on concentric circles one of them is the
-        radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
+        with shrinkage above 1%, at most ``10 * n_init`` - on concentric
+        circles one of them is the radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"auto"``: all of them; the lowest blur ratio wins, ``best_start_``
         says which. Random starts alone often miss the structure (on the

@@ -542,9 +542,13 @@ class Kernel:
 
         At least ``n_components``, and every coordinate the smoother passes with
         shrinkage above 1% (any of them can carry the clusters: on concentric
-        circles the radial function is the 3rd to the 11th depending on the sample).
+        circles the radial function is the 3rd to the 11th depending on the sample),
+        up to ``10 * n_components``: the spectrum of high-dimensional data is
+        flat (1000 x 2000 noise-like data: 994 of 999 coordinates pass 1%, and
+        their starts were 90% of a 120 s search).
         """
-        n = max(int(n_components), int(np.count_nonzero(self.shrink > 0.01)))
+        n = int(n_components)
+        n = max(n, min(int(np.count_nonzero(self.shrink > 0.01)), 10 * n))
         return np.ascontiguousarray(self.Q[:, : min(n, self.l.size)])
 
     def release(self):
