@@ -11,9 +11,10 @@ minutes of compiling)::
 
 Every fit runs in a fresh subprocess (peak resident memory from ``getrusage``,
 so it includes Python, numpy and the data), the two builds interleaved
-(new, old, new, old, ...), medians of ``--repeats``. A run of the old code is
-stopped after ``--old-timeout`` seconds (default 120 s) and reported as
-``> timeout``: several of its paths take tens of minutes here.
+(new, old, new, old, ...), medians of ``--repeats``; "CPU s" is the process's CPU
+time (all threads) during the fit, which a loaded machine inflates far less than wall
+time. A run of the old code is stopped after ``--old-timeout`` seconds (default
+120 s) and reported as ``> timeout``: several of its paths take tens of minutes here.
 
 The data are SYNTHETIC: the paper's lymphoma set (Alizadeh et al. 2000, 96
 samples x 4026 genes, K = 9 classes of sizes 46, 2, 2, 10, 6, 6, 9, 4, 11) is
@@ -84,7 +85,7 @@ def child(case, n, p, dtype):
     X, y = make_lymphoma_like(n, p, dtype=np.dtype(dtype))
     K = len(LYMPHOMA_SIZES)
     out = {}
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     if case.startswith("cpcm-"):
         est = CPCM(K, predictor=case[5:], random_state=0).fit(X)
         out.update(value=float(est.blur_ratio_), labels=est.labels_.tolist(),
@@ -97,6 +98,7 @@ def child(case, n, p, dtype):
         out.update(value=float(est.objective_), n_iter=int(est.n_iter_),
                    converged=bool(est.converged_))
     out["seconds"] = time.perf_counter() - t
+    out["cpu_seconds"] = time.process_time() - cpu        # all threads: load-independent
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
@@ -199,9 +201,9 @@ def main():
     print(f"{args.n} x {args.p} {args.dtype}, K = 9; {platform.node()}, "
           f"{os.cpu_count()} cores; load average at start {load[0]:.1f}; "
           f"today's code = {commit or 'not run'} (timeout {args.old_timeout:.0f} s)\n")
-    print("| case | new s (median) | new peak MB | new result | old s (median) | old result "
-          "| old / new | same partition |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| case | new s (median) | new CPU s | new peak MB | new result | old s (median) "
+          "| old result | old / new | same partition |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):
         new_runs, old_runs = [], []
         for _ in range(args.repeats):
@@ -221,14 +223,17 @@ def _row(case, new_runs, old_runs):
                 return f"> {runs[0]['timeout']:.0f}", "-", None, "-"
             return (str(runs[0].get("error")) if runs else "not run"), "-", None, "-"
         t = float(np.median([r["seconds"] for r in ok]))
+        cpu = float(np.median([r.get("cpu_seconds", np.nan) for r in ok]))
         r0 = ok[0]
         result = f"{r0['value']:.6g}"
         if "converged" in r0:
             result += f" ({r0['n_iter']} it{'' if r0['converged'] else ', not converged'})"
-        return f"{t:.2f}", f"{max(r['peak_mb'] for r in ok):.0f}", r0, result
+        return (f"{t:.2f}", f"{cpu:.1f} | {max(r['peak_mb'] for r in ok):.0f}", r0,
+                result)
 
     nt, nmem, n0, nres = summary(new_runs)
     ot, _, o0, ores = summary(old_runs)
+    nmem = nmem if "|" in nmem else f"- | {nmem}"
     ratio = "-"
     if n0 is not None and o0 is not None:
         ratio = f"{float(ot) / float(nt):.1f}x"
