@@ -420,14 +420,24 @@ def test_perfectly_predicted_cluster_warns(load_dataset):
     assert paper.blur_ratio_ > 0.1
 
 
-def test_rank_deficient_linear_warns():
+@pytest.mark.parametrize("predictor", ["linear", "lda"])
+def test_rank_deficient_linear_warns_once_and_stops(predictor):
+    # p >= N - 1: every partition has blur ratio 0, so no start can beat the first
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 30))
-    with pytest.warns(UserWarning) as record:
-        CPCM(2, init="random", n_init=1, random_state=0).fit(X)
-    messages = " ".join(str(w.message) for w in record)
-    assert "predicts every partition perfectly" in messages
-    assert "predicted perfectly" in messages          # and the result says so too
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        est = CPCM(2, predictor=predictor, random_state=0).fit(X)
+    messages = [str(w.message) for w in record if issubclass(w.category, UserWarning)]
+    assert len(messages) == 1
+    assert "predicts every partition perfectly" in messages[0]
+    assert "predictor='kernel' or 'stepwise'" in messages[0]
+    assert len(est.search_["kind"]) == 1 and est.blur_ratio_ == pytest.approx(0, abs=1e-9)
+    # the same holds for random partitions: the criterion cannot tell them apart
+    model = P.LDA(X) if predictor == "lda" else P.Linear(X)
+    for seed in range(3):
+        labels = partitions.random_partition(20, 2, np.random.default_rng(seed))
+        assert P.blur_ratio(model.fit(labels, 2).Zhat, labels, 2) < 1e-9
 
 
 @pytest.mark.parametrize("params,err", [

@@ -38,6 +38,10 @@ _KERNEL_AUTO_COMPONENTS = 300
 # this size, and the _N_POLISH best fixed points are iterated on all the data.
 _SEARCH_MAX_N = 20000
 _N_POLISH = 2
+# Wide data (p > N): feature starts from at most this many times n_init features, those
+# whose own 1-D k-means split is strongest (on the lymphoma-shaped benchmark set the
+# best stepwise start is the strongest split of the 4026).
+_WIDE_FEATURE_STARTS = 10
 # A cluster whose within scatter in prediction space is below this share of
 # the total scatter counts as perfectly predicted.
 _PERFECT = 1e-9
@@ -70,6 +74,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         - ``"linear"``: least squares with an intercept (CPCM-LSR). ``Zhat = H Z``
           with the hat matrix of ``[1, X]`` from one rank-revealing thin QR;
           constant and collinear features are cut by the rank decision.
+          When the centred data have rank ``>= N - 1`` (``p >= N - 1``, e.g.
+          gene expression) the hat matrix is the identity: every partition has
+          blur ratio 0, so the fit warns once and stops after the first start
+          (the same holds for ``"lda"``). Use ``"kernel"`` or ``"stepwise"``
+          there, or reduce the dimension first.
         - ``"kernel"``: kernel ridge regression with a Gaussian kernel and an
           intercept (CPCM-RKHS, Sec. 3.3); hat matrix
           ``J + G_c (G_c + N alpha I)^{-1}``.
@@ -116,10 +125,14 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     init : {"auto", "random", "features", "components", "kmeans", "directions"} or array of shape (n_samples,), default="auto"
         Starting partitions. ``"random"``: ``n_init`` balanced random
         partitions, the paper's protocol. ``"features"``: 1-D k-means of each
-        feature. ``"components"``: 1-D k-means of each leading principal
+        feature (when ``n_features > n_samples``: of the ``min(n_samples,
+        10 * n_init)`` features whose 1-D k-means leaves the smallest share of
+        their variance within clusters, so that the search does not grow like
+        ``p^2``).
+        ``"components"``: 1-D k-means of each leading principal
         component (``n_init`` of them; kernel: every kernel-PCA coordinate
-        with shrinkage above 1% - on concentric circles one of them is the
-        radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
+        with shrinkage above 1%, at most ``10 * n_init`` - on concentric
+        circles one of them is the radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
         direction of the whitened data, most non-Gaussian first
@@ -168,7 +181,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         ``beta^T`` (linear, stepwise, lda): ``transform(X) = X coef_^T + intercept_``.
     intercept_ : ndarray of shape (d,)
     metric_ : ndarray of shape (n_features, n_features)
-        ``A = beta beta^T`` (linear, stepwise, lda).
+        ``A = beta beta^T`` (linear, stepwise, lda); formed on first access
+        (``p^2`` floats: 3.2 GB at p = 20000).
     selected_features_ : ndarray of int
         Features chosen by the final stepwise fit (``"stepwise"`` only).
     effective_dof_ : float
@@ -273,6 +287,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
         self.n_features_in_ = p
+        self._warned_perfect = False
         self.start_kinds_ = {}
         records = []
         many = isinstance(self.init, str)
@@ -308,8 +323,13 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _run_starts(self, X, K, model, rng, min_size, records):
-        """Algorithm 1 from every starting partition; the runs, best first kept."""
-        runs = []
+        """Algorithm 1 from every starting partition; the ``_N_POLISH`` best runs, best first.
+
+        When every partition has blur ratio 0 (:meth:`_every_partition_perfect`)
+        the search stops after the first start: no start can do better.
+        """
+        best = []
+        degenerate = self._every_partition_perfect(model, X.shape[0])
         for kind, index, labels0 in self._starts(X, K, model, rng, min_size):
             self.start_kinds_[kind] = self.start_kinds_.get(kind, 0) + 1
             run = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
@@ -319,12 +339,35 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             if self.verbose:
                 print(f"CPCM start {kind} {index}: blur ratio {run['blur_ratio']:.6f} "
                       f"after {run['n_iter']} iterations")
-            runs.append(run)
-            # keep the fitted predictions of the few best runs only (memory)
-            runs.sort(key=lambda r: r["blur_ratio"])
-            for r in runs[_N_POLISH:]:
-                r["fit"] = r["labels"] = None
-        return runs
+            # keep the fitted predictions of the few best runs only (memory); a stable
+            # insertion keeps the earlier start on ties, as a stable sort of all runs would
+            best.insert(sum(r["blur_ratio"] <= run["blur_ratio"] for r in best), run)
+            del best[_N_POLISH:]
+            if degenerate:
+                break
+        return best
+
+    def _every_partition_perfect(self, model, n):
+        """True (and one warning) when least squares / LDA predict every partition exactly.
+
+        With the centered data of rank ``r >= N - 1`` (always when ``p >= N - 1``
+        in general position) the hat matrix of ``[1, X]`` is the identity, so
+        ``Zhat = Z`` and every partition has blur ratio 0 (LDA: ``K - 1``
+        directions with ``S_c b = 0`` exist for every partition).
+        """
+        if self.predictor not in ("linear", "lda") or model.rank < n - 1:
+            return False
+        if not getattr(self, "_warned_perfect", False):
+            warnings.warn(
+                f"The centered data have rank {model.rank} >= n_samples - 1 = {n - 1}: "
+                f"predictor={self.predictor!r} predicts every partition perfectly (blur "
+                "ratio 0), so the blur ratio cannot tell partitions apart and the search "
+                "stops after the first start. Use predictor='kernel' or 'stepwise' "
+                "(regularised: they still rank partitions when p >= n_samples), or "
+                "reduce the dimension first (e.g. the leading principal components).",
+                UserWarning, stacklevel=5)
+            self._warned_perfect = True
+        return True
 
     def _check_params(self):
         if self.predictor not in _PREDICTORS:
@@ -364,14 +407,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         kind = self.predictor
         alpha = _DEFAULT_ALPHA[kind] if self.alpha is None else float(self.alpha)
         if kind == "linear":
-            model = predictors.Linear(X)
-            if model.rank >= X.shape[0] - 1:
-                warnings.warn(
-                    f"The centered data have rank {model.rank} >= n_samples - 1: least "
-                    "squares predicts every partition perfectly and the blur ratio cannot "
-                    "tell partitions apart. Use predictor='stepwise' or 'kernel', or "
-                    "reduce the dimension first.", UserWarning, stacklevel=3)
-            return model
+            return predictors.Linear(X)
         if kind == "stepwise":
             return predictors.Stepwise(X, criterion=self.criterion,
                                        max_features=self.max_features)
@@ -427,9 +463,14 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 count += 1
                 yield "random", i, starts.random_partition(n, K, rng)
         if "feature" in kinds:
-            for j in range(X.shape[1]):
+            # wide data: p feature starts at O(N p) each would cost O(N p^2); keep a few
+            columns = None
+            if X.shape[1] > n:
+                columns = starts.strongest_split_features(X, K, min(n, _WIDE_FEATURE_STARTS
+                                                                       * self.n_init))
+            for j, init in starts.feature_quantiles(X, K, columns):
                 labels = starts.feature_partition(np.ascontiguousarray(X[:, j:j + 1]), K,
-                                                  seed=int(rng.integers(2**31)))
+                                                  seed=int(rng.integers(2**31)), init=init)
                 if admissible(labels):
                     count += 1
                     yield "feature", j, labels
@@ -482,19 +523,31 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         }
         self.centers_ = _means(fit.Zhat, self.labels_, K)
         if isinstance(model, predictors.Kernel):
+            self.__dict__.pop("_metric", None)
             self.sigma_ = model.sigma
             self.effective_dof_ = model.effective_dof
             model.release()
         else:
             self.coef_ = np.ascontiguousarray(fit.coef.T)
             self.intercept_ = np.asarray(fit.intercept, dtype=np.float64)
-            self.metric_ = fit.coef @ fit.coef.T
+            self._metric = None             # metric_: formed on first access
             if "selected" in fit.extra:
                 self.selected_features_ = fit.extra["selected"]
         fit.Zhat = None
         model.X = None
         self._model, self._pfit = model, fit
-        _warn_perfect(best["within"], self.blur_ratio_)
+        if not self._warned_perfect:                 # said once already otherwise
+            _warn_perfect(best["within"], self.blur_ratio_)
+
+    @property
+    def metric_(self):
+        # formed on first access: p^2 floats (3.2 GB at p = 20000) that fit never needs
+        if "_metric" not in self.__dict__:
+            raise AttributeError("'CPCM' object has no attribute 'metric_' (it exists for "
+                                 "the linear, stepwise and lda predictors after fit)")
+        if self._metric is None:
+            self._metric = self.coef_.T @ self.coef_
+        return self._metric
 
     # ------------------------------------------------------------ transform
     @property

@@ -439,14 +439,20 @@ def _scale(X, rng):
 
 def _spectral_partition(Z, n_clusters, n_init, rng):
     """Initial Y (eq. 12 with Psi = 0, Ky Fan): k-means on the top-K left singular
-    vectors of the centered data, from the thin SVD (via the p x p Gram)."""
+    vectors of the centered data, from the smaller of its two Gram matrices:
+    ``Zc^T Zc`` (p x p; left vectors ``Zc v / sqrt(ev)``) when p <= N, else
+    ``Zc Zc^T`` (N x N, whose eigenvectors are the left vectors): ``O(N p
+    min(N, p))`` either way, never ``O(p^3)``. The eigenvalues are the same, so
+    is the rank cut; the vectors agree up to sign, which k-means ignores."""
     Zc = Z - Z.mean(axis=0)
-    ev, V = drop_null_eigenpairs(*np.linalg.eigh(Zc.T @ Zc))
+    n, p = Zc.shape
+    wide = p > n
+    ev, V = drop_null_eigenpairs(*np.linalg.eigh(Zc @ Zc.T if wide else Zc.T @ Zc))
     ev, V = ev[:n_clusters], V[:, :n_clusters]
     if not ev.size:                             # all points identical
         return np.arange(Z.shape[0], dtype=np.int64) % n_clusters
-    E = np.ascontiguousarray(Zc @ (V / np.sqrt(ev)))
-    return kmeans(E, n_clusters, n_init=n_init, random_state=rng).labels
+    E = V if wide else Zc @ (V / np.sqrt(ev))
+    return kmeans(np.ascontiguousarray(E), n_clusters, n_init=n_init, random_state=rng).labels
 
 
 def _lloyd_warm(X1, labels, n_clusters):

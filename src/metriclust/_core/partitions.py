@@ -17,8 +17,9 @@ import numpy as np
 from .kmeans import kmeans
 from .threads import small_problem_threads
 
-__all__ = ["random_partition", "feature_partition", "kmeans_partition", "canonical",
-           "cluster_sizes", "kurtosis_directions"]
+__all__ = ["random_partition", "feature_partition", "feature_quantiles",
+           "strongest_split_features", "kmeans_partition", "canonical", "cluster_sizes",
+           "kurtosis_directions"]
 
 
 def cluster_sizes(labels, n_clusters):
@@ -40,13 +41,57 @@ def random_partition(n_samples, n_clusters, rng):
     return labels
 
 
-def feature_partition(column, n_clusters, *, seed):
-    """1-D k-means of one feature (an (N, 1) array), started from its quantiles."""
-    q = (np.arange(n_clusters) + 0.5) / n_clusters
-    init = np.quantile(column[:, 0], q).reshape(-1, 1).astype(column.dtype)
+def _quantile_levels(n_clusters):
+    return (np.arange(n_clusters) + 0.5) / n_clusters
+
+
+def feature_quantiles(X, n_clusters, columns=None, block=256):
+    """Yield ``(j, quantiles of feature j)``: the starts of :func:`feature_partition`.
+
+    One ``np.quantile`` call per block of columns instead of one per feature
+    (0.5 ms of overhead each: 2 s of a 4026-feature search); the same values.
+    ``columns``: increasing feature indices (default all).
+    """
+    q = _quantile_levels(n_clusters)
+    columns = np.arange(X.shape[1]) if columns is None else np.asarray(columns)
+    for a in range(0, columns.size, block):
+        cols = columns[a:a + block]
+        Q = np.quantile(X[:, cols], q, axis=0)
+        for j, init in zip(cols, Q.T):
+            yield int(j), init
+
+
+def strongest_split_features(X, n_clusters, n_features):
+    """The ``n_features`` features whose own 1-D k-means (:func:`feature_partition`)
+    leaves the smallest share of their variance within clusters; increasing indices.
+
+    ``O(N p)`` in all. For wide data this bounds the feature starts of CPCM's
+    search by N instead of p; with the stepwise predictor a feature start's
+    blur ratio is that very share when the feature alone enters the model.
+    """
+    p = X.shape[1]
+    share = np.full(p, np.inf)
+    for j, init in feature_quantiles(X, n_clusters):
+        column = np.ascontiguousarray(X[:, j:j + 1])
+        total = float(np.sum((column - column.mean(dtype=np.float64)) ** 2))
+        if total > 0:
+            share[j] = _feature_kmeans(column, n_clusters, init).inertia / total
+    return np.sort(np.argsort(share, kind="stable")[: int(n_features)])
+
+
+def feature_partition(column, n_clusters, *, seed, init=None):
+    """1-D k-means of one feature (an (N, 1) array), started from its quantiles
+    (``init``, from :func:`feature_quantiles`, or computed here)."""
+    if init is None:
+        init = np.quantile(column[:, 0], _quantile_levels(n_clusters))
+    return _feature_kmeans(column, n_clusters, init, seed).labels
+
+
+def _feature_kmeans(column, n_clusters, init, seed=0):
+    # quantile starts: the seed is never used (kept for the record of the search)
+    init = np.asarray(init).reshape(-1, 1).astype(column.dtype)
     nt = small_problem_threads(column.size, None)
-    return kmeans(column, n_clusters, init=init, n_init=1, random_state=seed,
-                  n_threads=nt).labels
+    return kmeans(column, n_clusters, init=init, n_init=1, random_state=seed, n_threads=nt)
 
 
 def kmeans_partition(F, n_clusters, *, seed):
