@@ -16,15 +16,9 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-/* Hot loops are compiled for three ISA levels and dispatched at load time
- * (the wheel itself targets baseline x86-64). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__linux__)
-#define ML_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ML_CLONES
-#endif
+/* Hot loops are compiled for three ISA levels and dispatched at load time:
+ * ML_CLONES comes from dispatch.h, shared by every kernel. */
+#include "dispatch.h"
 
 /* ------------------------------------------------------------------------ */
 /* exp(x) for x <= 0, branch-free so that loops calling it vectorize.
@@ -113,7 +107,7 @@ void ml_expneg_f32(const float *ML_RESTRICT x, float *ML_RESTRICT out,
 /* ------------------------------------------------------------------------ */
 /* Row copies from a tile buffer into G. (Non-temporal stores were tried
  * here: no measurable gain, the first-touch page clearing of the fresh output
- * dominates the memory time; see benchmarks/results/gram.md.) */
+ * dominates the memory time.) */
 static inline void ml_copy_row_f64(double *ML_RESTRICT dst, const double *ML_RESTRICT src,
                                    ptrdiff_t n) {
     memcpy(dst, src, sizeof(double) * (size_t)n);
