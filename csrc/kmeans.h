@@ -40,8 +40,12 @@
  * order: labels can differ at exact ties only).
  *
  * ML_KM_TILE_MAX_D, ML_KM_TILE_MAX_K: method="auto" uses the tile when
- *   d <= TILE_MAX_D and K <= TILE_MAX_K(d), BLAS otherwise (see
- *   ml_kmeans_uses_gemm in kmeans.c).  Measured: see RESULTS.md, "crossover".
+ *   d <= TILE_MAX_D and K <= TILE_MAX_K, BLAS otherwise (ml_kmeans_uses_gemm
+ *   in kmeans.c).  Measured (bench_kmeans.py --crossover, N = 2e5, 2 threads,
+ *   BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
+ *   K in {8, ..., 256} (1.03 at d = 128, K = 256); float64 1.4-3.0 at
+ *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 BLAS's
+ *   cache blocking wins; at K > 256 it was not measured.
  * ML_KM_GEMM_ROWWISE_K: GEMM path, below this many centers the distances are
  *   formed row-major (BLAS packs the small C): inherited, 1.3x at K = 8 when
  *   it was set; the GEMM path now only runs there for d > TILE_MAX_D.
@@ -65,7 +69,7 @@
  *   many centers on; measured, see RESULTS.md.
  * ------------------------------------------------------------------------- */
 #define ML_KM_TILE_MAX_D 128
-#define ML_KM_TILE_MAX_K 64
+#define ML_KM_TILE_MAX_K 256
 #define ML_KM_GEMM_ROWWISE_K 16
 #define ML_KM_CHUNK 256
 #define ML_KM_PAR_MIN_WORK 1e6
