@@ -71,7 +71,7 @@ ML_FP_CONTRACT_BEGIN
 static ML_ALWAYS_INLINE void
 FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
               const REAL *ML_RESTRICT cblk, const REAL *ML_RESTRICT cnb,
-              ptrdiff_t nblk, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
+              ptrdiff_t K, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
               REAL *ML_RESTRICT best2, int32_t *ML_RESTRICT lab,
               const int second)
 {
@@ -86,8 +86,10 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         for (ptrdiff_t p = mt; p < KM_TP; ++p)
             for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
         V bs0 = inf, bs1 = inf, bk0 = (V){0}, bk1 = (V){0}, s20 = inf, s21 = inf;
-        for (ptrdiff_t blk = 0; blk < nblk; ++blk) {
+        for (ptrdiff_t blk = 0; blk * KM_TK < K; ++blk) {
             const REAL *cb = cblk + blk * d * KM_TK, *nb = cnb + blk * KM_TK;
+            /* The padding centers of the last block are not compared. */
+            const ptrdiff_t nk = K - blk * KM_TK;
             V a0[KM_TK] = {0}, a1[KM_TK] = {0};
             for (int t = 0; t < KM_TK; ++t) {
                 a0[t] = nb[t] - (V){0};
@@ -104,6 +106,7 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                 }
             }
             for (int t = 0; t < KM_TK; ++t) {
+                if (t >= nk) break;
                 const V kv = (REAL)(blk * KM_TK + t) - (V){0};
                 KM_TILE_UPDATE(bs0, bk0, s20, a0[t], kv);
                 KM_TILE_UPDATE(bs1, bk1, s21, a1[t], kv);
@@ -130,7 +133,7 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 static void
 FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
               const REAL *ML_RESTRICT cblk, const REAL *ML_RESTRICT cnb,
-              ptrdiff_t nblk, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
+              ptrdiff_t K, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
               REAL *ML_RESTRICT best2, int32_t *ML_RESTRICT lab,
               const int second)
 {
@@ -139,7 +142,7 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         const REAL *x = X + b * d;
         REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
         int32_t bk = 0;
-        for (ptrdiff_t k = 0; k < nblk * KM_TK; ++k) {
+        for (ptrdiff_t k = 0; k < K; ++k) {
             const REAL *cb = cblk + (k / KM_TK) * d * KM_TK + k % KM_TK;
             REAL a = cnb[k];
             for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[j * KM_TK];
@@ -158,14 +161,14 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 #define KM_TILE_FN(NAME, DARG, DVAL)                                          \
     ML_CLONES static void FN(NAME)(                                           \
         const REAL *X, ptrdiff_t m, ptrdiff_t DARG, const REAL *cblk,         \
-        const REAL *cnb, ptrdiff_t nblk, REAL *xt, REAL *best, REAL *best2,   \
+        const REAL *cnb, ptrdiff_t K, REAL *xt, REAL *best, REAL *best2,      \
         int32_t *lab)                                                         \
     {                                                                         \
         (void)DARG;                                                           \
         if (best2)                                                            \
-            FN(tile_body)(X, m, DVAL, cblk, cnb, nblk, xt, best, best2, lab, 1); \
+            FN(tile_body)(X, m, DVAL, cblk, cnb, K, xt, best, best2, lab, 1);    \
         else                                                                  \
-            FN(tile_body)(X, m, DVAL, cblk, cnb, nblk, xt, best, NULL, lab, 0); \
+            FN(tile_body)(X, m, DVAL, cblk, cnb, K, xt, best, NULL, lab, 0);     \
     }
 KM_TILE_FN(tile_d1, d_, 1)
 KM_TILE_FN(tile_d2, d_, 2)
@@ -366,7 +369,7 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
 {
     const ptrdiff_t K = ws->K, d = ws->d;
     if (!ws->use_gemm) {
-        ws->tile(X, m, d, ws->cblk, ws->cnb, ws->nblk, s->xt,
+        ws->tile(X, m, d, ws->cblk, ws->cnb, K, s->xt,
                  best2 ? s->best : NULL, best2, lab);
         return;
     }
