@@ -305,7 +305,7 @@ def _labels_agree_off_ties(lab, X, C, dtype):
     scale = (np.linalg.norm(X, axis=1) + np.linalg.norm(C, axis=1).max()) ** 2
     eps = np.finfo(dtype).eps * 8 * (X.shape[1] + 2)
     clear = gap > eps * scale
-    assert clear.mean() > 0.9
+    assert clear.mean() > 0.3  # not vacuous (d = 1, K = 257 packs centers tightly)
     np.testing.assert_array_equal(lab[clear], D.argmin(1)[clear])
 
 
