@@ -252,7 +252,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                 if (w) {
                     const double wb = (double)w[b + u];
 #if KM_HAVE_VEC
-                    if (d % 4 == 0 && d <= 8) {
+                    if (d % 4 == 0) {
                         /* Four coordinates per vector operation (the same
                          * products and sums, element by element). */
                         for (ptrdiff_t j = 0; j < d; j += 4) {
@@ -269,7 +269,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                     wacc[u * stride + k] += wb;
                 } else {
 #if KM_HAVE_VEC
-                    if (d % 4 == 0 && d <= 8) {
+                    if (d % 4 == 0) {
                         for (ptrdiff_t j = 0; j < d; j += 4) {
                             FN(km_vr) xv;
                             km_v4d rv;
@@ -319,6 +319,19 @@ KM_ACCUM_D(7)
 KM_ACCUM_D(8)
 #undef KM_ACCUM_D
 
+/* Any d, also compiled per ISA level (inlined into the un-cloned pass it
+ * ran on the baseline's SSE2 with its vectors spilled to the stack). */
+ML_CLONES static void FN(accum_any)(const REAL *X, const REAL *w, ptrdiff_t m,
+                                    ptrdiff_t d, const int32_t *lab,
+                                    double *acc, ptrdiff_t copies,
+                                    ptrdiff_t stride, ptrdiff_t K)
+{
+    if (w)
+        FN(accum_body)(X, w, m, d, lab, acc, copies, stride, K);
+    else
+        FN(accum_body)(X, NULL, m, d, lab, acc, copies, stride, K);
+}
+
 static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
                       const int32_t *lab, double *acc, ptrdiff_t copies,
                       ptrdiff_t stride, ptrdiff_t K)
@@ -332,7 +345,7 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 6: FN(accum_d6)(X, w, m, lab, acc, copies, stride, K); break;
     case 7: FN(accum_d7)(X, w, m, lab, acc, copies, stride, K); break;
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
-    default: FN(accum_body)(X, w, m, d, lab, acc, copies, stride, K);
+    default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
 
