@@ -42,13 +42,17 @@
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#define ML_HAVE_VECTOR_EXT 1
 #define ML_ALWAYS_INLINE inline __attribute__((always_inline))
 #define ML_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #else
-#define ML_HAVE_VECTOR_EXT 0
 #define ML_ALWAYS_INLINE inline
 #define ML_PREFETCH(p) ((void)0)
+#endif
+/* ML_NO_VECTOR_EXT builds the plain C forms with GCC too (to test them). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(ML_NO_VECTOR_EXT)
+#define ML_HAVE_VECTOR_EXT 1
+#else
+#define ML_HAVE_VECTOR_EXT 0
 #endif
 
 /* Contraction on/off for a stretch of functions (GCC: an optimize pragma;
