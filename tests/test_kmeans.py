@@ -357,6 +357,20 @@ def test_elkan_and_auto_match_sklearn(load_dataset, name):
         np.testing.assert_array_equal(res.labels, sk.labels_)
 
 
+@pytest.mark.parametrize("algorithm", ["lloyd", "hamerly"])
+def test_float32_data_sums_in_float64(algorithm):
+    """One cluster of 2**20 float32 rows in [1, 2): the center is the float64 mean
+    rounded once; a float32 running sum would be off by hundreds of ulps."""
+    X = np.random.default_rng(0).uniform(1, 2, size=(2**20, 2)).astype(np.float32)
+    C = np.zeros((1, 2), dtype=np.float32)
+    getattr(_k, algorithm)(X, None, C, 1, 0.0, "auto", 2)
+    mean64 = X.astype(np.float64).mean(axis=0)
+    ulp = np.spacing(np.float32(1.5))
+    assert np.all(np.abs(C[0].astype(np.float64) - mean64) <= 0.5 * ulp + 1e-12)
+    naive = np.cumsum(X, axis=0, dtype=np.float32)[-1] / np.float32(len(X))
+    assert np.all(np.abs(naive.astype(np.float64) - mean64) > 8 * ulp)
+
+
 def test_elkan_path_choice_and_errors():
     from metriclust import KMeans
 
