@@ -17,6 +17,11 @@ int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
     return d > ML_KM_TILE_MAX_D || K > ML_KM_TILE_MAX_K;
 }
 
+int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K)
+{
+    return K >= ML_KM_PRUNE_MIN_K && d >= ML_KM_PRUNE_MIN_D;
+}
+
 int ml_kmeans_simd_level(void) { return ml_simd_level(); }
 
 #define REAL double

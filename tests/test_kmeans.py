@@ -377,6 +377,8 @@ def test_elkan_path_choice_and_errors():
     assert _k.uses_gemm(200, "auto", 8) and not _k.uses_gemm(16, "auto", 8)
     assert _k.uses_gemm(16, "gemm", 8) and not _k.uses_gemm(500, "direct", 8)
     assert _k.simd_level() in (0, 1, 3, 4)
+    assert _k.prefers_pruning(16, 256) and not _k.prefers_pruning(2, 256)
+    assert not _k.prefers_pruning(16, 8)
     X = blobs(500, 2, 3, 0)
     for algorithm in ("lloyd", "elkan", "auto", "online"):
         assert KMeans(3, algorithm=algorithm, random_state=0).fit(X).labels_.shape == (500,)

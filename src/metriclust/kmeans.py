@@ -53,8 +53,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Lloyd with exact triangle-inequality pruning (the name scikit-learn
         users know; the bounds are Hamerly's (2010): one upper and one lower
         bound per row instead of Elkan's K): the same labels, centers and
-        iterations as "lloyd", faster for many well-separated clusters.
-        "auto" prunes from 32 clusters on.
+        iterations as "lloyd", faster for many well-separated clusters
+        (measured: 1.7x at 256 blobs in 16 dimensions; slower than "lloyd"
+        below ~128 clusters or in 2 dimensions). "auto" prunes from 256
+        clusters in 16 or more dimensions.
     random_state : None, int or numpy.random.Generator, default=None
         Seeding randomness.
     verbose : int, default=0

@@ -118,12 +118,12 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
 _ALGORITHMS = ("lloyd", "elkan", "auto", "online")
 
 
-def _runner(algorithm, n_clusters):
+def _runner(algorithm, n_features, n_clusters):
     """The C driver for ``algorithm``: "elkan" prunes with Hamerly's bounds
-    (same result as "lloyd"); "auto" prunes from ``_k.PRUNE_MIN_K`` clusters."""
+    (same result as "lloyd"); "auto" prunes where the C table says it pays."""
     if algorithm == "online":
         return _k.online
-    if algorithm == "elkan" or (algorithm == "auto" and n_clusters >= _k.PRUNE_MIN_K):
+    if algorithm == "elkan" or (algorithm == "auto" and _k.prefers_pruning(n_features, n_clusters)):
         return _k.hamerly
     return _k.lloyd
 
@@ -158,7 +158,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     (assignment, then weighted means) or MacQueen's online update.
     ``algorithm`` is "lloyd", "elkan" (Lloyd with exact triangle-inequality
     pruning, Hamerly's bounds: the same labels, centers and n_iter), "auto"
-    (pruning from ``_k.PRUNE_MIN_K`` clusters on) or "online". The data
+    (pruning for many clusters in enough dimensions, where it was measured to
+    pay: ``_k.prefers_pruning``) or "online". The data
     are centered first (as scikit-learn does) for accurate distances; a run
     stops when no label changes or when the squared center shift is at most
     ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
@@ -216,7 +217,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         var = (wd @ (X - X_mean) ** 2) / wd.sum() if tol > 0 else None
     Xc = X - X_mean
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
-    run = _runner(algorithm, n_clusters)
+    run = _runner(algorithm, p, n_clusters)
 
     best = None
     with _blas_guard(p, n_clusters):

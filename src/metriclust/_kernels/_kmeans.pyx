@@ -13,7 +13,7 @@ from scipy.linalg.cython_blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 
 cdef extern from "kmeans.h" nogil:
-    int ML_KM_PRUNE_MIN_K
+    int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
     int ml_kmeans_uses_gemm(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
     int ml_kmeans_simd_level()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
@@ -63,9 +63,6 @@ cdef extern from "kmeans.h" nogil:
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
 
-#: algorithm="auto" prunes (Hamerly's bounds) from this many clusters on.
-PRUNE_MIN_K = ML_KM_PRUNE_MIN_K
-
 _METHODS = {"auto": 0, "direct": 1, "gemm": 2}
 
 
@@ -81,6 +78,11 @@ def uses_gemm(Py_ssize_t n_features, method="auto", Py_ssize_t n_clusters=1):
     centers calls BLAS (the crossover table in csrc/kmeans.h decides)."""
     code = _method_code(method)
     return bool(ml_kmeans_uses_gemm(n_features, n_clusters, code, 1))
+
+
+def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
+    """Whether algorithm="auto" prunes for this shape (the table in csrc/kmeans.h)."""
+    return bool(ml_kmeans_prefers_pruning(n_features, n_clusters))
 
 
 def simd_level():
