@@ -638,16 +638,24 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
     memcpy(newlab, L, (size_t)m * sizeof(int32_t));
     const ptrdiff_t no = FN(bounds_filter)(hs, Xc, i0, m, d, C, L, open);
     if (no == 0) return;
-    for (ptrdiff_t g = 0; g < no; ++g)
-        memcpy(sc->gx + g * d, Xc + open[g] * d, (size_t)d * sizeof(REAL));
-    FN(assign_chunk)(ws, sc->gx, no, C, sc, glab, sc->best2);
+    /* Most rows open: assign the chunk in place (a row's scores do not
+     * depend on the rows beside it) rather than gather it. */
+    const int whole = 2 * no > m;
+    if (!whole) {
+        for (ptrdiff_t g = 0; g < no; ++g) {
+            const REAL *x = Xc + open[g] * d;
+            REAL *y = sc->gx + g * d;
+            for (ptrdiff_t j = 0; j < d; ++j) y[j] = x[j];
+        }
+    }
+    FN(assign_chunk)(ws, whole ? Xc : sc->gx, whole ? m : no, C, sc, glab, sc->best2);
     for (ptrdiff_t g = 0; g < no; ++g) {
-        const ptrdiff_t i = i0 + open[g];
+        const ptrdiff_t b = open[g], r = whole ? b : g, i = i0 + b;
         const double xx = hs->xn[i] * hs->xn[i], e = hs->xn[i] + hs->R;
         const double err = hs->gamma * e * e;
-        const double d1 = (double)sc->best[g] + xx + err;
-        const double d2 = (double)sc->best2[g] + xx - err;
-        newlab[open[g]] = glab[g];
+        const double d1 = (double)sc->best[r] + xx + err;
+        const double d2 = (double)sc->best2[r] + xx - err;
+        newlab[b] = glab[r];
         hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + 1e-12);
         hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + 1e-12);
     }
