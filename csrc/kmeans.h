@@ -35,26 +35,29 @@
 /* ---------------------------------------------------------------------------
  * The k-means core's crossovers and thresholds: the one table.  Each entry
  * says what set it (benchmarks/bench_kmeans.py --crossover prints the
- * measurements; 2-core AMD EPYC Zen 4, AVX-512 clone).  None of them changes a result
+ * measurements; 2-core AMD EPYC, AVX-512 clone).  None of them changes a result
  * bit except the path choice (the tile fuses multiply-adds, BLAS has its own
- * order: labels can differ at exact ties only).
+ * order: labels can differ only where two centers are within rounding of
+ * each other).
  *
  * ML_KM_TILE_MAX_D, ML_KM_TILE_MAX_K: method="auto" uses the tile when
  *   d <= TILE_MAX_D and K <= TILE_MAX_K, BLAS otherwise (ml_kmeans_uses_gemm
  *   in kmeans.c).  Measured (bench_kmeans.py --crossover, N = 2e5, 2 threads,
  *   BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
  *   K in {8, ..., 256} (1.03 at d = 128, K = 256); float64 1.4-3.0 at
- *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 BLAS's
- *   cache blocking wins; at K > 256 it was not measured.
+ *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 or
+ *   K = 256 it was not measured; BLAS, which blocks for the caches, is kept.
  * ML_KM_GEMM_ROWWISE_K: GEMM path, below this many centers the distances are
- *   formed row-major (BLAS packs the small C): inherited, 1.3x at K = 8 when
- *   it was set; the GEMM path now only runs there for d > TILE_MAX_D.
- * ML_KM_CHUNK: rows per chunk (one scheduling unit; its transposed tile and
- *   scratch stay in L2 at d = 128).  Changing it changes the segment
+ *   formed row-major (BLAS packs the small C).  Inherited from when BLAS
+ *   served every d > 8; not re-measured: the GEMM path now runs below 16
+ *   centers only for d > TILE_MAX_D.
+ * ML_KM_CHUNK: rows per chunk (one scheduling unit; its rows, 256 KB at
+ *   d = 128 in float64, stay in L2 while the chunk is assigned and summed).  Changing it changes the segment
  *   boundaries and so the last bits of the sums.
  * ML_KM_PAR_MIN_WORK (n K (d + 1)), ML_KM_PAR_MIN_ROWS: below these a kernel
- *   runs on one thread; a parallel region costs ~10-50 us on this machine
- *   when loaded, the time of ~1e6 multiply-adds.  Inherited, not re-measured.
+ *   runs on one thread (starting a parallel region and its barrier costs
+ *   more than it saves on tiny problems, badly so on a loaded machine).
+ *   Inherited, not re-measured.
  * ML_KM_COPIES_MAX_STRIDE: per-cluster sums are kept in 4 interleaved copies
  *   (breaking the add-latency chain of consecutive rows in one cluster) when
  *   K (d + 1) <= this many doubles: 4 x 8 KB stays in a 32 KB L1.
