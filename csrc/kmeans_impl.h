@@ -912,6 +912,38 @@ int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
                          inertia, n_iter, strict, gemm, method, n_threads, 1);
 }
 
+/* One MacQueen pass in data order over float64 centers Cd (updated in place,
+ * cnt the weight each center has received); returns the labels changed. */
+static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
+                               ptrdiff_t d, ptrdiff_t K, double *Cd,
+                               double *cnt, int32_t *lab)
+{
+    int64_t changed = 0;
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const REAL *x = X + i * d;
+        double bs = INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < K; ++k) {
+            const double *c = Cd + k * d;
+            double s = 0;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double t = (double)x[j] - c[j];
+                s += t * t;
+            }
+            if (s < bs) { bs = s; bk = (int32_t)k; }
+        }
+        changed += bk != lab[i];
+        lab[i] = bk;
+        const double wi = w ? (double)w[i] : 1.0;
+        if (!(wi > 0)) continue;
+        cnt[bk] += wi;
+        const double eta = wi / cnt[bk];
+        double *c = Cd + (ptrdiff_t)bk * d;
+        for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * ((double)x[j] - c[j]);
+    }
+    return changed;
+}
+
 int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, REAL *centers, int max_iter, double tol,
                          int64_t *labels, double *inertia, int *n_iter,
@@ -933,29 +965,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     int it, is_strict = 0;
     for (it = 0; it < max_iter; ++it) {
         memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
-        int64_t changed = 0;
-        for (ptrdiff_t i = 0; i < n; ++i) {
-            const REAL *x = X + i * d;
-            double bs = INFINITY;
-            int32_t bk = 0;
-            for (ptrdiff_t k = 0; k < K; ++k) {
-                const double *c = Cd + k * d;
-                double s = 0;
-                for (ptrdiff_t j = 0; j < d; ++j) {
-                    const double t = (double)x[j] - c[j];
-                    s += t * t;
-                }
-                if (s < bs) { bs = s; bk = (int32_t)k; }
-            }
-            changed += bk != lab[i];
-            lab[i] = bk;
-            const double wi = w ? (double)w[i] : 1.0;
-            if (!(wi > 0)) continue;
-            cnt[bk] += wi;
-            const double eta = wi / cnt[bk];
-            double *c = Cd + (ptrdiff_t)bk * d;
-            for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * ((double)x[j] - c[j]);
-        }
+        const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, lab);
         double shift = 0;
         for (ptrdiff_t t = 0; t < K * d; ++t) {
             const double u = Cd[t] - Cprev[t];
