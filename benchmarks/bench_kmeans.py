@@ -1,27 +1,31 @@
 """Seconds per Lloyd iteration: metriclust.KMeans vs scikit-learn (and faiss).
 
 Each library fits from the same initial centers with tol=0 and n_init=1, once
-with ``max_iter = m1`` and once with ``m2``; (t2 - t1) / (m2 - m1) is the time
+with ``max_iter = 2`` and once with ``2 + diff``; (t2 - t1) / diff is the time
 of one iteration, free of setup, validation and final-inertia costs. The data
-are uniform in the unit cube, where Lloyd does not converge in a few
-iterations (m2 - m1 is up to 16, kept below the iteration at which Lloyd
-converges on that data); a run that stops early is flagged. Libraries are
-interleaved within each repeat (3 or more repeats, up to 15 for short runs);
-the table shows medians.
+are uniform in the unit cube (Lloyd does not converge in a few iterations
+there). Libraries are interleaved within each repeat; the table shows medians
+of the wall time and, as a figure that a loaded machine disturbs less, of the
+process CPU time (all threads; OpenMP waits passively, so a waiting thread
+burns none).
 
-Roofline: one iteration must read X once (N d bytes-per-value) and do
-2 N K d flops; the bound is max(bytes / bandwidth, flops / GEMM rate), with the
-read bandwidth (numpy sum over 512 MB, one thread) and the GEMM rate (numpy
-matmul, all threads) measured in the same run. "frac" = bound / time.
+The pruning rows ("elkan") time whole fits (max_iter=30, tol=0) on 256
+Gaussian blobs, where bounds pay: metriclust's algorithm="elkan" (Hamerly's
+bounds) against scikit-learn's elkan, and our lloyd for reference.
+
+Roofline: one iteration reads X once (N d bytes-per-value) and does 2 N K d
+flops; the bound is max(bytes / bandwidth, flops / GEMM rate), with the read
+bandwidth (numpy sums over 512 MB in as many Python threads as OpenMP
+threads) and the GEMM rate (numpy matmul, all threads) measured at the start
+of the same run. "frac" = bound / median wall time.
 
 OpenMP waits passively (OMP_WAIT_POLICY=PASSIVE, set before any OpenMP
 runtime loads, for every library alike) unless --spin is given: on a machine
 oversubscribed by other jobs, threads that spin at a barrier take the core
-from the thread they wait for, and every library's timings then measure the
-scheduler more than the kernel.
+from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
-       [--N 100000 ...] [--d 2 8 ...] [--K 3 256 ...]
+       python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
 """
 
 import argparse
@@ -29,11 +33,29 @@ import os
 import platform
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 if "--spin" not in sys.argv:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
+
+# (N, d, K, dtype, target ratio vs scikit-learn, target vs faiss) - the
+# issue's rows; None: no target.
+ROWS = [
+    (1_000_000, 2, 8, "float64", 5.0, None),
+    (1_000_000, 3, 8, "float64", 5.0, None),
+    (1_000_000, 8, 8, "float64", 3.0, None),
+    (1_000_000, 8, 8, "float32", 3.0, None),
+    (1_000_000, 8, 32, "float64", 3.0, None),
+    (1_000_000, 8, 32, "float32", 3.0, None),
+    (1_000_000, 16, 8, "float32", 3.0, None),
+    (1_000_000, 16, 32, "float32", 3.0, None),
+    (1_000_000, 64, 32, "float64", 3.0, None),
+    (1_000_000, 64, 64, "float32", 3.0, None),
+    (200_000, 16, 256, "float32", None, 1.5),
+]
+QUICK_ROWS = [(200_000, d, K, dt, r, f) for (_, d, K, dt, r, f) in ROWS[::2]]
 
 
 def _threads():
@@ -42,14 +64,18 @@ def _threads():
     return effective_n_threads()
 
 
-def measure_bandwidth():
-    a = np.ones(64 * 2**20)  # 512 MB
-    a.sum()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        a.sum()
-        ts.append(time.perf_counter() - t0)
+def measure_bandwidth(n_threads):
+    """Read bandwidth: numpy sums (which release the GIL) over 512 MB, split
+    between n_threads Python threads."""
+    a = np.ones(64 * 2**20)
+    parts = np.array_split(a, n_threads)
+    with ThreadPoolExecutor(n_threads) as ex:
+        list(ex.map(np.sum, parts))
+        ts = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            list(ex.map(np.sum, parts))
+            ts.append(time.perf_counter() - t0)
     return a.nbytes / min(ts)
 
 
@@ -65,145 +91,196 @@ def measure_gemm(dtype):
     return 2 * n**3 / min(ts)
 
 
-def fit_ours(X, C0, m):
+def fit_ours(X, C0, m, algorithm="lloyd"):
     from metriclust import KMeans
 
-    km = KMeans(len(C0), init=C0, n_init=1, max_iter=m, tol=0.0).fit(X)
-    return km.n_iter_
+    return KMeans(len(C0), init=C0, n_init=1, max_iter=m, tol=0.0, algorithm=algorithm).fit(X)
 
 
-def fit_sklearn(X, C0, m):
+def fit_sklearn(X, C0, m, algorithm="lloyd"):
     from sklearn.cluster import KMeans
 
-    km = KMeans(len(C0), init=C0, n_init=1, max_iter=m, tol=0.0, algorithm="lloyd").fit(X)
-    return km.n_iter_
+    return KMeans(len(C0), init=C0, n_init=1, max_iter=m, tol=0.0, algorithm=algorithm).fit(X)
 
 
-def fit_faiss(X, C0, m):
+def fit_faiss(X, C0, m, algorithm=None):
     import faiss
 
     km = faiss.Kmeans(X.shape[1], len(C0), niter=m, max_points_per_centroid=10**9,
                       min_points_per_centroid=1, verbose=False, seed=1)
     km.train(X, init_centroids=C0)
-    return m
+    return km
 
 
-def per_iteration(fit, X, C0, m1, m2):
-    t0 = time.perf_counter()
-    n1 = fit(X, C0, m1)
-    t1 = time.perf_counter()
-    n2 = fit(X, C0, m2)
-    t2 = time.perf_counter()
-    ok = n1 == m1 and n2 == m2
-    return ((t2 - t1) - (t1 - t0)) / (m2 - m1), ok
+def timed(fit, *args):
+    w0, c0 = time.perf_counter(), time.process_time()
+    fit(*args)
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def per_iteration(fit, X, C0, diff):
+    w1, c1 = timed(fit, X, C0, 2)
+    w2, c2 = timed(fit, X, C0, 2 + diff)
+    return (w2 - w1) / diff, (c2 - c1) / diff
+
+
+def machine_header(n_threads):
+    from metriclust._kernels import _kmeans
+
+    bw1, bw = measure_bandwidth(1), measure_bandwidth(n_threads)
+    gemm = {"float64": measure_gemm(np.float64), "float32": measure_gemm(np.float32)}
+    load = os.getloadavg()
+    level = {4: "x86-64-v4 (AVX-512)", 3: "x86-64-v3 (AVX2)", 1: "baseline", 0: "no clones"}
+    lines = [
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "
+        f"{os.cpu_count()}-core {platform.machine()} (shared), {n_threads} OpenMP threads, "
+        f"kernels: {level.get(_kmeans.simd_level(), '?')}",
+        f"- measured at start: read bandwidth {bw1 / 1e9:.1f} GB/s (1 thread), "
+        f"{bw / 1e9:.1f} GB/s ({n_threads} threads); GEMM {gemm['float64'] / 1e9:.1f} "
+        f"GFLOP/s f64, {gemm['float32'] / 1e9:.1f} GFLOP/s f32",
+        f"- load average at start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}; "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(default)')}",
+    ]
+    return lines, bw, gemm
+
+
+def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
+    say("| N | d | K | dtype | metriclust ms/it | sklearn ms/it | x sklearn (wall) "
+        "| x sklearn (cpu) | faiss ms/it | x faiss | frac of bound | target | met |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for N, d, K, dt, target, ftarget in rows:
+        rng = np.random.default_rng(0)
+        X = rng.random((N, d)).astype(dt)
+        C0 = X[np.random.default_rng(1).choice(N, K, replace=False)].copy()
+        libs = {"ours": fit_ours, "sklearn": fit_sklearn}
+        if have_faiss and dt == "float32" and K >= 256:
+            libs["faiss"] = fit_faiss
+        diff = 4 if N * K * d > 2e8 else 8
+        times = {k: [] for k in libs}
+        for _ in range(repeats):
+            for name, fit in libs.items():
+                times[name].append(per_iteration(fit, X, C0, diff))
+        wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
+        cpu = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
+        bound = max(N * d * X.itemsize / bw, 2.0 * N * K * d / gemm[dt])
+        ratio = wall["sklearn"] / wall["ours"]
+        met = []
+        if target:
+            met.append(ratio >= target)
+        fa = fr = "-"
+        if "faiss" in wall:
+            fa, fr = f"{wall['faiss'] * 1e3:.2f}", f"{wall['faiss'] / wall['ours']:.2f}"
+            if ftarget:
+                met.append(wall["faiss"] / wall["ours"] >= ftarget)
+        tg = ", ".join(([f">= {target:g}x sklearn"] if target else [])
+                       + ([f">= {ftarget:g}x faiss"] if ftarget and "faiss" in wall else []))
+        say(f"| {N:.0e} | {d} | {K} | {dt} | {wall['ours'] * 1e3:.2f} | "
+            f"{wall['sklearn'] * 1e3:.2f} | {ratio:.2f} | {cpu['sklearn'] / cpu['ours']:.2f} | "
+            f"{fa} | {fr} | {bound / wall['ours']:.2f} | {tg or '-'} | "
+            f"{('yes' if all(met) else 'NO') if met else '-'} |")
+
+
+def elkan_rows(repeats, say, N=200_000, d=16, K=256):
+    rng = np.random.default_rng(0)
+    means = rng.normal(scale=4.0, size=(K, d))
+    X = (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(np.float32)
+    C0 = X[rng.choice(N, K, replace=False)].copy()
+    runs = {"ours elkan": (fit_ours, "elkan"), "ours lloyd": (fit_ours, "lloyd"),
+            "sklearn elkan": (fit_sklearn, "elkan")}
+    times = {k: [] for k in runs}
+    labels = {}
+    for _ in range(repeats):
+        for name, (fit, alg) in runs.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            labels[name] = fit(X, C0, 30, alg).labels_
+            times[name].append((time.perf_counter() - w0, time.process_time() - c0))
+    wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
+    cpu = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
+    same = np.array_equal(labels["ours elkan"], labels["ours lloyd"])
+    ratio = wall["sklearn elkan"] / wall["ours elkan"]
+    say("")
+    say(f"Pruning: {N:.0e} x {d} float32, {K} Gaussian blobs, 30 iterations from the same init "
+        "(whole fits, medians)")
+    say("")
+    say("| run | wall s | cpu s | x sklearn elkan (wall) | x (cpu) |")
+    say("|---|---|---|---|---|")
+    for k in runs:
+        say(f"| {k} | {wall[k]:.3f} | {cpu[k]:.3f} | {wall['sklearn elkan'] / wall[k]:.2f} | "
+            f"{cpu['sklearn elkan'] / cpu[k]:.2f} |")
+    say("")
+    say(f"- target >= 2x sklearn elkan: {'yes' if ratio >= 2 else 'NO'} ({ratio:.2f}x); "
+        f"labels of our elkan == our lloyd: {same}")
+
+
+def crossover(ds, Ks, repeats, say):
+    """Tile (no BLAS) against BLAS per (d, K): the measurements behind
+    ML_KM_TILE_MAX_D / ML_KM_TILE_MAX_K in csrc/kmeans.h."""
+    from metriclust._core.threads import single_blas_thread
+    from metriclust._kernels import _kmeans
+
+    N = 200_000
+    say("| dtype | d | K | tile ms/it | BLAS ms/it | BLAS / tile |")
+    say("|---|---|---|---|---|---|")
+    for dt in ("float64", "float32"):
+        for d in ds:
+            X = np.random.default_rng(d).random((N, d)).astype(dt)
+            for K in Ks:
+                C0 = X[:K].copy()
+                res = {"direct": [], "gemm": []}
+                for _ in range(repeats):
+                    for method in res:
+                        ts = []
+                        for m in (2, 5):
+                            C = C0.copy()
+                            with single_blas_thread():
+                                t0 = time.perf_counter()
+                                _kmeans.lloyd(X, None, C, m, 0.0, method, 0)
+                                ts.append(time.perf_counter() - t0)
+                        res[method].append((ts[1] - ts[0]) / 3)
+                t, g = np.median(res["direct"]), np.median(res["gemm"])
+                say(f"| {dt} | {d} | {K} | {t * 1e3:.2f} | {g * 1e3:.2f} | {g / t:.2f} |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="N=1e5 and a few shapes only")
+    ap.add_argument("--quick", action="store_true", help="N=2e5 and every other row")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", default=None, help="also write the markdown table here")
-    ap.add_argument("--N", type=int, nargs="*", help="only these N")
-    ap.add_argument("--d", type=int, nargs="*", help="only these d")
-    ap.add_argument("--K", type=int, nargs="*", help="only these K")
+    ap.add_argument("--out", default=None, help="also write the markdown here")
     ap.add_argument("--spin", action="store_true",
                     help="leave OMP_WAIT_POLICY alone (OpenMP's default spinning)")
+    ap.add_argument("--crossover", action="store_true",
+                    help="tile vs BLAS per (d, K) instead of the peer table")
+    ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
+    ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
+    ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
     args = ap.parse_args()
 
+    nt = _threads()
     try:
         import faiss
 
-        faiss.omp_set_num_threads(_threads())
+        faiss.omp_set_num_threads(nt)
         have_faiss = True
     except ImportError:
         have_faiss = False
 
-    if args.quick:
-        Ns, ds, Ks = [100_000], [2, 3, 8, 64], [3, 32, 256]
-    else:
-        Ns, ds, Ks = [100_000, 1_000_000], [2, 3, 8, 16, 64], [3, 8, 32, 256]
-    Ns, ds, Ks = args.N or Ns, args.d or ds, args.K or Ks
-    dtypes = [np.float64, np.float32]
-
-    load0 = os.getloadavg()
-    bw = measure_bandwidth()
-    gemm = {np.float64: measure_gemm(np.float64), np.float32: measure_gemm(np.float32)}
     lines = []
-    say = lines.append
-    say(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "
-        f"{os.cpu_count()}-core {platform.machine()} (shared), {_threads()} OpenMP threads")
-    say(f"- measured: read bandwidth {bw / 1e9:.1f} GB/s (numpy sum, 1 thread); GEMM "
-        f"{gemm[np.float64] / 1e9:.1f} GFLOP/s f64, {gemm[np.float32] / 1e9:.1f} GFLOP/s f32")
-    say(f"- load average at start: {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f}; "
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(default)')}")
-    say("")
-    say("| N | d | K | dtype | metriclust ms/it | sklearn ms/it | x sklearn | faiss ms/it "
-        "| x faiss | frac (ours) | frac (sklearn) | target | met |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(lines), flush=True)
 
-    for N in Ns:
-        rng = np.random.default_rng(0)
-        X64 = rng.random((N, max(ds)))
-        for d in ds:
-            for K in Ks:
-                for dtype in dtypes:
-                    X = np.ascontiguousarray(X64[:, :d], dtype=dtype)
-                    C0 = X[np.random.default_rng(1).choice(N, K, replace=False)].copy()
-                    work = N * K * d
-                    libs = {"ours": fit_ours, "sklearn": fit_sklearn}
-                    if have_faiss and dtype == np.float32:
-                        libs["faiss"] = fit_faiss
-                    # As many iterations as the data allow before Lloyd
-                    # converges (at most 16), and more repeats for short runs.
-                    if work <= 5e8:
-                        n_conv = fit_ours(X, C0, 1000)
-                        diff = int(min(16, max(2, n_conv - 4)))
-                    else:
-                        diff = 2 if work > 5e9 else 4
-                    m1, m2 = 2, 2 + diff
-                    t0 = time.perf_counter()
-                    fit_sklearn(X, C0, m2)
-                    t_fit = time.perf_counter() - t0
-                    reps = int(min(15, max(args.repeats, round(1.0 / max(t_fit, 1e-3)))))
-                    times = {k: [] for k in libs}
-                    flags = {k: True for k in libs}
-                    for _ in range(reps):
-                        for name, fit in libs.items():
-                            t, ok = per_iteration(fit, X, C0, m1, m2)
-                            times[name].append(t)
-                            flags[name] &= ok
-                    med = {k: float(np.median(v)) for k, v in times.items()}
-                    bound = max(N * d * X.itemsize / bw, 2.0 * work / gemm[dtype])
-                    ratio = med["sklearn"] / med["ours"]
-                    if d <= 3:
-                        target, met = ">= 3x sklearn", ratio >= 3
-                    elif d == 8:
-                        target, met = ">= 2x sklearn", ratio >= 2
-                    elif d == 64:
-                        target, met = ">= 1x sklearn", ratio >= 1
-                    else:
-                        target, met = "-", None
-                    fa = fr = "-"
-                    if "faiss" in med:
-                        fa = f"{med['faiss'] * 1e3:.2f}"
-                        fr = f"{med['faiss'] / med['ours']:.2f}"
-                        if K == 256 and d <= 16:
-                            target = (target + ", " if target != "-" else "") + ">= 1x faiss"
-                            fmet = med["faiss"] >= med["ours"]
-                            met = fmet if met is None else (met and fmet)
-                    note = "" if all(flags.values()) else " (early stop)"
-                    row = (f"| {N:.0e} | {d} | {K} | {np.dtype(dtype).name} | "
-                           f"{med['ours'] * 1e3:.2f} | {med['sklearn'] * 1e3:.2f} | "
-                           f"{ratio:.2f} | {fa} | {fr} | {bound / med['ours']:.2f} | "
-                           f"{bound / med['sklearn']:.2f} | {target} | "
-                           f"{'-' if met is None else ('yes' if met else 'NO')}{note} |")
-                    lines.append(row)
-                    print(row, flush=True)
-    load1 = os.getloadavg()
-    tail = f"\n- load average at end: {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f}"
-    lines.append(tail)
-    print(tail)
+    def say(s):
+        lines.append(s)
+        print(s, flush=True)
+
+    head, bw, gemm = machine_header(nt)
+    for s in head + [""]:
+        say(s)
+    if args.crossover:
+        crossover(args.d, args.K, args.repeats, say)
+    else:
+        lloyd_rows(QUICK_ROWS if args.quick else ROWS, args.repeats, bw, gemm, have_faiss, say)
+        if not args.no_elkan:
+            elkan_rows(args.repeats, say)
+    load = os.getloadavg()
+    say(f"\n- load average at end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -16,15 +16,9 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-/* Hot loops are compiled for three ISA levels and dispatched at load time
- * (the wheel itself targets baseline x86-64). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__linux__)
-#define ML_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ML_CLONES
-#endif
+/* Hot loops are compiled for three ISA levels and dispatched at load time:
+ * ML_CLONES comes from dispatch.h, shared by every kernel. */
+#include "dispatch.h"
 
 /* ------------------------------------------------------------------------ */
 /* exp(x) for x <= 0, branch-free so that loops calling it vectorize.

@@ -6,28 +6,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runtime dispatch for the vectorized distance loops: an AVX2 clone and a
- * baseline x86-64 (SSE2) one, chosen at load time by CPU feature (no
- * -march=native).  ("arch=haswell" would test the CPU model, not features.) */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__linux__)
-#define ML_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ML_CLONES
-#endif
+#include "dispatch.h"
+
+#include <float.h>
+
+int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
+{
+    if (method == ML_KM_GEMM) return 1;
+    if (method != ML_KM_AUTO || !have_gemm) return 0;
+    return d > ML_KM_TILE_MAX_D || K > ML_KM_TILE_MAX_K;
+}
+
+int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K)
+{
+    return K >= ML_KM_PRUNE_MIN_K && d >= ML_KM_PRUNE_MIN_D;
+}
+
+int ml_kmeans_simd_level(void) { return ml_simd_level(); }
 
 #define REAL double
 #define SFX f64
 #define GEMM_T ml_dgemm_fn
+#define REAL_EPS DBL_EPSILON
 #include "kmeans_impl.h"
 #undef REAL
 #undef SFX
 #undef GEMM_T
+#undef REAL_EPS
 
 #define REAL float
 #define SFX f32
 #define GEMM_T ml_sgemm_fn
+#define REAL_EPS FLT_EPSILON
 #include "kmeans_impl.h"
 #undef REAL
 #undef SFX
 #undef GEMM_T
+#undef REAL_EPS

@@ -18,12 +18,12 @@
  * once per iteration.  Inertia is computed from the differences x - c (not
  * the expanded form) in float64.
  *
- * Distance paths (`method`): ML_KM_DIRECT works on a transposed chunk and is
- * vectorized over points, with loops specialised for d = 1..8 and runtime
- * dispatch (AVX2 or baseline x86-64); ML_KM_GEMM forms -2 X C^T per chunk
- * with the caller's BLAS gemm (hold BLAS to one thread around the call);
- * ML_KM_AUTO picks DIRECT for d <= ML_KM_DIRECT_MAX_D or when no gemm is
- * given.  Every function returns ML_OK or a negative ML_ERR_* code. */
+ * Distance paths (`method`): ML_KM_DIRECT is the register-blocked distance
+ * tile (no BLAS; loops specialised for d = 1..8; vectorized over points;
+ * runtime ISA dispatch from dispatch.h); ML_KM_GEMM forms -2 X C^T per
+ * chunk with the caller's BLAS gemm (hold BLAS to one thread around the
+ * call); ML_KM_AUTO picks by the table below.  Every function returns ML_OK
+ * or a negative ML_ERR_* code. */
 #ifndef METRICLUST_KMEANS_H
 #define METRICLUST_KMEANS_H
 #include "common.h"
@@ -32,13 +32,74 @@
 #define ML_KM_DIRECT 1
 #define ML_KM_GEMM 2
 
-#define ML_KM_CHUNK 256
-#define ML_KM_DIRECT_MAX_D 8
-/* GEMM path: below this many centers, distances row-major (BLAS packs C). */
+/* ---------------------------------------------------------------------------
+ * The k-means core's crossovers and thresholds: the one table.  Each entry
+ * says what set it (benchmarks/bench_kmeans.py --crossover prints the
+ * measurements; 2-core AMD EPYC, AVX-512 clone).  None of them changes a result
+ * bit except the path choice (the tile fuses multiply-adds, BLAS has its own
+ * order: labels can differ only where two centers are within rounding of
+ * each other).
+ *
+ * ML_KM_TILE_MAX_D, ML_KM_TILE_MAX_K: method="auto" uses the tile when
+ *   d <= TILE_MAX_D and K <= TILE_MAX_K, BLAS otherwise (ml_kmeans_uses_gemm
+ *   in kmeans.c).  Measured (bench_kmeans.py --crossover, N = 2e5, 2 threads,
+ *   BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
+ *   K in {8, ..., 256} (1.03 at d = 128, K = 256); float64 1.4-3.0 at
+ *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 or
+ *   K = 256 it was not measured; BLAS, which blocks for the caches, is kept.
+ * ML_KM_GEMM_ROWWISE_K: GEMM path, below this many centers the distances are
+ *   formed row-major (BLAS packs the small C).  Inherited from when BLAS
+ *   served every d > 8; not re-measured: the GEMM path now runs below 16
+ *   centers only for d > TILE_MAX_D.
+ * ML_KM_CHUNK: rows per chunk (one scheduling unit; its rows, 256 KB at
+ *   d = 128 in float64, stay in L2 while the chunk is assigned and summed).  Changing it changes the segment
+ *   boundaries and so the last bits of the sums.
+ * ML_KM_PAR_MIN_WORK (n K (d + 1)), ML_KM_PAR_MIN_ROWS: below these a kernel
+ *   runs on one thread (starting a parallel region and its barrier costs
+ *   more than it saves on tiny problems, badly so on a loaded machine).
+ *   Inherited, not re-measured.
+ * ML_KM_COPIES_MAX_STRIDE: per-cluster sums are kept in 4 interleaved copies
+ *   (breaking the add-latency chain of consecutive rows in one cluster) when
+ *   K (d + 1) <= this many doubles: 4 x 8 KB stays in a 32 KB L1.
+ * ML_KM_MAX_SEGMENTS, ML_KM_MAX_SEGMENT_BYTES: the rows are cut into at most
+ *   64 segments (enough for dynamic balance over 16+ threads) whose partial
+ *   sums take at most 64 MB in all; the cut depends on (n, d, K) only.
+ * ML_KM_REDUCE_BLOCK, ML_KM_PP_BLOCK: rows per block of the fixed-order
+ *   inertia and k-means++ reductions (any fixed value gives thread
+ *   invariance; thousands of rows amortize the per-block partial and keep the
+ *   partials small).  Changing one changes the last bits of its sums.
+ * ML_KM_PRUNE_MIN_K, ML_KM_PRUNE_MIN_D: algorithm="auto" prunes with bounds
+ *   (Hamerly) when K >= PRUNE_MIN_K and d >= PRUNE_MIN_D
+ *   (ml_kmeans_prefers_pruning in kmeans.c).  Measured (N = 2e5, float32,
+ *   20 iterations, CPU time of lloyd / pruned): 256 blobs, d = 16: 1.68;
+ *   128 blobs, d = 16: 1.20; uniform data, d = 16: 0.93 at K = 256, 0.78 at
+ *   K = 128; every case with d = 2 or K <= 64: 0.17-1.0 (the bounds' upkeep,
+ *   a square root or two per row and a gather, costs more than the few
+ *   distances it saves).
+ * ------------------------------------------------------------------------- */
+#define ML_KM_TILE_MAX_D 128
+#define ML_KM_TILE_MAX_K 256
 #define ML_KM_GEMM_ROWWISE_K 16
-/* Below these sizes a kernel runs on one thread (same results either way). */
+#define ML_KM_CHUNK 256
 #define ML_KM_PAR_MIN_WORK 1e6
 #define ML_KM_PAR_MIN_ROWS 16384
+#define ML_KM_COPIES_MAX_STRIDE 1024
+#define ML_KM_MAX_SEGMENTS 64
+#define ML_KM_MAX_SEGMENT_BYTES 64e6
+#define ML_KM_REDUCE_BLOCK 4096
+#define ML_KM_PP_BLOCK 2048
+#define ML_KM_PRUNE_MIN_K 256
+#define ML_KM_PRUNE_MIN_D 16
+
+/* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
+ * whether a gemm is supplied).  The one place the path is chosen. */
+int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
+
+/* Whether algorithm="auto" should prune (ml_kmeans_hamerly) for (d, K). */
+int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K);
+
+/* The ISA clone the kernels run on this CPU (see dispatch.h). */
+int ml_kmeans_simd_level(void);
 
 /* Batch k-means (Lloyd): iterate assignment + weighted means from `centers`
  * (in: initial centers, out: final centers) until the labels stop changing
@@ -59,6 +120,23 @@ int ml_kmeans_lloyd_f32(const float *X, const float *w, ptrdiff_t n,
                         int max_iter, double tol, int64_t *labels,
                         double *inertia, int *n_iter, int *strict,
                         ml_sgemm_fn gemm, int method, int n_threads);
+
+/* The same iteration with exact pruning (Hamerly 2010): per row an upper
+ * bound on the distance to its center and a lower bound on the distance to
+ * the others, moved by the center shifts; a row is reassigned only when the
+ * bounds, widened by the rounding of the scores, cannot prove its label.
+ * Labels, centers, inertia and n_iter are those of ml_kmeans_lloyd bit for
+ * bit; it pays when K is large and the clusters are separated. */
+int ml_kmeans_hamerly_f64(const double *X, const double *w, ptrdiff_t n,
+                          ptrdiff_t d, ptrdiff_t K, double *centers,
+                          int max_iter, double tol, int64_t *labels,
+                          double *inertia, int *n_iter, int *strict,
+                          ml_dgemm_fn gemm, int method, int n_threads);
+int ml_kmeans_hamerly_f32(const float *X, const float *w, ptrdiff_t n,
+                          ptrdiff_t d, ptrdiff_t K, float *centers,
+                          int max_iter, double tol, int64_t *labels,
+                          double *inertia, int *n_iter, int *strict,
+                          ml_sgemm_fn gemm, int method, int n_threads);
 
 /* Online k-means (MacQueen 1967): passes over the rows in data order; each
  * row moves its nearest center c_k += (w_i / W_k) (x_i - c_k) right away,

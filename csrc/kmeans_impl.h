@@ -1,259 +1,239 @@
 /* k-means kernels for one floating type; included by kmeans.c once per type
  * with REAL (float or double), SFX (f32 or f64) and GEMM_T (the gemm
- * function-pointer type) defined.  See kmeans.h for the contract. */
+ * function-pointer type) defined.  See kmeans.h for the contract and the
+ * table of crossovers. */
 
 #define KM_CAT2(a, b) a##_##b
 #define KM_CAT(a, b) KM_CAT2(a, b)
 #define FN(name) KM_CAT(name, SFX)
-#if defined(__GNUC__) || defined(__clang__)
-#define KM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
-#else
-#define KM_PREFETCH(p) ((void)0)
-#endif
 
-/* ---------------------------------------------------------------------------
- * Direct distances for one chunk of m <= ML_KM_CHUNK rows.
- *
- * xT holds the chunk transposed (d rows of ML_KM_CHUNK), so that every inner
- * loop runs over points with unit stride and vectorizes.  With cm2 = -2 C and
- * cn = ||c||^2, the score of center k for point x is cn_k + x . cm2_k, i.e.
- * ||x - c_k||^2 - ||x||^2: the argmin is the nearest center.  Centers are
- * taken four at a time so that best/bestk are loaded and stored once per four
- * centers (the last 1..3 in one more pass); the comparison is strict and in
- * increasing k order, so ties go to the lowest index.  bestk holds the label as a REAL (same vector width).
- * ------------------------------------------------------------------------- */
-static inline __attribute__((always_inline)) void
-FN(direct_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
-                const REAL *ML_RESTRICT cm2, const REAL *ML_RESTRICT cn,
-                ptrdiff_t K, REAL *ML_RESTRICT xT, REAL *ML_RESTRICT best,
-                REAL *ML_RESTRICT bestk)
-{
-    const ptrdiff_t B = ML_KM_CHUNK;
-    /* While transposing this chunk, prefetch the same rows of the next one
-     * (X + B * d onwards): the loads of X otherwise stall the transpose at
-     * small d, where there is little distance work per byte.  One prefetch
-     * per 64 bytes, eight rows at a time (the transpose of each group of
-     * eight rows stays vectorized); past the end of X it is harmless (a
-     * prefetch never faults). */
-    const char *nxt = (const char *)(X + B * d);
-    const ptrdiff_t gb = 8 * d * (ptrdiff_t)sizeof(REAL);
-    for (ptrdiff_t b0 = 0; b0 < m; b0 += 8) {
-        for (ptrdiff_t t = 0; t < gb; t += 64) KM_PREFETCH(nxt + b0 * d * (ptrdiff_t)sizeof(REAL) + t);
-        const ptrdiff_t b1 = b0 + 8 < m ? b0 + 8 : m;
-        for (ptrdiff_t b = b0; b < b1; ++b)
-            for (ptrdiff_t j = 0; j < d; ++j) xT[j * B + b] = X[b * d + j];
-    }
-    for (ptrdiff_t b = 0; b < m; ++b) {
-        best[b] = (REAL)INFINITY;
-        bestk[b] = 0;
-    }
-    /* Centers in blocks of four, then one pass for the last 1..3. */
-    ptrdiff_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-        const REAL *c0 = cm2 + k * d, *c1 = c0 + d, *c2 = c1 + d, *c3 = c2 + d;
-        const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2], n3 = cn[k + 3];
-        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2),
-                   k3 = (REAL)(k + 3);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL a0 = n0, a1 = n1, a2 = n2, a3 = n3;
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const REAL x = xT[j * B + b];
-                a0 += x * c0[j];
-                a1 += x * c1[j];
-                a2 += x * c2[j];
-                a3 += x * c3[j];
-            }
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
-            bk = a2 < bs ? k2 : bk; bs = a2 < bs ? a2 : bs;
-            bk = a3 < bs ? k3 : bk; bs = a3 < bs ? a3 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-    const ptrdiff_t r = K - k;
-    if (r == 3) {
-        const REAL *c0 = cm2 + k * d, *c1 = c0 + d, *c2 = c1 + d;
-        const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2];
-        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL a0 = n0, a1 = n1, a2 = n2;
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const REAL x = xT[j * B + b];
-                a0 += x * c0[j];
-                a1 += x * c1[j];
-                a2 += x * c2[j];
-            }
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
-            bk = a2 < bs ? k2 : bk; bs = a2 < bs ? a2 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    } else if (r == 2) {
-        const REAL *c0 = cm2 + k * d, *c1 = c0 + d;
-        const REAL n0 = cn[k], n1 = cn[k + 1];
-        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL a0 = n0, a1 = n1;
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const REAL x = xT[j * B + b];
-                a0 += x * c0[j];
-                a1 += x * c1[j];
-            }
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    } else if (r == 1) {
-        const REAL *c0 = cm2 + k * d;
-        const REAL n0 = cn[k], k0 = (REAL)k;
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL a0 = n0;
-            for (ptrdiff_t j = 0; j < d; ++j) a0 += xT[j * B + b] * c0[j];
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-}
-
-/* Runtime d: the j loop moves outside the point loop (accumulators in
- * arrays), so the point loop is still the innermost, vectorized one. */
-ML_CLONES static void
-FN(direct_any)(const REAL *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t d,
-               const REAL *ML_RESTRICT cm2, const REAL *ML_RESTRICT cn,
-               ptrdiff_t K, REAL *ML_RESTRICT xT, REAL *ML_RESTRICT best,
-               REAL *ML_RESTRICT bestk, REAL *ML_RESTRICT acc)
-{
-    const ptrdiff_t B = ML_KM_CHUNK;
-    for (ptrdiff_t b = 0; b < m; ++b)
-        for (ptrdiff_t j = 0; j < d; ++j) xT[j * B + b] = X[b * d + j];
-    for (ptrdiff_t b = 0; b < m; ++b) { best[b] = (REAL)INFINITY; bestk[b] = 0; }
-    REAL *ML_RESTRICT a0 = acc, *ML_RESTRICT a1 = acc + B,
-         *ML_RESTRICT a2 = acc + 2 * B, *ML_RESTRICT a3 = acc + 3 * B;
-    ptrdiff_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-        const REAL *c0 = cm2 + k * d, *c1 = c0 + d, *c2 = c1 + d, *c3 = c2 + d;
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            a0[b] = cn[k]; a1[b] = cn[k + 1]; a2[b] = cn[k + 2]; a3[b] = cn[k + 3];
-        }
-        for (ptrdiff_t j = 0; j < d; ++j) {
-            const REAL *ML_RESTRICT x = xT + j * B;
-            const REAL e0 = c0[j], e1 = c1[j], e2 = c2[j], e3 = c3[j];
-            for (ptrdiff_t b = 0; b < m; ++b) {
-                a0[b] += x[b] * e0; a1[b] += x[b] * e1;
-                a2[b] += x[b] * e2; a3[b] += x[b] * e3;
-            }
-        }
-        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2),
-                   k3 = (REAL)(k + 3);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0[b] < bs ? k0 : bk; bs = a0[b] < bs ? a0[b] : bs;
-            bk = a1[b] < bs ? k1 : bk; bs = a1[b] < bs ? a1[b] : bs;
-            bk = a2[b] < bs ? k2 : bk; bs = a2[b] < bs ? a2[b] : bs;
-            bk = a3[b] < bs ? k3 : bk; bs = a3[b] < bs ? a3[b] : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-    for (; k < K; ++k) {
-        const REAL *c0 = cm2 + k * d;
-        for (ptrdiff_t b = 0; b < m; ++b) a0[b] = cn[k];
-        for (ptrdiff_t j = 0; j < d; ++j) {
-            const REAL *ML_RESTRICT x = xT + j * B;
-            const REAL e0 = c0[j];
-            for (ptrdiff_t b = 0; b < m; ++b) a0[b] += x[b] * e0;
-        }
-        const REAL k0 = (REAL)k;
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0[b] < bs ? k0 : bk; bs = a0[b] < bs ? a0[b] : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-}
-
-/* best/bestk over the columns of P (m x K, column-major) plus cn. */
-ML_CLONES static void
-FN(argmin_cols)(const REAL *ML_RESTRICT P, ptrdiff_t m,
-                const REAL *ML_RESTRICT cn, ptrdiff_t K,
-                REAL *ML_RESTRICT best, REAL *ML_RESTRICT bestk)
-{
-    for (ptrdiff_t b = 0; b < m; ++b) { best[b] = P[b] + cn[0]; bestk[b] = 0; }
-    ptrdiff_t k = 1;
-    for (; k + 4 <= K; k += 4) {
-        const REAL *p0 = P + k * m, *p1 = p0 + m, *p2 = p1 + m, *p3 = p2 + m;
-        const REAL n0 = cn[k], n1 = cn[k + 1], n2 = cn[k + 2], n3 = cn[k + 3];
-        const REAL k0 = (REAL)k, k1 = (REAL)(k + 1), k2 = (REAL)(k + 2),
-                   k3 = (REAL)(k + 3);
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            const REAL a0 = p0[b] + n0, a1 = p1[b] + n1, a2 = p2[b] + n2,
-                       a3 = p3[b] + n3;
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            bk = a1 < bs ? k1 : bk; bs = a1 < bs ? a1 : bs;
-            bk = a2 < bs ? k2 : bk; bs = a2 < bs ? a2 : bs;
-            bk = a3 < bs ? k3 : bk; bs = a3 < bs ? a3 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-    for (; k < K; ++k) {
-        const REAL *p0 = P + k * m;
-        const REAL n0 = cn[k], k0 = (REAL)k;
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            const REAL a0 = p0[b] + n0;
-            REAL bs = best[b], bk = bestk[b];
-            bk = a0 < bs ? k0 : bk; bs = a0 < bs ? a0 : bs;
-            best[b] = bs;
-            bestk[b] = bk;
-        }
-    }
-}
-
-#define KM_DIRECT_D(DV)                                                       \
-    ML_CLONES static void FN(direct_d##DV)(                                   \
-        const REAL *ML_RESTRICT X, ptrdiff_t m, const REAL *ML_RESTRICT cm2,  \
-        const REAL *ML_RESTRICT cn, ptrdiff_t K, REAL *ML_RESTRICT xT,        \
-        REAL *ML_RESTRICT best, REAL *ML_RESTRICT bestk)                      \
-    {                                                                         \
-        FN(direct_body)(X, m, DV, cm2, cn, K, xT, best, bestk);               \
-    }
-KM_DIRECT_D(1)
-KM_DIRECT_D(2)
-KM_DIRECT_D(3)
-KM_DIRECT_D(4)
-KM_DIRECT_D(5)
-KM_DIRECT_D(6)
-KM_DIRECT_D(7)
-KM_DIRECT_D(8)
-#undef KM_DIRECT_D
-
-#if (defined(__GNUC__) && __GNUC__ >= 9) || defined(__clang__)
+/* __builtin_convertvector (the float32 -> float64 sums below) needs GCC 9. */
+#if ML_HAVE_VECTOR_EXT && (defined(__clang__) || __GNUC__ >= 9)
 #define KM_HAVE_VEC 1
 #ifndef KM_V4D_DEFINED
 #define KM_V4D_DEFINED
 typedef double km_v4d __attribute__((vector_size(32)));
 #endif
 typedef REAL FN(km_vr) __attribute__((vector_size(4 * sizeof(REAL))));
+/* The tile's vectors: 32 bytes (4 doubles or 8 floats), one ymm register on
+ * the AVX2 and AVX-512 clones, two xmm on the baseline one. */
+typedef REAL FN(km_vt) __attribute__((vector_size(32)));
+typedef __typeof__((FN(km_vt)){0} < (FN(km_vt)){0}) FN(km_vm);
 #else
 #define KM_HAVE_VEC 0
 #endif
+
+/* ---------------------------------------------------------------------------
+ * The distance tile: nearest center (and optionally the second nearest) of
+ * each row of a chunk, without BLAS.
+ *
+ * The score of center k for point x is cn_k + sum_j x_j (-2 c_kj), i.e.
+ * ||x - c_k||^2 - ||x||^2, summed in j order: the argmin is the nearest
+ * center.  A tile is KM_TP points by KM_TK centers: its 2 x KM_TK vector
+ * accumulators stay in registers while j runs over the d coordinates (two
+ * loads of x and KM_TK broadcasts of -2 c_kj per j, one multiply-add per
+ * accumulator), the GEMM micro-kernel without the packing.  KM_TK = 6 fills
+ * the 16 registers of AVX2 (12 accumulators, 2 x, 1 broadcast).  The points
+ * of a tile are transposed into xt (d x KM_TP) so that a vector holds one
+ * coordinate of consecutive points; centers come prepared in blocks of
+ * KM_TK (cblk: d x KM_TK per block, cnb: the norms, +inf for the padding
+ * centers of the last block, which then never win).
+ *
+ * Centers are compared in increasing k with a strict <, so ties go to the
+ * lowest index, as in scikit-learn.  The labels are carried as REAL (same
+ * vector width; exact below 2^24 centers, which the bridge enforces).
+ * Multiply-adds are fused (FMA) on the clones that have it: a point's score
+ * is then rounded once per term, on every thread count alike.
+ * ------------------------------------------------------------------------- */
+#define KM_TK 6
+#define KM_TV ((ptrdiff_t)(32 / sizeof(REAL)))
+#define KM_TP (2 * KM_TV)
+
+ML_FP_CONTRACT_BEGIN
+#if KM_HAVE_VEC
+/* bs/bk (and s2, the second best, when `second`) take a where a < bs. */
+#define KM_TILE_UPDATE(bs, bk, s2, a, kv)                                    \
+    do {                                                                     \
+        const VM lt = (a) < (bs);                                            \
+        if (second) {                                                        \
+            const V hi = (V)((lt & (VM)(bs)) | (~lt & (VM)(a)));             \
+            const VM l2 = hi < (s2);                                         \
+            s2 = (V)((l2 & (VM)hi) | (~l2 & (VM)(s2)));                      \
+        }                                                                    \
+        bs = (V)((lt & (VM)(a)) | (~lt & (VM)(bs)));                         \
+        bk = (V)((lt & (VM)(kv)) | (~lt & (VM)(bk)));                        \
+    } while (0)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  /* GCC 12 sees the unrolled a0[] as unset */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static ML_ALWAYS_INLINE void
+FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+              const REAL *ML_RESTRICT cblk, const REAL *ML_RESTRICT cnb,
+              ptrdiff_t K, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
+              REAL *ML_RESTRICT best2, int32_t *ML_RESTRICT lab,
+              const int second)
+{
+    typedef FN(km_vt) V;
+    typedef FN(km_vm) VM;
+    /* s - (V){0} splats s (s - 0 == s for every s, -0 included). */
+    const V inf = (REAL)INFINITY - (V){0};
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += KM_TP) {
+        const ptrdiff_t mt = m - b0 < KM_TP ? m - b0 : KM_TP;
+        for (ptrdiff_t p = 0; p < mt; ++p)
+            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[(b0 + p) * d + j];
+        for (ptrdiff_t p = mt; p < KM_TP; ++p)
+            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
+        V bs0 = inf, bs1 = inf, bk0 = (V){0}, bk1 = (V){0}, s20 = inf, s21 = inf;
+        for (ptrdiff_t blk = 0; blk * KM_TK < K; ++blk) {
+            const REAL *cb = cblk + blk * d * KM_TK, *nb = cnb + blk * KM_TK;
+            /* The padding centers of the last block are not compared. */
+            const ptrdiff_t nk = K - blk * KM_TK;
+            V a0[KM_TK] = {0}, a1[KM_TK] = {0};
+            for (int t = 0; t < KM_TK; ++t) {
+                a0[t] = nb[t] - (V){0};
+                a1[t] = a0[t];
+            }
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                V x0, x1;
+                memcpy(&x0, xt + j * KM_TP, sizeof x0);
+                memcpy(&x1, xt + j * KM_TP + KM_TV, sizeof x1);
+                for (int t = 0; t < KM_TK; ++t) {
+                    const V c = cb[j * KM_TK + t] - (V){0};
+                    a0[t] += x0 * c;
+                    a1[t] += x1 * c;
+                }
+            }
+            for (int t = 0; t < KM_TK; ++t) {
+                if (t >= nk) break;
+                const V kv = (REAL)(blk * KM_TK + t) - (V){0};
+                KM_TILE_UPDATE(bs0, bk0, s20, a0[t], kv);
+                KM_TILE_UPDATE(bs1, bk1, s21, a1[t], kv);
+            }
+        }
+        REAL tb[KM_TP], tk[KM_TP], t2[KM_TP];
+        memcpy(tb, &bs0, sizeof bs0); memcpy(tb + KM_TV, &bs1, sizeof bs1);
+        memcpy(tk, &bk0, sizeof bk0); memcpy(tk + KM_TV, &bk1, sizeof bk1);
+        memcpy(t2, &s20, sizeof s20); memcpy(t2 + KM_TV, &s21, sizeof s21);
+        for (ptrdiff_t p = 0; p < mt; ++p) {
+            lab[b0 + p] = (int32_t)tk[p];
+            if (best) best[b0 + p] = tb[p];
+            if (second) best2[b0 + p] = t2[p];
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef KM_TILE_UPDATE
+#else
+/* Portable form (no vector extensions): the same scores, one point and one
+ * center at a time, summed in the same order. */
+static void
+FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+              const REAL *ML_RESTRICT cblk, const REAL *ML_RESTRICT cnb,
+              ptrdiff_t K, REAL *ML_RESTRICT xt, REAL *ML_RESTRICT best,
+              REAL *ML_RESTRICT best2, int32_t *ML_RESTRICT lab,
+              const int second)
+{
+    (void)xt;
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const REAL *x = X + b * d;
+        REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < K; ++k) {
+            const REAL *cb = cblk + (k / KM_TK) * d * KM_TK + k % KM_TK;
+            REAL a = cnb[k];
+            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[j * KM_TK];
+            if (second) { const REAL hi = a < bs ? bs : a; s2 = hi < s2 ? hi : s2; }
+            if (a < bs) { bs = a; bk = (int32_t)k; }
+        }
+        lab[b] = bk;
+        if (best) best[b] = bs;
+        if (second) best2[b] = s2;
+    }
+}
+#endif
+
+/* One clone per (d, second) the compiler can specialise: d = 1..8 as
+ * constants (memory-bound sizes, where loop overhead would show), any d. */
+#define KM_TILE_FN(NAME, DARG, DVAL)                                          \
+    ML_CLONES static void FN(NAME)(                                           \
+        const REAL *X, ptrdiff_t m, ptrdiff_t DARG, const REAL *cblk,         \
+        const REAL *cnb, ptrdiff_t K, REAL *xt, REAL *best, REAL *best2,      \
+        int32_t *lab)                                                         \
+    {                                                                         \
+        (void)DARG;                                                           \
+        if (best2)                                                            \
+            FN(tile_body)(X, m, DVAL, cblk, cnb, K, xt, best, best2, lab, 1);    \
+        else                                                                  \
+            FN(tile_body)(X, m, DVAL, cblk, cnb, K, xt, best, NULL, lab, 0);     \
+    }
+KM_TILE_FN(tile_d1, d_, 1)
+KM_TILE_FN(tile_d2, d_, 2)
+KM_TILE_FN(tile_d3, d_, 3)
+KM_TILE_FN(tile_d4, d_, 4)
+KM_TILE_FN(tile_d5, d_, 5)
+KM_TILE_FN(tile_d6, d_, 6)
+KM_TILE_FN(tile_d7, d_, 7)
+KM_TILE_FN(tile_d8, d_, 8)
+KM_TILE_FN(tile_any, d, d)
+#undef KM_TILE_FN
+ML_FP_CONTRACT_END
+
+typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
+                               const REAL *, ptrdiff_t, REAL *, REAL *, REAL *,
+                               int32_t *);
+
+static FN(km_tile_fn) FN(tile_for)(ptrdiff_t d)
+{
+    static const FN(km_tile_fn) small[9] = {
+        NULL, FN(tile_d1), FN(tile_d2), FN(tile_d3), FN(tile_d4),
+        FN(tile_d5), FN(tile_d6), FN(tile_d7), FN(tile_d8)};
+    return d <= 8 ? small[d] : FN(tile_any);
+}
+
+/* GEMM path: nearest (and second nearest) over the columns of P (m x K,
+ * column-major) plus cn, vectorized over the points. */
+ML_CLONES static void
+FN(argmin_cols)(const REAL *ML_RESTRICT P, ptrdiff_t m,
+                const REAL *ML_RESTRICT cn, ptrdiff_t K,
+                REAL *ML_RESTRICT best, REAL *ML_RESTRICT bestk,
+                REAL *ML_RESTRICT best2)
+{
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        best[b] = P[b] + cn[0];
+        bestk[b] = 0;
+        if (best2) best2[b] = (REAL)INFINITY;
+    }
+    for (ptrdiff_t k = 1; k < K; ++k) {
+        const REAL *p0 = P + k * m;
+        const REAL n0 = cn[k], k0 = (REAL)k;
+        if (best2) {
+            for (ptrdiff_t b = 0; b < m; ++b) {
+                const REAL a = p0[b] + n0, bs = best[b];
+                const REAL hi = a < bs ? bs : a;
+                best2[b] = hi < best2[b] ? hi : best2[b];
+                bestk[b] = a < bs ? k0 : bestk[b];
+                best[b] = a < bs ? a : bs;
+            }
+        } else {
+            for (ptrdiff_t b = 0; b < m; ++b) {
+                const REAL a = p0[b] + n0, bs = best[b];
+                bestk[b] = a < bs ? k0 : bestk[b];
+                best[b] = a < bs ? a : bs;
+            }
+        }
+    }
+}
 
 /* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
  * accumulator copy b mod `copies` (copies is 1 or 4): consecutive rows of the
  * same cluster then do not wait on each other's additions.  Without weights
  * (w == NULL) the rows are added as they are: the same sums as with weight
  * 1.0, whose products are exact, without the multiplications. */
-static inline __attribute__((always_inline)) void
+static ML_ALWAYS_INLINE void
 FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                ptrdiff_t m, const ptrdiff_t d, const int32_t *ML_RESTRICT lab,
                double *ML_RESTRICT acc, ptrdiff_t copies, ptrdiff_t stride,
@@ -272,7 +252,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                 if (w) {
                     const double wb = (double)w[b + u];
 #if KM_HAVE_VEC
-                    if (d % 4 == 0 && d <= 8) {
+                    if (d % 4 == 0) {
                         /* Four coordinates per vector operation (the same
                          * products and sums, element by element). */
                         for (ptrdiff_t j = 0; j < d; j += 4) {
@@ -289,7 +269,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                     wacc[u * stride + k] += wb;
                 } else {
 #if KM_HAVE_VEC
-                    if (d % 4 == 0 && d <= 8) {
+                    if (d % 4 == 0) {
                         for (ptrdiff_t j = 0; j < d; j += 4) {
                             FN(km_vr) xv;
                             km_v4d rv;
@@ -339,6 +319,19 @@ KM_ACCUM_D(7)
 KM_ACCUM_D(8)
 #undef KM_ACCUM_D
 
+/* Any d, also compiled per ISA level (inlined into the un-cloned pass it
+ * ran on the baseline's SSE2 with its vectors spilled to the stack). */
+ML_CLONES static void FN(accum_any)(const REAL *X, const REAL *w, ptrdiff_t m,
+                                    ptrdiff_t d, const int32_t *lab,
+                                    double *acc, ptrdiff_t copies,
+                                    ptrdiff_t stride, ptrdiff_t K)
+{
+    if (w)
+        FN(accum_body)(X, w, m, d, lab, acc, copies, stride, K);
+    else
+        FN(accum_body)(X, NULL, m, d, lab, acc, copies, stride, K);
+}
+
 static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
                       const int32_t *lab, double *acc, ptrdiff_t copies,
                       ptrdiff_t stride, ptrdiff_t K)
@@ -352,121 +345,126 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 6: FN(accum_d6)(X, w, m, lab, acc, copies, stride, K); break;
     case 7: FN(accum_d7)(X, w, m, lab, acc, copies, stride, K); break;
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
-    default: FN(accum_body)(X, w, m, d, lab, acc, copies, stride, K);
+    default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
 
 /* Per-thread scratch for one chunk. */
 typedef struct {
-    REAL *xT;     /* d x ML_KM_CHUNK (direct) */
-    REAL *best;   /* ML_KM_CHUNK */
-    REAL *bestk;  /* ML_KM_CHUNK */
-    REAL *acc;    /* 4 x ML_KM_CHUNK (direct_any) or ML_KM_CHUNK x K (gemm) */
+    REAL *xt;     /* d x KM_TP: the transposed tile (tile path) */
+    REAL *best;   /* ML_KM_CHUNK: best scores */
+    REAL *bestk;  /* ML_KM_CHUNK: their labels (GEMM path) */
+    REAL *best2;  /* ML_KM_CHUNK: second best scores (pruned pass) */
+    REAL *P;      /* ML_KM_CHUNK x K: -2 X C^T (GEMM path) */
+    REAL *gx;     /* ML_KM_CHUNK x d: rows the bounds left open (pruned pass) */
 } FN(km_scratch);
-
-/* Nearest centers of rows [i0, i0 + m): writes int32 labels to lab[0..m). */
-static void FN(assign_chunk)(const REAL *X, ptrdiff_t m, ptrdiff_t d,
-                             const REAL *C, const REAL *cm2, const REAL *cn,
-                             ptrdiff_t K, int use_gemm, GEMM_T gemm,
-                             FN(km_scratch) *s, int32_t *lab)
-{
-    if (use_gemm) {
-        REAL *P = s->acc;
-        REAL alpha = -2, beta = 0;
-        char ta = 'T', tb = 'N';
-        int Kk = (int)d, lda = (int)d, ldb = (int)d;
-        if (K < ML_KM_GEMM_ROWWISE_K) {
-            /* Few centers: P row-major (m x K) = -2 X C^T, the orientation in
-             * which BLAS packs the small C, and a short argmin per row. */
-            int M = (int)K, Nn = (int)m, ldc = (int)K;
-            gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)C, &lda, (REAL *)X,
-                 &ldb, &beta, P, &ldc);
-            for (ptrdiff_t b = 0; b < m; ++b) {
-                const REAL *row = P + b * K;
-                REAL bs = row[0] + cn[0];
-                int32_t bk = 0;
-                for (ptrdiff_t k = 1; k < K; ++k) {
-                    const REAL a = row[k] + cn[k];
-                    if (a < bs) { bs = a; bk = (int32_t)k; }
-                }
-                lab[b] = bk;
-            }
-            return;
-        }
-        /* P (m x K, column-major: P[k * m + b]) = -2 X C^T, then the argmin
-         * of cn_k + P[k * m + b] over k, vectorized over the points b. */
-        int M = (int)m, Nn = (int)K, ldc = (int)m;
-        gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)X, &lda, (REAL *)C, &ldb,
-             &beta, P, &ldc);
-        FN(argmin_cols)(P, m, cn, K, s->best, s->bestk);
-        for (ptrdiff_t b = 0; b < m; ++b) lab[b] = (int32_t)s->bestk[b];
-        return;
-    }
-    switch (d) {
-    case 1: FN(direct_d1)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 2: FN(direct_d2)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 3: FN(direct_d3)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 4: FN(direct_d4)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 5: FN(direct_d5)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 6: FN(direct_d6)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 7: FN(direct_d7)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    case 8: FN(direct_d8)(X, m, cm2, cn, K, s->xT, s->best, s->bestk); break;
-    default:
-        FN(direct_any)(X, m, d, cm2, cn, K, s->xT, s->best, s->bestk, s->acc);
-    }
-    for (ptrdiff_t b = 0; b < m; ++b) lab[b] = (int32_t)s->bestk[b];
-}
 
 /* Workspace shared by the Lloyd and online drivers and assignment. */
 typedef struct {
-    ptrdiff_t n, d, K, n_chunks, S, copies, stride;
+    ptrdiff_t n, d, K, n_chunks, S, copies, stride, nblk;
     int nt, use_gemm;
     GEMM_T gemm;
-    REAL *cm2, *cn;       /* K x d, K */
+    FN(km_tile_fn) tile;
+    REAL *cn;             /* K: ||c_k||^2 (GEMM path) */
+    REAL *cblk, *cnb;     /* nblk x d x KM_TK, nblk x KM_TK (tile path) */
     double *seg;          /* S x copies x stride partial sums */
     int64_t *seg_changed; /* S */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
 } FN(km_work);
 
+/* Nearest centers of the m rows of X: int32 labels in lab, and when best2
+ * is not NULL the best and second best scores (||x - c||^2 - ||x||^2) in
+ * s->best and best2. */
+static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
+                             const REAL *C, FN(km_scratch) *s, int32_t *lab,
+                             REAL *best2)
+{
+    const ptrdiff_t K = ws->K, d = ws->d;
+    if (!ws->use_gemm) {
+        ws->tile(X, m, d, ws->cblk, ws->cnb, K, s->xt,
+                 best2 ? s->best : NULL, best2, lab);
+        return;
+    }
+    const REAL *cn = ws->cn;
+    REAL *P = s->P;
+    REAL alpha = -2, beta = 0;
+    char ta = 'T', tb = 'N';
+    int Kk = (int)d, lda = (int)d, ldb = (int)d;
+    if (K < ML_KM_GEMM_ROWWISE_K) {
+        /* Few centers: P row-major (m x K) = -2 X C^T, the orientation in
+         * which BLAS packs the small C, and a short argmin per row. */
+        int M = (int)K, Nn = (int)m, ldc = (int)K;
+        ws->gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)C, &lda, (REAL *)X,
+                 &ldb, &beta, P, &ldc);
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            const REAL *row = P + b * K;
+            REAL bs = row[0] + cn[0], s2 = (REAL)INFINITY;
+            int32_t bk = 0;
+            for (ptrdiff_t k = 1; k < K; ++k) {
+                const REAL a = row[k] + cn[k], hi = a < bs ? bs : a;
+                s2 = hi < s2 ? hi : s2;
+                if (a < bs) { bs = a; bk = (int32_t)k; }
+            }
+            lab[b] = bk;
+            s->best[b] = bs;
+            if (best2) best2[b] = s2;
+        }
+        return;
+    }
+    /* P (m x K, column-major: P[k * m + b]) = -2 X C^T, then the argmin of
+     * cn_k + P[k * m + b] over k, vectorized over the points b. */
+    int M = (int)m, Nn = (int)K, ldc = (int)m;
+    ws->gemm(&ta, &tb, &M, &Nn, &Kk, &alpha, (REAL *)X, &lda, (REAL *)C, &ldb,
+             &beta, P, &ldc);
+    FN(argmin_cols)(P, m, cn, K, s->best, s->bestk, best2);
+    for (ptrdiff_t b = 0; b < m; ++b) lab[b] = (int32_t)s->bestk[b];
+}
+
 static void FN(work_free)(FN(km_work) *ws)
 {
-    free(ws->cm2); free(ws->cn); free(ws->seg); free(ws->seg_changed);
-    free(ws->scratch);
+    free(ws->cn); free(ws->cblk); free(ws->cnb); free(ws->seg);
+    free(ws->seg_changed); free(ws->scratch);
 }
 
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
-                         int with_sums)
+                         int with_sums, int pruned)
 {
     memset(ws, 0, sizeof(*ws));
     ws->n = n; ws->d = d; ws->K = K; ws->gemm = gemm;
     ws->nt = ml_threads(n_threads);
     if (ws->nt < 1) ws->nt = 1;
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
-    ws->use_gemm = method == ML_KM_GEMM ||
-                   (method == ML_KM_AUTO && gemm && d > ML_KM_DIRECT_MAX_D);
+    ws->use_gemm = ml_kmeans_uses_gemm(d, K, method, gemm != NULL);
+    ws->tile = FN(tile_for)(d);
+    ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
-     * consecutive rows fall in the same cluster (small K * d only). */
+     * consecutive rows fall in the same cluster; 4 copies of up to
+     * ML_KM_COPIES_MAX_STRIDE doubles stay in L1. */
     ws->stride = K * d + K;
-    ws->copies = ws->stride <= 1024 ? 4 : 1;
-    /* The segment count depends on (n, d, K) only, never on the threads. */
-    ptrdiff_t S = ws->n_chunks < 64 ? ws->n_chunks : 64;
-    while (S > 1 && (double)S * ws->copies * ws->stride * 8.0 > 64e6) S /= 2;
+    ws->copies = ws->stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
+    /* The segment count depends on (n, d, K) only, never on the threads:
+     * at most ML_KM_MAX_SEGMENTS, fewer if their partial sums would pass
+     * ML_KM_MAX_SEGMENT_BYTES. */
+    ptrdiff_t S = ws->n_chunks < ML_KM_MAX_SEGMENTS ? ws->n_chunks : ML_KM_MAX_SEGMENTS;
+    while (S > 1 && (double)S * ws->copies * ws->stride * 8.0 > ML_KM_MAX_SEGMENT_BYTES)
+        S /= 2;
     if (S < 1) S = 1;
     ws->S = S;
-    ws->per_thread = (ptrdiff_t)ML_KM_CHUNK * (d + 2) +
-                     (ws->use_gemm ? (ptrdiff_t)ML_KM_CHUNK * K
-                                   : 4 * (ptrdiff_t)ML_KM_CHUNK);
+    const ptrdiff_t B = ML_KM_CHUNK;
+    ws->per_thread = d * KM_TP + 3 * B + (ws->use_gemm ? B * K : 0) +
+                     (pruned ? B * d : 0);
     ws->per_thread = (ws->per_thread + 15) / 16 * 16;
-    ws->cm2 = malloc((size_t)(K * d + 1) * sizeof(REAL));
     ws->cn = malloc((size_t)K * sizeof(REAL));
+    ws->cblk = malloc((size_t)(ws->nblk * KM_TK * d) * sizeof(REAL));
+    ws->cnb = malloc((size_t)(ws->nblk * KM_TK) * sizeof(REAL));
     ws->scratch = malloc((size_t)(ws->nt * ws->per_thread) * sizeof(REAL));
     ws->seg_changed = malloc((size_t)S * sizeof(int64_t));
     if (with_sums)
         ws->seg = malloc((size_t)(S * ws->copies * ws->stride) * sizeof(double));
-    if (!ws->cm2 || !ws->cn || !ws->scratch || !ws->seg_changed ||
+    if (!ws->cn || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
         (with_sums && !ws->seg)) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
@@ -474,44 +472,219 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     return ML_OK;
 }
 
+static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
+{
+    const ptrdiff_t B = ML_KM_CHUNK;
+    REAL *base = ws->scratch + (ptrdiff_t)tid * ws->per_thread;
+    sc->xt = base;
+    sc->best = base + ws->d * KM_TP;
+    sc->bestk = sc->best + B;
+    sc->best2 = sc->bestk + B;
+    sc->P = sc->best2 + B;
+    sc->gx = sc->P + (ws->use_gemm ? B * ws->K : 0);
+}
+
+/* ||c_k||^2 and -2 C in the tile's blocks (padding: norm +inf, zeros). */
 static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
 {
     const ptrdiff_t K = ws->K, d = ws->d;
-    for (ptrdiff_t k = 0; k < K; ++k) {
+    for (ptrdiff_t k = 0; k < ws->nblk * KM_TK; ++k) {
+        const ptrdiff_t blk = k / KM_TK, t = k % KM_TK;
+        REAL *cb = ws->cblk + blk * d * KM_TK + t;
+        if (k >= K) {
+            for (ptrdiff_t j = 0; j < d; ++j) cb[j * KM_TK] = 0;
+            ws->cnb[k] = (REAL)INFINITY;
+            continue;
+        }
         REAL s = 0;
         for (ptrdiff_t j = 0; j < d; ++j) {
             s += C[k * d + j] * C[k * d + j];
-            ws->cm2[k * d + j] = -2 * C[k * d + j];
+            cb[j * KM_TK] = -2 * C[k * d + j];
         }
         ws->cn[k] = s;
+        ws->cnb[k] = s;
+    }
+}
+
+/* Bounds for the pruned assignment (Hamerly 2010): per row an upper bound u
+ * on the distance to its own center and a lower bound l on the distance to
+ * every other one, both moved by the centers' shifts between passes.  A row
+ * whose bounds prove its label cannot change is not reassigned.  The proof
+ * allows for the rounding of the scores the unpruned pass would compute, so
+ * that the labels are those of Lloyd's pass, bit for bit: a computed score
+ * is within err = gamma (||x|| + max_k ||c_k||)^2 of ||x - c||^2 - ||x||^2
+ * (a dot product of d + 1 terms plus the norm, any summation order), and
+ * the label is kept only if u^2 + 2 err < L^2, L the lower bound. */
+#ifndef KM_BOUNDS_DEFINED
+#define KM_BOUNDS_DEFINED
+typedef struct {
+    double *u, *l;   /* n */
+    double *xn;      /* n: ||x_i|| */
+    double *shift;   /* K: ||c_k' - c_k|| since the last pass */
+    double *half;    /* K: half the distance from c_k to its nearest other center */
+    double shift_max, gamma, R;
+    int fresh;       /* no bounds yet: assign every row */
+} km_bounds;
+#endif
+
+static void FN(bounds_prep)(km_bounds *hs, const REAL *C, ptrdiff_t K,
+                            ptrdiff_t d)
+{
+    double R = 0, smax = 0;
+    for (ptrdiff_t k = 0; k < K; ++k) {
+        double s = 0, h = INFINITY;
+        for (ptrdiff_t j = 0; j < d; ++j) s += (double)C[k * d + j] * (double)C[k * d + j];
+        R = sqrt(s) > R ? sqrt(s) : R;
+        smax = hs->shift[k] > smax ? hs->shift[k] : smax;
+        if (hs->fresh) continue;
+        for (ptrdiff_t q = 0; q < K; ++q) {
+            if (q == k) continue;
+            double t = 0;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double e = (double)C[k * d + j] - (double)C[q * d + j];
+                t += e * e;
+            }
+            h = t < h ? t : h;
+        }
+        /* float64 rounding of these distances: a relative 1e-12 margin. */
+        hs->half[k] = 0.5 * sqrt(h) * (1 - 1e-12);
+    }
+    hs->R = R * (1 + 1e-12);
+    hs->shift_max = smax;
+}
+
+static void FN(bounds_free)(km_bounds *hs)
+{
+    free(hs->u); free(hs->l); free(hs->xn); free(hs->shift); free(hs->half);
+}
+
+static int FN(bounds_init)(km_bounds *hs, const REAL *X, ptrdiff_t n,
+                           ptrdiff_t d, ptrdiff_t K)
+{
+    memset(hs, 0, sizeof *hs);
+    hs->u = malloc((size_t)n * sizeof(double));
+    hs->l = malloc((size_t)n * sizeof(double));
+    hs->xn = malloc((size_t)n * sizeof(double));
+    hs->shift = calloc((size_t)K, sizeof(double));
+    hs->half = malloc((size_t)K * sizeof(double));
+    if (!hs->u || !hs->l || !hs->xn || !hs->shift || !hs->half) {
+        FN(bounds_free)(hs);
+        return ML_ERR_ALLOC;
+    }
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        double s = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) s += (double)X[i * d + j] * (double)X[i * d + j];
+        hs->xn[i] = sqrt(s);
+    }
+    /* Twice the textbook (d + 1) unit roundoffs of a dot product plus those
+     * of the center norm. */
+    hs->gamma = (double)(2 * d + 4) * REAL_EPS;
+    hs->fresh = 1;
+    return ML_OK;
+}
+
+/* Rows of one chunk whose label the bounds cannot settle: their indices
+ * (into the chunk) in open[], their count returned.  Settled rows keep
+ * their label and get their moved bounds. */
+static ptrdiff_t FN(bounds_filter)(km_bounds *hs, const REAL *X, ptrdiff_t i0,
+                                   ptrdiff_t m, ptrdiff_t d, const REAL *C,
+                                   const int32_t *L, ptrdiff_t *open)
+{
+    ptrdiff_t no = 0;
+    const double slack = 1 + 1e-12;
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const ptrdiff_t i = i0 + b;
+        const int32_t a = L[b];
+        if (hs->fresh || a < 0) { open[no++] = b; continue; }
+        const double e = hs->xn[i] + hs->R, err2 = 2 * hs->gamma * e * e;
+        double u = (hs->u[i] + hs->shift[a]) * slack;
+        double l = (hs->l[i] - hs->shift_max) / slack;
+        double lb = 2 * hs->half[a] - u;
+        lb = l > lb ? l : lb;
+        if (!(lb > 0 && u * u + err2 < lb * lb)) {
+            /* Tighten u to the distance itself, then try again. */
+            const REAL *x = X + b * d, *c = C + (ptrdiff_t)a * d;
+            double s = 0;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double t = (double)x[j] - (double)c[j];
+                s += t * t;
+            }
+            u = sqrt(s) * slack;
+            lb = 2 * hs->half[a] - u;
+            lb = l > lb ? l : lb;
+            if (!(lb > 0 && u * u + err2 < lb * lb)) { open[no++] = b; continue; }
+        }
+        hs->u[i] = u;
+        hs->l[i] = l;
+    }
+    return no;
+}
+
+/* Assignment of one chunk: all rows (hs == NULL), or only the rows the
+ * bounds leave open, gathered into s->gx; their bounds are reset from the
+ * best and second best scores. */
+static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
+                            const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
+                            const REAL *C, FN(km_scratch) *sc,
+                            const int32_t *L, int32_t *newlab)
+{
+    if (!hs) {
+        FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
+        return;
+    }
+    const ptrdiff_t d = ws->d;
+    ptrdiff_t open[ML_KM_CHUNK];
+    int32_t glab[ML_KM_CHUNK];
+    memcpy(newlab, L, (size_t)m * sizeof(int32_t));
+    const ptrdiff_t no = FN(bounds_filter)(hs, Xc, i0, m, d, C, L, open);
+    if (no == 0) return;
+    /* Most rows open: assign the chunk in place (a row's scores do not
+     * depend on the rows beside it) rather than gather it. */
+    const int whole = 2 * no > m;
+    if (!whole) {
+        for (ptrdiff_t g = 0; g < no; ++g) {
+            const REAL *x = Xc + open[g] * d;
+            REAL *y = sc->gx + g * d;
+            for (ptrdiff_t j = 0; j < d; ++j) y[j] = x[j];
+        }
+    }
+    FN(assign_chunk)(ws, whole ? Xc : sc->gx, whole ? m : no, C, sc, glab, sc->best2);
+    for (ptrdiff_t g = 0; g < no; ++g) {
+        const ptrdiff_t b = open[g], r = whole ? b : g, i = i0 + b;
+        const double xx = hs->xn[i] * hs->xn[i], e = hs->xn[i] + hs->R;
+        const double err = hs->gamma * e * e;
+        const double d1 = (double)sc->best[r] + xx + err;
+        const double d2 = (double)sc->best2[r] + xx - err;
+        newlab[b] = glab[r];
+        hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + 1e-12);
+        hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + 1e-12);
     }
 }
 
 /* One pass over the rows: labels of the nearest centers of C (lab, int32,
  * in/out: the number of changed labels is returned in *changed) and, when
- * sums != NULL, the weighted per-cluster sums (K x d) and weights (K). */
-static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
-                     const REAL *C, int32_t *lab, double *sums, double *wsum,
-                     int64_t *changed)
+ * sums != NULL, the weighted per-cluster sums (K x d) and weights (K).  With
+ * bounds (hs != NULL) rows whose label the bounds settle are not reassigned
+ * (same labels); the sums are always taken over every row, in the same
+ * order, so that the centers are Lloyd's bit for bit. */
+static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
+                     const REAL *w, const REAL *C, int32_t *lab, double *sums,
+                     double *wsum, int64_t *changed)
 {
     const ptrdiff_t d = ws->d, K = ws->K, S = ws->S, nc = ws->n_chunks,
                     n = ws->n, stride = ws->stride;
     const int do_sums = sums != NULL;
     const ptrdiff_t copies = do_sums ? ws->copies : 0;
     FN(center_prep)(ws, C);
+    if (hs) FN(bounds_prep)(hs, C, K, d);
     /* Small problems run on one thread: a parallel region costs more than it
      * saves, badly so on a loaded machine.  (Results do not depend on it.) */
     int nt = ws->nt;
     if (S <= 1 || (double)n * (double)K * (double)(d + 1) < ML_KM_PAR_MIN_WORK) nt = 1;
     #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int tid = ml_thread_id();
-        REAL *base = ws->scratch + (ptrdiff_t)tid * ws->per_thread;
         FN(km_scratch) sc;
-        sc.xT = base;
-        sc.best = base + (ptrdiff_t)ML_KM_CHUNK * d;
-        sc.bestk = sc.best + ML_KM_CHUNK;
-        sc.acc = sc.bestk + ML_KM_CHUNK;
+        FN(scratch_of)(ws, ml_thread_id(), &sc);
         int32_t newlab[ML_KM_CHUNK];
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t s = 0; s < S; ++s) {
@@ -523,9 +696,8 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
                 const ptrdiff_t i0 = c * ML_KM_CHUNK;
                 const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
                 const REAL *Xc = X + i0 * d;
-                FN(assign_chunk)(Xc, m, d, C, ws->cm2, ws->cn, K, ws->use_gemm,
-                                 ws->gemm, &sc, newlab);
                 int32_t *L = lab + i0;
+                FN(assign_rows)(ws, hs, Xc, i0, m, C, &sc, L, newlab);
                 for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
                 memcpy(L, newlab, (size_t)m * sizeof(int32_t));
                 if (do_sums)
@@ -535,6 +707,7 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
             ws->seg_changed[s] = ch;
         }
     }
+    if (hs) hs->fresh = 0;
     int64_t ch = 0;
     for (ptrdiff_t s = 0; s < S; ++s) ch += ws->seg_changed[s];
     *changed = ch;
@@ -569,7 +742,7 @@ static void FN(own_dist)(const REAL *X, ptrdiff_t n, ptrdiff_t d, const REAL *C,
 static int FN(inertia)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
                        const REAL *C, const int32_t *lab, double *out, int nt)
 {
-    const ptrdiff_t BL = 4096, nb = (n + BL - 1) / BL;
+    const ptrdiff_t BL = ML_KM_REDUCE_BLOCK, nb = (n + BL - 1) / BL;
     double *part = malloc((size_t)(nb + 1) * sizeof(double));
     if (!part) return ML_ERR_ALLOC;
     #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
@@ -657,39 +830,60 @@ static void FN(lab_out)(const int32_t *lab, ptrdiff_t n, int64_t *labels)
     for (ptrdiff_t i = 0; i < n; ++i) labels[i] = lab[i];
 }
 
-int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
-                        ptrdiff_t K, REAL *centers, int max_iter, double tol,
-                        int64_t *labels, double *inertia, int *n_iter,
-                        int *strict, GEMM_T gemm, int method, int n_threads)
+/* New centers from the sums (a cluster left empty keeps its center); the
+ * squared shift is returned, and each center's own shift (its norm) goes to
+ * the bounds when hs != NULL. */
+static double FN(update_centers)(const double *sums, const double *wsum,
+                                 const REAL *C, REAL *C_new, ptrdiff_t K,
+                                 ptrdiff_t d, km_bounds *hs)
+{
+    double shift = 0;
+    for (ptrdiff_t k = 0; k < K; ++k) {
+        double sk = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            const REAL v = wsum[k] > 0 ? (REAL)(sums[k * d + j] / wsum[k])
+                                       : C[k * d + j];
+            const double t = (double)v - (double)C[k * d + j];
+            sk += t * t;
+            C_new[k * d + j] = v;
+        }
+        shift += sk;
+        if (hs) hs->shift[k] = sqrt(sk) * (1 + 1e-12);
+    }
+    return shift;
+}
+
+/* Lloyd's iteration, every row reassigned at every pass (prune = 0) or only
+ * those the bounds leave open (prune = 1): the same labels and centers. */
+static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
+                         ptrdiff_t K, REAL *centers, int max_iter, double tol,
+                         int64_t *labels, double *inertia, int *n_iter,
+                         int *strict, GEMM_T gemm, int method, int n_threads,
+                         int prune)
 {
     if (n < 1 || d < 1 || K < 1 || K > n || max_iter < 1 || K > INT32_MAX)
         return ML_ERR_ARG;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1);
+    km_bounds hs, *hp = prune ? &hs : NULL;
+    memset(&hs, 0, sizeof hs);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, prune);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     REAL *buf = malloc((size_t)(K * d) * sizeof(REAL));
     double *sums = malloc((size_t)(K * d) * sizeof(double));
     double *wsum = malloc((size_t)K * sizeof(double));
     if (!lab || !buf || !sums || !wsum) { st = ML_ERR_ALLOC; goto done; }
+    if (prune && (st = FN(bounds_init)(&hs, X, n, d, K)) != ML_OK) goto done;
     for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
 
     REAL *C = centers, *C_new = buf;  /* swapped after every update */
     int it, is_strict = 0;
     for (it = 0; it < max_iter; ++it) {
         int64_t changed;
-        FN(pass)(&ws, X, w, C, lab, sums, wsum, &changed);
+        FN(pass)(&ws, hp, X, w, C, lab, sums, wsum, &changed);
         st = FN(relocate_empty)(X, w, n, d, K, C, lab, sums, wsum, ws.nt);
         if (st != ML_OK) goto done;
-        double shift = 0;
-        for (ptrdiff_t k = 0; k < K; ++k)
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const REAL v = wsum[k] > 0 ? (REAL)(sums[k * d + j] / wsum[k])
-                                           : C[k * d + j];
-                const double t = (double)v - (double)C[k * d + j];
-                shift += t * t;
-                C_new[k * d + j] = v;
-            }
+        const double shift = FN(update_centers)(sums, wsum, C, C_new, K, d, hp);
         { REAL *t = C; C = C_new; C_new = t; }
         /* Labels unchanged: the new centers are the means of the same
          * partition, a fixed point (scikit-learn's "strict convergence"). */
@@ -699,7 +893,7 @@ int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (it == max_iter) it = max_iter - 1;
     if (!is_strict) {  /* labels of the final centers */
         int64_t changed;
-        FN(pass)(&ws, X, w, C, lab, NULL, NULL, &changed);
+        FN(pass)(&ws, hp, X, w, C, lab, NULL, NULL, &changed);
     }
     if (C != centers) memcpy(centers, C, (size_t)(K * d) * sizeof(REAL));
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
@@ -709,8 +903,60 @@ int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     *strict = is_strict;
 done:
     free(buf); free(lab); free(sums); free(wsum);
+    FN(bounds_free)(&hs);
     FN(work_free)(&ws);
     return st;
+}
+
+int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
+                        ptrdiff_t K, REAL *centers, int max_iter, double tol,
+                        int64_t *labels, double *inertia, int *n_iter,
+                        int *strict, GEMM_T gemm, int method, int n_threads)
+{
+    return FN(lloyd_run)(X, w, n, d, K, centers, max_iter, tol, labels,
+                         inertia, n_iter, strict, gemm, method, n_threads, 0);
+}
+
+int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
+                          ptrdiff_t d, ptrdiff_t K, REAL *centers,
+                          int max_iter, double tol, int64_t *labels,
+                          double *inertia, int *n_iter, int *strict,
+                          GEMM_T gemm, int method, int n_threads)
+{
+    return FN(lloyd_run)(X, w, n, d, K, centers, max_iter, tol, labels,
+                         inertia, n_iter, strict, gemm, method, n_threads, 1);
+}
+
+/* One MacQueen pass in data order over float64 centers Cd (updated in place,
+ * cnt the weight each center has received); returns the labels changed. */
+static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
+                               ptrdiff_t d, ptrdiff_t K, double *Cd,
+                               double *cnt, int32_t *lab)
+{
+    int64_t changed = 0;
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const REAL *x = X + i * d;
+        double bs = INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < K; ++k) {
+            const double *c = Cd + k * d;
+            double s = 0;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double t = (double)x[j] - c[j];
+                s += t * t;
+            }
+            if (s < bs) { bs = s; bk = (int32_t)k; }
+        }
+        changed += bk != lab[i];
+        lab[i] = bk;
+        const double wi = w ? (double)w[i] : 1.0;
+        if (!(wi > 0)) continue;
+        cnt[bk] += wi;
+        const double eta = wi / cnt[bk];
+        double *c = Cd + (ptrdiff_t)bk * d;
+        for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * ((double)x[j] - c[j]);
+    }
+    return changed;
 }
 
 int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
@@ -721,7 +967,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (n < 1 || d < 1 || K < 1 || K > n || max_iter < 1 || K > INT32_MAX)
         return ML_ERR_ARG;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     double *cnt = calloc((size_t)K, sizeof(double));
@@ -734,29 +980,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     int it, is_strict = 0;
     for (it = 0; it < max_iter; ++it) {
         memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
-        int64_t changed = 0;
-        for (ptrdiff_t i = 0; i < n; ++i) {
-            const REAL *x = X + i * d;
-            double bs = INFINITY;
-            int32_t bk = 0;
-            for (ptrdiff_t k = 0; k < K; ++k) {
-                const double *c = Cd + k * d;
-                double s = 0;
-                for (ptrdiff_t j = 0; j < d; ++j) {
-                    const double t = (double)x[j] - c[j];
-                    s += t * t;
-                }
-                if (s < bs) { bs = s; bk = (int32_t)k; }
-            }
-            changed += bk != lab[i];
-            lab[i] = bk;
-            const double wi = w ? (double)w[i] : 1.0;
-            if (!(wi > 0)) continue;
-            cnt[bk] += wi;
-            const double eta = wi / cnt[bk];
-            double *c = Cd + (ptrdiff_t)bk * d;
-            for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * ((double)x[j] - c[j]);
-        }
+        const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, lab);
         double shift = 0;
         for (ptrdiff_t t = 0; t < K * d; ++t) {
             const double u = Cd[t] - Cprev[t];
@@ -769,7 +993,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     for (ptrdiff_t t = 0; t < K * d; ++t) centers[t] = (REAL)Cd[t];
     {
         int64_t changed;
-        FN(pass)(&ws, X, w, centers, lab, NULL, NULL, &changed);
+        FN(pass)(&ws, NULL, X, w, centers, lab, NULL, NULL, &changed);
     }
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
     if (st != ML_OK) goto done;
@@ -789,14 +1013,14 @@ int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     if (n < 0 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
     if (n == 0) return ML_OK;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     double *dd = dist ? malloc((size_t)n * sizeof(double)) : NULL;
     if (!lab || (dist && !dd)) { st = ML_ERR_ALLOC; goto done; }
     for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
     int64_t changed;
-    FN(pass)(&ws, X, NULL, centers, lab, NULL, NULL, &changed);
+    FN(pass)(&ws, NULL, X, NULL, centers, lab, NULL, NULL, &changed);
     FN(lab_out)(lab, n, labels);
     if (dist) {
         FN(own_dist)(X, n, d, centers, lab, dd, ws.nt);
@@ -817,7 +1041,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
     if (n < 1 || d < 1 || T < 1) return ML_ERR_ARG;
     for (ptrdiff_t t = 0; t < T; ++t)
         if (cand[t] < 0 || cand[t] >= n) return ML_ERR_ARG;
-    const ptrdiff_t BL = 2048, nb = (n + BL - 1) / BL;
+    const ptrdiff_t BL = ML_KM_PP_BLOCK, nb = (n + BL - 1) / BL;
     int nt = ml_threads(n_threads);
     double *part = malloc((size_t)(nb * T) * sizeof(double));
     double *cd = malloc((size_t)(T * d) * sizeof(double));
@@ -869,6 +1093,5 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
 
 #undef FN
 #undef KM_HAVE_VEC
-#undef KM_PREFETCH
 #undef KM_CAT
 #undef KM_CAT2

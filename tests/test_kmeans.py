@@ -279,7 +279,7 @@ def test_integer_weights_equal_repeated_rows(algorithm):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("algorithm", ["lloyd", "online"])
+@pytest.mark.parametrize("algorithm", ["lloyd", "online", "elkan"])
 @pytest.mark.parametrize("d", [2, 8, 30])
 def test_one_vs_two_threads_bitwise(dtype, algorithm, d):
     X = blobs(40000, d, 12, 14).astype(dtype)  # many segments
@@ -291,6 +291,99 @@ def test_one_vs_two_threads_bitwise(dtype, algorithm, d):
     np.testing.assert_array_equal(a.labels, b.labels)
     assert a.centers.tobytes() == b.centers.tobytes()
     assert a.inertia == b.inertia and a.n_iter == b.n_iter
+
+
+# --------------------------------------------------------------------------
+# Distance paths across their crossovers; exact pruning ("elkan")
+# --------------------------------------------------------------------------
+def _labels_agree_off_ties(lab, X, C, dtype):
+    """Labels equal the float64 brute-force argmin wherever the nearest two
+    centers are not within the input type's rounding of each other."""
+    D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
+    part = np.sort(D, axis=1)
+    gap = (part[:, 1] - part[:, 0]) if C.shape[0] > 1 else np.inf
+    scale = (np.linalg.norm(X, axis=1) + np.linalg.norm(C, axis=1).max()) ** 2
+    eps = np.finfo(dtype).eps * 8 * (X.shape[1] + 2)
+    clear = gap > eps * scale
+    assert clear.mean() > 0.3  # not vacuous (d = 1, K = 257 packs centers tightly)
+    np.testing.assert_array_equal(lab[clear], D.argmin(1)[clear])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 127, 128, 129, 130])
+def test_assign_paths_across_crossovers(dtype, d):
+    """Tile (specialised d <= 8 and any d, K across its block of 6 and its
+    K crossover) and BLAS, against brute force."""
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(531, d)).astype(dtype)  # a partial chunk and tile
+    for K in (1, 5, 6, 7, 13, 64, 257):
+        C = rng.normal(size=(K, d)).astype(dtype)
+        for method in ("direct", "gemm", "auto"):
+            lab, _ = _k.assign(X, C, method, 2, False)
+            _labels_agree_off_ties(lab, X, C, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d,K", [(2, 40), (3, 7), (9, 33), (16, 64), (16, 100), (40, 70),
+                                 (130, 20)])
+def test_elkan_equals_lloyd(dtype, d, K):
+    """Pruning leaves the result of every Lloyd iteration unchanged, bit for bit."""
+    X = blobs(6000, d, K, 30 + d, spread=3.0).astype(dtype)
+    w = np.random.default_rng(d).uniform(0.5, 2.0, len(X)).astype(dtype)
+    init = X[np.random.default_rng(K).choice(len(X), K, replace=False)]
+    for max_iter in (3, 300):
+        a = kmeans(X, K, init=init, tol=0, max_iter=max_iter, algorithm="lloyd",
+                   sample_weight=w)
+        b = kmeans(X, K, init=init, tol=0, max_iter=max_iter, algorithm="elkan",
+                   sample_weight=w)
+        np.testing.assert_array_equal(a.labels, b.labels)
+        assert a.centers.tobytes() == b.centers.tobytes()
+        assert a.inertia == b.inertia and a.n_iter == b.n_iter
+
+
+# iris is left out: its one-decimal values put points at exactly equal
+# distances from two of 40 centers, where any rounding picks either.
+@pytest.mark.parametrize("name", ["wine", "glass", "sonar", "blobs2", "blobs40"])
+def test_elkan_and_auto_match_sklearn(load_dataset, name):
+    from sklearn.cluster import KMeans as SKKMeans
+
+    X = datasets(load_dataset)[name]
+    K = 40
+    init = X[np.random.default_rng(K).choice(len(X), K, replace=False)]
+    sk = SKKMeans(K, init=init, n_init=1, tol=0, max_iter=300, algorithm="lloyd").fit(X)
+    for algorithm in ("elkan", "auto"):
+        res = kmeans(X, K, init=init, tol=0, max_iter=300, algorithm=algorithm)
+        assert res.n_iter == sk.n_iter_
+        np.testing.assert_array_equal(res.labels, sk.labels_)
+
+
+@pytest.mark.parametrize("algorithm", ["lloyd", "hamerly"])
+def test_float32_data_sums_in_float64(algorithm):
+    """One cluster of 2**20 float32 rows in [1, 2): the center is the float64 mean
+    rounded once; a float32 running sum would be off by hundreds of ulps."""
+    X = np.random.default_rng(0).uniform(1, 2, size=(2**20, 2)).astype(np.float32)
+    C = np.zeros((1, 2), dtype=np.float32)
+    getattr(_k, algorithm)(X, None, C, 1, 0.0, "auto", 2)
+    mean64 = X.astype(np.float64).mean(axis=0)
+    ulp = np.spacing(np.float32(1.5))
+    assert np.all(np.abs(C[0].astype(np.float64) - mean64) <= 0.5 * ulp + 1e-12)
+    naive = np.cumsum(X, axis=0, dtype=np.float32)[-1] / np.float32(len(X))
+    assert np.all(np.abs(naive.astype(np.float64) - mean64) > 8 * ulp)
+
+
+def test_elkan_path_choice_and_errors():
+    from metriclust import KMeans
+
+    assert _k.uses_gemm(200, "auto", 8) and not _k.uses_gemm(16, "auto", 8)
+    assert _k.uses_gemm(16, "gemm", 8) and not _k.uses_gemm(500, "direct", 8)
+    assert _k.simd_level() in (0, 1, 3, 4)
+    assert _k.prefers_pruning(16, 256) and not _k.prefers_pruning(2, 256)
+    assert not _k.prefers_pruning(16, 8)
+    X = blobs(500, 2, 3, 0)
+    for algorithm in ("lloyd", "elkan", "auto", "online"):
+        assert KMeans(3, algorithm=algorithm, random_state=0).fit(X).labels_.shape == (500,)
+    with pytest.raises(ValueError, match="algorithm"):
+        KMeans(3, algorithm="full").fit(X)
 
 
 def test_threadpoolctl_limit_same_result():
@@ -376,7 +469,7 @@ def test_errors():
     with pytest.raises(ValueError, match="n_init"):
         kmeans(X, 2, init=X[:2], n_init=3)
     with pytest.raises(ValueError, match="algorithm"):
-        kmeans(X, 2, algorithm="elkan")
+        kmeans(X, 2, algorithm="hamerly")
     with pytest.raises(ValueError, match="sample_weight"):
         kmeans(X, 2, sample_weight=np.ones(3))
     with pytest.raises(ValueError, match="method"):
@@ -470,7 +563,7 @@ def test_estimator_errors():
     with pytest.raises(ValueError, match="n_clusters"):
         KMeans(21).fit(X)
     with pytest.raises(ValueError, match="algorithm"):
-        KMeans(2, algorithm="elkan").fit(X)
+        KMeans(2, algorithm="full").fit(X)
     with pytest.raises(ValueError, match="n_init"):
         KMeans(2, n_init="many").fit(X)
     with pytest.raises(ValueError, match="n_init"):

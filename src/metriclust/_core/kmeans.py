@@ -54,9 +54,10 @@ def cluster_means(X, labels, n_clusters, *, sample_weight=None):
     return means, weights
 
 
-def _blas_guard(n_features, method="auto"):
+def _blas_guard(n_features, n_clusters, method="auto"):
     # threadpoolctl costs a few hundred microseconds: only pay it when BLAS runs.
-    return single_blas_thread() if _k.uses_gemm(n_features, method) else contextlib.nullcontext()
+    return (single_blas_thread() if _k.uses_gemm(n_features, method, n_clusters)
+            else contextlib.nullcontext())
 
 
 def _as_float_array(X, name="X"):
@@ -81,7 +82,7 @@ def assign_labels(X, centers, *, n_threads=None):
             f"centers must have shape (n_clusters, {X.shape[1]}), got {centers.shape}."
         )
     nt = effective_n_threads(n_threads)
-    with _blas_guard(X.shape[1]):
+    with _blas_guard(X.shape[1], centers.shape[0]):
         return _k.assign(X, centers, "auto", nt, True)
 
 
@@ -170,6 +171,19 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
     return X[idx].copy(), idx
 
 
+_ALGORITHMS = ("lloyd", "elkan", "auto", "online")
+
+
+def _runner(algorithm, n_features, n_clusters):
+    """The C driver for ``algorithm``: "elkan" prunes with Hamerly's bounds
+    (same result as "lloyd"); "auto" prunes where the C table says it pays."""
+    if algorithm == "online":
+        return _k.online
+    if algorithm == "elkan" or (algorithm == "auto" and _k.prefers_pruning(n_features, n_clusters)):
+        return _k.hamerly
+    return _k.lloyd
+
+
 def _check_init(init, n_clusters, X, n_init):
     if isinstance(init, str):
         if init not in ("k-means++", "random", "farthest"):
@@ -237,7 +251,11 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
 
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
-    (assignment, then weighted means) or MacQueen's online update. The data
+    (assignment, then weighted means) or MacQueen's online update.
+    ``algorithm`` is "lloyd", "elkan" (Lloyd with exact triangle-inequality
+    pruning, Hamerly's bounds: the same labels, centers and n_iter), "auto"
+    (pruning for many clusters in enough dimensions, where it was measured to
+    pay: ``_k.prefers_pruning``) or "online". The data
     are centered first (as scikit-learn does) for accurate distances; a run
     stops when no label changes or when the squared center shift is at most
     ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
@@ -256,8 +274,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         raise ValueError(f"n_clusters must be >= 1, got {n_clusters}.")
     if n_clusters > n:
         raise ValueError(f"n_samples={n} should be >= n_clusters={n_clusters}.")
-    if algorithm not in ("lloyd", "online"):
-        raise ValueError(f"algorithm must be 'lloyd' or 'online', got {algorithm!r}.")
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}.")
     if isinstance(n_init, bool) or not isinstance(n_init, numbers.Integral) or n_init < 1:
         raise ValueError(f"n_init must be a positive int, got {n_init!r}.")
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
@@ -290,10 +308,10 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     X_mean = mean.astype(X.dtype)
     Xc = X - X_mean
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
-    run = _k.online if algorithm == "online" else _k.lloyd
+    run = _runner(algorithm, p, n_clusters)
 
     best = None
-    with _blas_guard(p):
+    with _blas_guard(p, n_clusters):
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean

@@ -1,4 +1,5 @@
-"""Bridge to csrc/kmeans.c: Lloyd, online (MacQueen), assignment, k-means++ step.
+"""Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (MacQueen), assignment,
+k-means++ step.
 
 Every size is checked here, before the C core touches a pointer. BLAS comes
 from scipy.linalg.cython_blas as a function pointer (the C core links none);
@@ -12,7 +13,19 @@ from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 
 cdef extern from "kmeans.h" nogil:
-    int ML_KM_DIRECT_MAX_D
+    int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
+    int ml_kmeans_uses_gemm(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
+    int ml_kmeans_simd_level()
+    int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
+                              Py_ssize_t d, Py_ssize_t K, double *centers,
+                              int max_iter, double tol, int64_t *labels,
+                              double *inertia, int *n_iter, int *strict,
+                              ml_dgemm_fn gemm, int method, int n_threads)
+    int ml_kmeans_hamerly_f32(const float *X, const float *w, Py_ssize_t n,
+                              Py_ssize_t d, Py_ssize_t K, float *centers,
+                              int max_iter, double tol, int64_t *labels,
+                              double *inertia, int *n_iter, int *strict,
+                              ml_sgemm_fn gemm, int method, int n_threads)
     int ml_kmeans_lloyd_f64(const double *X, const double *w, Py_ssize_t n,
                             Py_ssize_t d, Py_ssize_t K, double *centers,
                             int max_iter, double tol, int64_t *labels,
@@ -50,9 +63,6 @@ cdef extern from "kmeans.h" nogil:
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
 
-#: Widest d served by the direct (no BLAS) path when method="auto".
-DIRECT_MAX_D = ML_KM_DIRECT_MAX_D
-
 _METHODS = {"auto": 0, "direct": 1, "gemm": 2}
 
 
@@ -63,10 +73,21 @@ cdef int _method_code(method) except -1:
         raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}") from None
 
 
-def uses_gemm(Py_ssize_t n_features, method="auto"):
-    """Whether the assignment of rows with n_features columns calls BLAS."""
+def uses_gemm(Py_ssize_t n_features, method="auto", Py_ssize_t n_clusters=1):
+    """Whether the assignment of rows with n_features columns to n_clusters
+    centers calls BLAS (the crossover table in csrc/kmeans.h decides)."""
     code = _method_code(method)
-    return code == 2 or (code == 0 and n_features > ML_KM_DIRECT_MAX_D)
+    return bool(ml_kmeans_uses_gemm(n_features, n_clusters, code, 1))
+
+
+def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
+    """Whether algorithm="auto" prunes for this shape (the table in csrc/kmeans.h)."""
+    return bool(ml_kmeans_prefers_pruning(n_features, n_clusters))
+
+
+def simd_level():
+    """ISA clone the kernels run: 4 (x86-64-v4), 3 (x86-64-v3), 1 (baseline), 0 (none built)."""
+    return ml_kmeans_simd_level()
 
 
 cdef _raise(int status, str where):
@@ -89,7 +110,13 @@ cdef _check_weights(object sample_weight, Py_ssize_t n, dtype):
     return w
 
 
-def _run(bint online, const real[:, ::1] X, object sample_weight, real[:, ::1] centers,
+cdef enum:
+    _LLOYD = 0
+    _ONLINE = 1
+    _HAMERLY = 2
+
+
+def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] centers,
          int max_iter, double tol, method, int n_threads):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     cdef int code = _method_code(method)
@@ -118,19 +145,27 @@ def _run(bint online, const real[:, ::1] X, object sample_weight, real[:, ::1] c
     cdef int n_iter = 0, strict = 0, status
     with nogil:
         if real is double:
-            if online:
+            if algo == _ONLINE:
                 status = ml_kmeans_online_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                               max_iter, tol, &lv[0], &inertia, &n_iter,
                                               &strict, <ml_dgemm_fn>dgemm, code, n_threads)
+            elif algo == _HAMERLY:
+                status = ml_kmeans_hamerly_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                               max_iter, tol, &lv[0], &inertia, &n_iter,
+                                               &strict, <ml_dgemm_fn>dgemm, code, n_threads)
             else:
                 status = ml_kmeans_lloyd_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                              max_iter, tol, &lv[0], &inertia, &n_iter,
                                              &strict, <ml_dgemm_fn>dgemm, code, n_threads)
         else:
-            if online:
+            if algo == _ONLINE:
                 status = ml_kmeans_online_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                               max_iter, tol, &lv[0], &inertia, &n_iter,
                                               &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+            elif algo == _HAMERLY:
+                status = ml_kmeans_hamerly_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
+                                               max_iter, tol, &lv[0], &inertia, &n_iter,
+                                               &strict, <ml_sgemm_fn>sgemm, code, n_threads)
             else:
                 status = ml_kmeans_lloyd_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                              max_iter, tol, &lv[0], &inertia, &n_iter,
@@ -147,13 +182,20 @@ def lloyd(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int 
     absolute (squared center shift). ``sample_weight`` is None or a 1-D array
     of X's dtype.
     """
-    return _run(False, X, sample_weight, centers, max_iter, tol, method, n_threads)
+    return _run(_LLOYD, X, sample_weight, centers, max_iter, tol, method, n_threads)
+
+
+def hamerly(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
+            double tol, method="auto", int n_threads=0):
+    """Lloyd with exact pruning by Hamerly's bounds: the same result as ``lloyd``
+    (labels, centers, inertia, n_iter), fewer distance computations."""
+    return _run(_HAMERLY, X, sample_weight, centers, max_iter, tol, method, n_threads)
 
 
 def online(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
            double tol, method="auto", int n_threads=0):
     """MacQueen's online k-means from ``centers`` (updated in place); as ``lloyd``."""
-    return _run(True, X, sample_weight, centers, max_iter, tol, method, n_threads)
+    return _run(_ONLINE, X, sample_weight, centers, max_iter, tol, method, n_threads)
 
 
 def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
