@@ -5,12 +5,12 @@
  * ML_CLONES is compiled several times and the loader picks the best clone
  * for the CPU it runs on:
  *
- *   GCC or Clang, x86-64, ELF (Linux, BSD):
+ *   GCC or Clang, x86-64, ELF with glibc (manylinux):
  *       target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")
  *       v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
  *       v3 = AVX2 + FMA + BMI, default = SSE2.  The choice is made once by an
  *       ifunc resolver from the CPU's feature bits (cpuid), not its model.
- *   Clang on Mach-O (macOS), MSVC, other architectures (aarch64 has NEON
+ *   Clang on Mach-O (macOS), MSVC, musl libc, other architectures (aarch64 has NEON
  *       in its baseline), or ML_NO_CLONES defined at build time:
  *       ML_CLONES is empty and the loops are compiled once for the baseline,
  *       the portable scalar (auto-vectorized) fallback.  No ifunc exists on
@@ -30,8 +30,12 @@
 #ifndef METRICLUST_DISPATCH_H
 #define METRICLUST_DISPATCH_H
 
+/* <limits.h> pulls in glibc's <features.h>, which defines __GLIBC__: clones
+ * need an ifunc resolver, which glibc has and musl (musllinux wheels) lacks. */
+#include <limits.h>
+
 #if !defined(ML_NO_CLONES) && (defined(__GNUC__) || defined(__clang__)) && \
-    defined(__x86_64__) && defined(__ELF__) &&                               \
+    defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) &&         \
     (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 11)
 #define ML_HAVE_CLONES 1
 #define ML_CLONES \
