@@ -6,8 +6,20 @@
 #ifndef METRICLUST_COMMON_H
 #define METRICLUST_COMMON_H
 
+#include <limits.h>   /* on glibc, defines __GLIBC__ */
 #include <stddef.h>
 #include <stdint.h>
+
+/* A wheel must run on the oldest glibc its manylinux policy names (2.28).
+ * glibc 2.29 gave exp, log and pow new symbol versions (the same results; the
+ * old entry points also set errno, which no kernel reads), so a build on a
+ * newer system would need 2.29 (.ci/check_dist.py checks this): bind the
+ * x86-64 baseline versions instead. */
+#if defined(__GLIBC__) && defined(__x86_64__)
+__asm__(".symver exp,exp@GLIBC_2.2.5");
+__asm__(".symver log,log@GLIBC_2.2.5");
+__asm__(".symver pow,pow@GLIBC_2.2.5");
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
