@@ -863,7 +863,7 @@ def test_predict_transform_score_with_large_offset(dtype, offset):
     d2 = ((Xt.astype(np.float64)[:, None] - C[None]) ** 2).sum(-1)
     assert_array_equal(km.predict(Xt), d2.argmin(1))
     # rounding at the scale of the centred data, R (about 10 here, not 1e8)
-    eps, R = np.finfo(dtype).eps, np.abs(Xt.astype(np.float64) - C.mean(0)).max()
+    eps, R = float(np.finfo(dtype).eps), np.abs(Xt.astype(np.float64) - C.mean(0)).max()
     assert_allclose(km.transform(Xt), np.sqrt(d2), rtol=8 * eps, atol=8 * eps * R)
     assert km.score(Xt) == pytest.approx(-d2.min(1).sum(), rel=64 * eps)
 
