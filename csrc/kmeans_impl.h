@@ -519,7 +519,7 @@ static void FN(pass)(FN(km_work) *ws, const REAL *X, const REAL *w,
             if (do_sums) memset(acc, 0, (size_t)(copies * stride) * sizeof(double));
             int64_t ch = 0;
             const ptrdiff_t c_lo = s * nc / S, c_hi = (s + 1) * nc / S;
-            for (ptrdiff_t c = c_lo; c < c_hi; ++c) {
+            for (ptrdiff_t c = c_lo; c < c_hi && !ml_interrupted(); ++c) {
                 const ptrdiff_t i0 = c * ML_KM_CHUNK;
                 const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
                 const REAL *Xc = X + i0 * d;
@@ -664,6 +664,7 @@ int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     for (it = 0; it < max_iter; ++it) {
         int64_t changed;
         FN(pass)(&ws, X, w, C, lab, sums, wsum, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
         st = FN(relocate_empty)(X, w, n, d, K, C, lab, sums, wsum, ws.nt);
         if (st != ML_OK) goto done;
         double shift = 0;
@@ -685,6 +686,7 @@ int FN(ml_kmeans_lloyd)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (!is_strict) {  /* labels of the final centers */
         int64_t changed;
         FN(pass)(&ws, X, w, C, lab, NULL, NULL, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     }
     if (C != centers) memcpy(centers, C, (size_t)(K * d) * sizeof(REAL));
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
@@ -721,6 +723,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
         memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
         int64_t changed = 0;
         for (ptrdiff_t i = 0; i < n; ++i) {
+            if ((i & 4095) == 0 && ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
             const REAL *x = X + i * d;
             double bs = INFINITY;
             int32_t bk = 0;
@@ -755,6 +758,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     {
         int64_t changed;
         FN(pass)(&ws, X, w, centers, lab, NULL, NULL, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     }
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
     if (st != ML_OK) goto done;
@@ -782,6 +786,7 @@ int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
     int64_t changed;
     FN(pass)(&ws, X, NULL, centers, lab, NULL, NULL, &changed);
+    if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     FN(lab_out)(lab, n, labels);
     if (dist) {
         FN(own_dist)(X, n, d, centers, lab, dd, ws.nt);
@@ -811,6 +816,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
         for (ptrdiff_t j = 0; j < d; ++j) cd[t * d + j] = (double)X[cand[t] * d + j];
     #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t bi = 0; bi < nb; ++bi) {
+        if (ml_interrupted()) continue;
         const ptrdiff_t lo = bi * BL, hi = lo + BL < n ? lo + BL : n;
         for (ptrdiff_t t = 0; t < T; ++t) {
             const double *c = cd + t * d;
@@ -828,6 +834,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
             part[bi * T + t] = acc;
         }
     }
+    if (ml_interrupted()) { free(part); free(cd); return ML_ERR_INTERRUPTED; }
     ptrdiff_t bt = 0;
     double bpot = INFINITY;
     for (ptrdiff_t t = 0; t < T; ++t) {

@@ -10,6 +10,7 @@ import numpy as np
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
+from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 
 cdef extern from "kmeans.h" nogil:
     int ML_KM_DIRECT_MAX_D
@@ -116,6 +117,7 @@ def _run(bint online, const real[:, ::1] X, object sample_weight, real[:, ::1] c
     cdef int64_t[::1] lv = labels
     cdef double inertia = 0
     cdef int n_iter = 0, strict = 0, status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             if online:
@@ -135,6 +137,7 @@ def _run(bint online, const real[:, ::1] X, object sample_weight, real[:, ::1] c
                 status = ml_kmeans_lloyd_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                              max_iter, tol, &lv[0], &inertia, &n_iter,
                                              &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "kmeans")
     return labels, inertia, n_iter, bool(strict)
 
@@ -181,6 +184,7 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
         dv = dist
         dp = &dv[0]
     cdef int status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_kmeans_assign_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
@@ -188,6 +192,7 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
         else:
             status = ml_kmeans_assign_f32(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
                                           <ml_sgemm_fn>sgemm, code, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "assign")
     return labels, dist
 
@@ -219,6 +224,7 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     cdef Py_ssize_t best = 0
     cdef double pot = 0
     cdef int status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_kmeans_pp_step_f64(&X[0, 0], wp, n, d, &candidates[0], T,
@@ -226,5 +232,6 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
         else:
             status = ml_kmeans_pp_step_f32(&X[0, 0], wp, n, d, &candidates[0], T,
                                            &closest[0], &best, &pot, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "kmeans++")
     return int(best), pot
