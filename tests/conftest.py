@@ -26,3 +26,19 @@ def load_dataset(data_dir):
         return np.ascontiguousarray(raw[:, :-1]), raw[:, -1].astype(np.int64)
 
     return load
+
+
+# Hypothesis profiles for tests/test_properties.py: "ci" (the default, bounded
+# to a few minutes) and "long" (pytest --hypothesis-profile=long).
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the property suite skips itself
+    pass
+else:
+    _slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
+                              database=None, suppress_health_check=_slow_ok,
+                              print_blob=True)
+    settings.register_profile("long", max_examples=1000, deadline=None, database=None,
+                              suppress_health_check=_slow_ok, print_blob=True)
+    settings.load_profile(os.environ.get("METRICLUST_HYPOTHESIS_PROFILE", "ci"))

@@ -299,7 +299,7 @@ def _sweep(C, j):
     """Sweep the symmetric matrix C on pivot j in place (Goodnight 1979)."""
     d = C[j, j]
     row = C[j].copy()
-    C -= np.outer(row, row) / d
+    C -= np.outer(row / d, row)  # not outer(row, row) / d: that squares X^T X (overflow)
     C[j, :] = row / d
     C[:, j] = row / d
     C[j, j] = -1.0 / d
@@ -326,6 +326,7 @@ class LDA(_Centered):
         self.Sm = self.R.T @ self.R
         p = self.Sm.shape[0]
         tr = float(np.trace(self.Sm))
+        self.alpha = alpha
         self.ridge = alpha * (tr / p if tr > 0 else 1.0)
 
     def fit(self, labels, n_clusters):
@@ -337,7 +338,13 @@ class LDA(_Centered):
         St = self.Sm + self.ridge * np.eye(p)
         Sc = self.Sm - Sb
         d = max(1, min(n_clusters - 1, p))
-        _, b = scipy.linalg.eigh((Sc + Sc.T) / 2, St, subset_by_index=[0, d - 1])
+        try:
+            _, b = scipy.linalg.eigh((Sc + Sc.T) / 2, St, subset_by_index=[0, d - 1])
+        except np.linalg.LinAlgError:  # St singular: only possible without a ridge
+            raise ValueError(
+                f"predictor='lda' with alpha={self.alpha!r}: the total scatter of X is "
+                "singular (constant or collinear features); use alpha > 0."
+            ) from None
         b0 = -(self.mean @ b)
         return PredictorFit(_affine(self.X, b, b0), b, b0)
 

@@ -2,6 +2,12 @@
 
 Errors name the parameter and, for non-finite values, the first bad position,
 so that a user can find the offending entry without a debugger.
+
+Finite but huge input is refused here too, in one place for every estimator
+and function (see :func:`max_abs_value`): squared distances and the sums of
+squares behind every method must fit in floating point, so a value that makes
+them overflow gets a ValueError naming the parameter and the remedy (rescale)
+instead of an infinite or NaN result later.
 """
 
 import math
@@ -18,6 +24,7 @@ __all__ = [
     "check_random_state",
     "check_sample_weight",
     "check_scalar",
+    "max_abs_value",
 ]
 
 _FLOAT_DTYPES = (np.float64, np.float32)
@@ -56,7 +63,8 @@ def check_array(
     ensure_min_samples, ensure_min_features : int
         Minimum number of rows and columns.
     ensure_finite : bool
-        Refuse NaN and infinity, naming the first bad position.
+        Refuse NaN and infinity, naming the first bad position, and values
+        larger in magnitude than :func:`max_abs_value` allows.
     copy : bool
         Always return a new array.
 
@@ -116,15 +124,45 @@ def check_array(
     return out
 
 
+def max_abs_value(dtype, n_samples, n_features):
+    """Largest magnitude accepted in an ``(n_samples, n_features)`` input.
+
+    ``sqrt(finfo(float64).max / (16 n_samples n_features))``, and for float32
+    input also ``sqrt(finfo(float32).max / (16 n_features))``: below it, every
+    squared difference of two entries summed over all entries (what inertia,
+    scatter matrices and pair sums add up, in float64) stays below a quarter
+    of float64's range, and a row's squared norm fits in the input dtype
+    (float32 distances are computed in float32). About 1e150 for a thousand
+    float64 entries, 1e18 for float32 rows of ten features.
+    """
+    n_entries = max(int(n_samples), 1) * max(int(n_features), 1)
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * n_entries))
+    if np.dtype(dtype) == np.float32:
+        limit = min(limit, math.sqrt(float(np.finfo(np.float32).max) / (16.0 * max(int(n_features), 1))))
+    return limit
+
+
 def _check_finite(arr, name):
-    # np.isfinite on a sum is one cheap pass; the positional search runs only on failure.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = arr.sum(dtype=np.float64)
-    if np.isfinite(total):
+    # max and min propagate NaN and show infinity: two cheap passes, no
+    # temporary; the positional search runs only on failure.
+    if arr.size == 0:
+        return
+    hi, lo = float(arr.max()), float(arr.min())
+    if math.isfinite(hi) and math.isfinite(lo):
+        n_features = arr.shape[1] if arr.ndim == 2 else 1
+        limit = max_abs_value(arr.dtype, arr.size // n_features, n_features)
+        biggest = max(hi, -lo)
+        if biggest > limit:
+            remedy = "Rescale it, e.g. divide by its largest absolute value"
+            if arr.dtype == np.float32:
+                remedy += ", or pass float64 data"
+            raise ValueError(
+                f"Input {name} has a value of magnitude {biggest:.3g}; with its shape "
+                f"{arr.shape} and dtype {arr.dtype}, values above {limit:.3g} would make "
+                f"squared distances overflow. {remedy}."
+            )
         return
     bad = np.argwhere(~np.isfinite(arr))
-    if bad.size == 0:  # the sum overflowed but every entry is finite
-        return
     pos = tuple(int(i) for i in bad[0])
     kind = "NaN" if np.isnan(arr[pos]) else "infinity"
     where = f"row {pos[0]}, column {pos[1]}" if len(pos) == 2 else f"position {pos}"
