@@ -165,3 +165,93 @@ def test_interrupt_leaves_python_sigint_handler_in_place():
     with pytest.raises(KeyboardInterrupt):
         signal.raise_signal(signal.SIGINT)
         time.sleep(0.1)
+
+
+# ----------------------------------------------------------------------------
+# Finite but huge input: one contract, in check_array
+# ----------------------------------------------------------------------------
+
+from metriclust import CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans  # noqa: E402
+from metriclust._core.validation import check_array, max_abs_value  # noqa: E402
+
+
+def _all_finite(est):
+    for key, value in vars(est).items():
+        if key.endswith("_") and not key.startswith("_"):
+            arr = np.asarray(value)
+            if arr.dtype.kind == "f":
+                assert np.all(np.isfinite(arr)), key
+
+
+_HUGE_FITS = {
+    "KMeans": lambda X: KMeans(3, n_init=1, random_state=0).fit(X),
+    "ConstrainedKMeans": lambda X: ConstrainedKMeans(3, n_init=1, random_state=0).fit(
+        X, must_link=[(0, 1)], cannot_link=[(0, 2)]),
+    "MMC": lambda X: MMC(max_iter=20, random_state=0).fit(
+        X, similar=[(0, 1), (2, 3)], dissimilar=[(0, 5), (1, 7)]),
+    "CPCM": lambda X: CPCM(3, n_init=1, random_state=0).fit(X),
+    "CPCM-stepwise": lambda X: CPCM(3, predictor="stepwise", n_init=1, random_state=0).fit(X),
+    "CPDUML": lambda X: CPDUML(3, sigma=1e6, n_init=1, max_iter=5, random_state=0).fit(X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_FITS))
+def test_huge_finite_input_is_refused_naming_x_and_the_remedy(name):
+    # Before: KMeans inf inertia_ / NaN transform, ConstrainedKMeans inf
+    # inertia_, MMC FloatingPointError, CPD-UML NaN objective_ (sigma=1e6).
+    X = np.random.default_rng(0).standard_normal((30, 3)) * 1e200
+    with pytest.raises(ValueError, match=r"Input X .*Rescale"):
+        _HUGE_FITS[name](X)
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_FITS))
+def test_largest_accepted_input_gives_finite_attributes(name):
+    # Just under the limit, every estimator gives finite attributes, with no
+    # overflow warning on the way.
+    X = np.random.default_rng(1).standard_normal((30, 3))
+    X *= 0.99 * max_abs_value(np.float64, *X.shape) / np.abs(X).max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        est = _HUGE_FITS[name](X)
+    _all_finite(est)
+    if hasattr(est, "transform"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            assert np.all(np.isfinite(est.transform(X)))
+
+
+def test_limit_is_per_dtype_and_size():
+    lim64 = max_abs_value(np.float64, 1000, 10)
+    assert 1e150 < lim64 < 1e152
+    assert max_abs_value(np.float32, 1000, 10) < 1e19
+    X = np.full((4, 2), 1e19, dtype=np.float32)
+    with pytest.raises(ValueError, match="float64"):  # the float32 remedy
+        check_array(X, name="Y")
+    check_array(X.astype(np.float64), name="Y")       # fine in float64
+
+
+def test_cpcm_lda_without_ridge_on_constant_data_names_alpha():
+    # Before: numpy LinAlgError from scipy.linalg.eigh (hypothesis finding).
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="alpha") as info:
+        CPCM(2, predictor="lda", alpha=0.0, n_init=1, random_state=0).fit(X)
+    assert type(info.value) is ValueError
+
+
+def test_stepwise_sweep_does_not_square_the_cross_products():
+    # Before: overflow in outer(row, row) / d for |x| ~ 1e149 (hypothesis finding).
+    X = np.array([[1.25730221e149], [-1.32104863e149]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        est = CPCM(1, predictor="stepwise", n_init=1, max_iter=1, random_state=0).fit(X)
+    _all_finite(est)
+
+
+def test_pairs_from_labels_errors_name_y():
+    from metriclust.constraints import pairs_from_labels
+    with pytest.raises(ValueError, match="y has no class"):
+        pairs_from_labels(np.array([0, 1, 2]), 1, 0, random_state=0)
+    with pytest.raises(ValueError, match="y has fewer than two"):
+        pairs_from_labels(np.array([0, 0, 0]), 0, 1, random_state=0)

@@ -252,8 +252,10 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     if np.ndim(sample_weight) == 0:
         w = np.full(n_samples, sample_weight, dtype=dtype)
     else:
+        # Finiteness is checked below; the magnitude limit of check_array is for
+        # data (squared distances), weights are normalized by their users.
         w = check_array(sample_weight, name=name, dtype=dtype, ensure_2d=False,
-                        ensure_min_samples=0)
+                        ensure_min_samples=0, ensure_finite=False)
         if w.ndim != 1 or w.shape[0] != n_samples:
             raise ValueError(
                 f"{name} must have shape ({n_samples},), got {w.shape}."
