@@ -255,3 +255,21 @@ def test_pairs_from_labels_errors_name_y():
         pairs_from_labels(np.array([0, 1, 2]), 1, 0, random_state=0)
     with pytest.raises(ValueError, match="y has fewer than two"):
         pairs_from_labels(np.array([0, 0, 0]), 0, 1, random_state=0)
+
+
+def test_kmeans_weights_whose_inertia_overflows_name_sample_weight():
+    # hypothesis finding: weights 1e300 on |x| ~ 1e4 gave inertia_ = inf.
+    X = np.array([[12573.02210934], [-13210.48632913]])
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(1, n_init=1, random_state=0).fit(X, sample_weight=np.full(2, 1e300))
+    km = KMeans(1, n_init=1, random_state=0).fit(X, sample_weight=np.full(2, 1e290))
+    assert np.isfinite(km.inertia_)
+
+
+def test_blur_ratio_of_tiny_data_is_its_scale_free_value():
+    # hypothesis finding: |x| ~ 1e-301 underflowed the total scatter (ZeroDivisionError).
+    from metriclust.metrics import blur_ratio
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    labels = [0, 0, 1, 1]
+    assert blur_ratio(X * 1e-300, labels) == pytest.approx(blur_ratio(X, labels), rel=1e-12)
+    assert blur_ratio(np.array([[1.25e-301], [-1.32e-301]]), [0, 0]) == 1.0

@@ -20,6 +20,7 @@ seeding, restarts, the tolerance, BLAS held to one thread for the GEMM path.
 
 from collections import namedtuple
 import contextlib
+import math
 import numbers
 
 import numpy as np
@@ -225,5 +226,11 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                 best = KMeansResult(centers, labels, inertia, n_iter)
     centers = best.centers + X_mean
     inertia = float(best.inertia) * (1.0 if w is None else w_scale)
+    if not math.isfinite(inertia):  # the weights' scale times the squared distances
+        raise ValueError(
+            f"sample_weight is too large: the weighted inertia overflows float64 "
+            f"(largest weight {w_scale:.3g}). Rescale sample_weight (k-means depends "
+            "on the weights only up to a common factor)."
+        )
     return KMeansResult(centers.astype(X.dtype, copy=False), best.labels, inertia,
                         int(best.n_iter))
