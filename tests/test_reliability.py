@@ -273,3 +273,15 @@ def test_blur_ratio_of_tiny_data_is_its_scale_free_value():
     labels = [0, 0, 1, 1]
     assert blur_ratio(X * 1e-300, labels) == pytest.approx(blur_ratio(X, labels), rel=1e-12)
     assert blur_ratio(np.array([[1.25e-301], [-1.32e-301]]), [0, 0]) == 1.0
+
+
+def test_weights_beyond_float32_on_float32_data_name_sample_weight():
+    # hypothesis finding: weights 1e300 cast to float32 overflowed to inf.
+    X = np.array([[0.12573022], [0.5], [0.7]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for w in (np.full(3, 1e300), 1e300):
+            with pytest.raises(ValueError, match="rescale sample_weight"):
+                KMeans(1, n_init=1, random_state=0).fit(X, sample_weight=w)
+        km = KMeans(2, n_init=1, random_state=0).fit(X, sample_weight=np.full(3, 1e30))
+    assert np.isfinite(km.inertia_) and np.all(np.isfinite(km.cluster_centers_))

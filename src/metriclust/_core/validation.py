@@ -250,11 +250,11 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     if sample_weight is None:
         return np.ones(n_samples, dtype=dtype)
     if np.ndim(sample_weight) == 0:
-        w = np.full(n_samples, sample_weight, dtype=dtype)
+        w = np.full(n_samples, sample_weight, dtype=np.float64)
     else:
         # Finiteness is checked below; the magnitude limit of check_array is for
         # data (squared distances), weights are normalized by their users.
-        w = check_array(sample_weight, name=name, dtype=dtype, ensure_2d=False,
+        w = check_array(sample_weight, name=name, dtype=np.float64, ensure_2d=False,
                         ensure_min_samples=0, ensure_finite=False)
         if w.ndim != 1 or w.shape[0] != n_samples:
             raise ValueError(
@@ -266,6 +266,13 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
         raise ValueError(f"{name} must be non-negative; got {w.min()!r} at index {int(np.argmin(w))}.")
     if w.sum() <= 0:
         raise ValueError(f"{name} must have a positive sum (all weights are zero).")
+    if np.dtype(dtype) != w.dtype:
+        if w.max() > np.finfo(dtype).max:
+            raise ValueError(
+                f"{name} has values up to {w.max():.3g}, beyond the range of the data's "
+                f"dtype {np.dtype(dtype)}; rescale {name} (only the ratios of the weights matter)."
+            )
+        w = w.astype(dtype)
     return w
 
 
