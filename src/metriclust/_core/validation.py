@@ -153,7 +153,7 @@ def _check_finite(arr, name):
         limit = max_abs_value(arr.dtype, arr.size // n_features, n_features)
         biggest = max(hi, -lo)
         if biggest > limit:
-            remedy = "Rescale it, e.g. divide by its largest absolute value"
+            remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
             if arr.dtype == np.float32:
                 remedy += ", or pass float64 data"
             raise ValueError(
