@@ -29,6 +29,8 @@ __asm__(".symver pow,pow@GLIBC_2.2.5");
 #define ML_ERR_ALLOC (-1)     /* malloc failed */
 #define ML_ERR_ARG (-2)       /* a size or index out of range */
 #define ML_ERR_NUMERIC (-3)   /* non-finite intermediate result */
+/* ML_ERR_INTERRUPTED (-4): SIGINT arrived during a long loop (interrupt.h). */
+#include "interrupt.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ML_RESTRICT __restrict__

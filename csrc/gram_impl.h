@@ -223,6 +223,7 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     ptrdiff_t t;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (t = 0; t < ntasks; t++) {
+        if (ml_interrupted()) continue;
         REAL *buf = work + per_thread * ml_thread_id(), *buf2 = buf + T * T,
              *acc = buf2 + T * T;
         ptrdiff_t bi, bj;
@@ -245,7 +246,7 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     }
     free(work);
     SUF(ml_gram_ops_free)(&op);
-    return ML_OK;
+    return ml_interrupted() ? ML_ERR_INTERRUPTED : ML_OK;
 }
 
 int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
@@ -278,7 +279,7 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     for (bi = 0; bi < nbx; bi++) {
         REAL *tile = buf + (T * T + T) * ml_thread_id(), *acc = tile + T * T;
         ptrdiff_t i0 = bi * T, ni = nx - i0 < T ? nx - i0 : T;
-        for (ptrdiff_t bj = 0; bj < nby; bj++) {
+        for (ptrdiff_t bj = 0; bj < nby && !ml_interrupted(); bj++) {
             ptrdiff_t j0 = bj * T, nj = ny - j0 < T ? ny - j0 : T;
             SUF(ml_gram_tile)(&op, i0, ni, j0, nj, tile, T, tile, acc);
             /* out_blk (ni x k) += tile (ni x nj) V_blk (nj x k), column-major:
@@ -293,5 +294,5 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     }
     free(buf);
     SUF(ml_gram_ops_free)(&op);
-    return ML_OK;
+    return ml_interrupted() ? ML_ERR_INTERRUPTED : ML_OK;
 }

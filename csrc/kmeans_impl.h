@@ -692,7 +692,7 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
             if (do_sums) memset(acc, 0, (size_t)(copies * stride) * sizeof(double));
             int64_t ch = 0;
             const ptrdiff_t c_lo = s * nc / S, c_hi = (s + 1) * nc / S;
-            for (ptrdiff_t c = c_lo; c < c_hi; ++c) {
+            for (ptrdiff_t c = c_lo; c < c_hi && !ml_interrupted(); ++c) {
                 const ptrdiff_t i0 = c * ML_KM_CHUNK;
                 const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
                 const REAL *Xc = X + i0 * d;
@@ -881,6 +881,7 @@ static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     for (it = 0; it < max_iter; ++it) {
         int64_t changed;
         FN(pass)(&ws, hp, X, w, C, lab, sums, wsum, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
         st = FN(relocate_empty)(X, w, n, d, K, C, lab, sums, wsum, ws.nt);
         if (st != ML_OK) goto done;
         const double shift = FN(update_centers)(sums, wsum, C, C_new, K, d, hp);
@@ -894,6 +895,7 @@ static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (!is_strict) {  /* labels of the final centers */
         int64_t changed;
         FN(pass)(&ws, hp, X, w, C, lab, NULL, NULL, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     }
     if (C != centers) memcpy(centers, C, (size_t)(K * d) * sizeof(REAL));
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
@@ -929,12 +931,14 @@ int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
 
 /* One MacQueen pass in data order over float64 centers Cd (updated in place,
  * cnt the weight each center has received); returns the labels changed. */
+/* One online pass; the number of changed labels, or -1 when interrupted. */
 static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
                                ptrdiff_t d, ptrdiff_t K, double *Cd,
                                double *cnt, int32_t *lab)
 {
     int64_t changed = 0;
     for (ptrdiff_t i = 0; i < n; ++i) {
+        if ((i & 4095) == 0 && ml_interrupted()) return -1;   /* Ctrl-C */
         const REAL *x = X + i * d;
         double bs = INFINITY;
         int32_t bk = 0;
@@ -981,6 +985,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     for (it = 0; it < max_iter; ++it) {
         memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
         const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, lab);
+        if (changed < 0) { st = ML_ERR_INTERRUPTED; goto done; }
         double shift = 0;
         for (ptrdiff_t t = 0; t < K * d; ++t) {
             const double u = Cd[t] - Cprev[t];
@@ -994,6 +999,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     {
         int64_t changed;
         FN(pass)(&ws, NULL, X, w, centers, lab, NULL, NULL, &changed);
+        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     }
     st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
     if (st != ML_OK) goto done;
@@ -1021,6 +1027,7 @@ int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
     int64_t changed;
     FN(pass)(&ws, NULL, X, NULL, centers, lab, NULL, NULL, &changed);
+    if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     FN(lab_out)(lab, n, labels);
     if (dist) {
         FN(own_dist)(X, n, d, centers, lab, dd, ws.nt);
@@ -1050,6 +1057,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
         for (ptrdiff_t j = 0; j < d; ++j) cd[t * d + j] = (double)X[cand[t] * d + j];
     #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t bi = 0; bi < nb; ++bi) {
+        if (ml_interrupted()) continue;
         const ptrdiff_t lo = bi * BL, hi = lo + BL < n ? lo + BL : n;
         for (ptrdiff_t t = 0; t < T; ++t) {
             const double *c = cd + t * d;
@@ -1067,6 +1075,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
             part[bi * T + t] = acc;
         }
     }
+    if (ml_interrupted()) { free(part); free(cd); return ML_ERR_INTERRUPTED; }
     ptrdiff_t bt = 0;
     double bpot = INFINITY;
     for (ptrdiff_t t = 0; t < T; ++t) {

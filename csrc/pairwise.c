@@ -91,7 +91,7 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
         }
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t b = 0; b < nb; ++b) {
-            if (!D || !Yb) continue;
+            if (!D || !Yb || ml_interrupted()) continue;
             ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
             double hacc = 0.0;
             double *acc = G ? gpart + b * p * p : NULL;
@@ -152,6 +152,7 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
         free(D);
         free(Yb);
     }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
     if (status == ML_OK) {
         double hs = 0.0;
         for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
@@ -268,7 +269,7 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
         }
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t b = 0; b < nb; ++b) {
-            if (!V || !idx) continue;
+            if (!V || !idx || ml_interrupted()) continue;
             double hacc = 0.0;
             double *gacc = grad ? gpart + b * p : NULL;
             double *Hacc = H ? Hpart + b * p * p : NULL;
@@ -308,6 +309,7 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
         free(V);
         free(idx);
     }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
     if (status == ML_OK) {
         double hs = 0.0;
         for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
@@ -391,7 +393,7 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
         }
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t I = 0; I < nt; ++I) {
-            if (!Wb || !T || !buf || !rs || !cs) continue;
+            if (!Wb || !T || !buf || !rs || !cs || ml_interrupted()) continue;
             ptrdiff_t i0 = I * ML_TILE, ti = n - i0 < ML_TILE ? n - i0 : ML_TILE;
             double *acc = gpart + I * p * p;
             double hacc = 0.0;
@@ -478,6 +480,7 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
         free(rs);
         free(cs);
     }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
     if (status == ML_OK) {
         double hs = 0.0;
         memset(G, 0, (size_t)(p * p) * sizeof(double));

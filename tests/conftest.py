@@ -31,3 +31,22 @@ def load_dataset(data_dir):
         return np.ascontiguousarray(raw[:, :-1]), raw[:, -1].astype(np.int64)
 
     return load
+
+
+# Hypothesis profiles for tests/test_properties.py: "ci" (the default, 25
+# examples per test, fixed seed: well under a minute), "medium" (200) and
+# "long" (1000), e.g. pytest --hypothesis-profile=long.
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the property suite skips itself
+    pass
+else:
+    _slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
+                              database=None, suppress_health_check=_slow_ok,
+                              print_blob=True)
+    settings.register_profile("medium", max_examples=200, deadline=None, database=None,
+                              suppress_health_check=_slow_ok, print_blob=True)
+    settings.register_profile("long", max_examples=1000, deadline=None, database=None,
+                              suppress_health_check=_slow_ok, print_blob=True)
+    settings.load_profile(os.environ.get("METRICLUST_HYPOTHESIS_PROFILE", "ci"))

@@ -44,7 +44,12 @@ def test_check_array_rejects_bad_shapes_and_types():
 
 
 def test_overflowing_sum_is_not_mistaken_for_nonfinite():
+    # Finite but too large for squared distances: refused as such (the finite
+    # but huge contract), not reported as NaN or infinity.
     X = np.full((4, 2), 1e308)
+    with pytest.raises(ValueError, match="magnitude 1e.308.*Rescale"):
+        check_array(X)
+    X = np.full((4, 2), 1e150)
     assert check_array(X) is X
 
 

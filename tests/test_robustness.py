@@ -568,7 +568,7 @@ def test_kmeans_bad_sample_weight(case, method):
 @pytest.mark.parametrize("factor", [
     1e-300,
     1e300,
-    1e307,
+    1e305,
 ])
 def test_kmeans_weight_scale_invariance(factor):
     """Weights matter only up to a common factor: extreme factors change nothing."""

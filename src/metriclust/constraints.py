@@ -67,7 +67,8 @@ def _sample_same(idx, codes, k, size, rng):
     counts = np.bincount(codes, minlength=k)
     weight = counts * (counts - 1.0)
     if weight.sum() == 0:
-        raise ValueError("No class has two labelled points: no similar pair exists.")
+        raise ValueError("y has no class with two labelled points: no similar pair exists "
+                         "(n_similar > 0).")
     order = np.argsort(codes, kind="stable")
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     c = rng.choice(k, size=size, p=weight / weight.sum())
@@ -80,7 +81,8 @@ def _sample_same(idx, codes, k, size, rng):
 def _sample_different(idx, codes, k, size, rng):
     counts = np.bincount(codes, minlength=k).astype(np.float64)
     if np.count_nonzero(counts) < 2:
-        raise ValueError("Fewer than two labelled classes: no dissimilar pair exists.")
+        raise ValueError("y has fewer than two labelled classes: no dissimilar pair exists "
+                         "(n_dissimilar > 0).")
     n = idx.size
     out = np.empty((0, 2), dtype=np.int64)
     while len(out) < size:                             # rejection: differs w.p. >= 1/n

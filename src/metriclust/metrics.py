@@ -726,4 +726,6 @@ def blur_ratio(X, labels, transform=None):
     ssc = float(np.einsum("ij,ij->", dev, dev))
     np.subtract(Z, Z.mean(axis=0), out=dev)
     sst = float(np.einsum("ij,ij->", dev, dev))
+    if not sst > 0:  # squared deviations underflowed (|Z| ~ 1e-160): the ratio is scale-free
+        return blur_ratio(Z / np.abs(Z).max(), codes)
     return min(ssc / sst, 1.0)

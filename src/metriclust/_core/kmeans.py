@@ -22,6 +22,7 @@ seeding, restarts, the tolerance, BLAS held to one thread for the GEMM path.
 
 from collections import namedtuple
 import contextlib
+import math
 import numbers
 
 import numpy as np
@@ -289,7 +290,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     if sample_weight is None:
         w = None
     else:
-        w = np.ascontiguousarray(sample_weight, dtype=X.dtype)
+        # float64 first: a float32 cast of weights above 3.4e38 would overflow.
+        w = np.ascontiguousarray(sample_weight, dtype=np.float64)
         if w.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
         if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.any(w > 0)):
@@ -298,7 +300,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         # Weights matter only up to a common factor: scale the largest to 1 so
         # that sums of weights cannot overflow; the inertia is scaled back.
         w_scale = float(w.max())
-        w = np.ascontiguousarray(w / w.dtype.type(w_scale))
+        w = np.ascontiguousarray(w / w_scale, dtype=X.dtype)
 
     # Subtract the mean for accurate ||x||^2 - 2 x.c + ||c||^2 distances. The
     # mean and the variance behind ``tol`` are weighted, so that an integer
@@ -341,5 +343,11 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                 best = KMeansResult(centers, labels, inertia, n_iter)
     centers = best.centers + X_mean
     inertia = float(best.inertia) * (1.0 if w is None else w_scale)
+    if not math.isfinite(inertia):  # the weights' scale times the squared distances
+        raise ValueError(
+            f"sample_weight is too large: the weighted inertia overflows float64 "
+            f"(largest weight {w_scale:.3g}). Rescale sample_weight (k-means depends "
+            "on the weights only up to a common factor)."
+        )
     return KMeansResult(centers.astype(X.dtype, copy=False), best.labels, inertia,
                         int(best.n_iter))

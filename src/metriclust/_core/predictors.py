@@ -371,7 +371,7 @@ def _sweep(C, j):
     """Sweep the symmetric matrix C on pivot j in place (Goodnight 1979)."""
     d = C[j, j]
     row = C[j].copy()
-    C -= np.outer(row, row) / d
+    C -= np.outer(row / d, row)  # not outer(row, row) / d: that squares X^T X (overflow)
     C[j, :] = row / d
     C[:, j] = row / d
     C[j, j] = -1.0 / d

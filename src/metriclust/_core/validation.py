@@ -2,6 +2,12 @@
 
 Errors name the parameter and, for non-finite values, the first bad position,
 so that a user can find the offending entry without a debugger.
+
+Finite but huge input is refused here too, in one place for every estimator
+and function (see :func:`max_abs_value`): squared distances and the sums of
+squares behind every method must fit in floating point, so a value that makes
+them overflow gets a ValueError naming the parameter and the remedy (rescale)
+instead of an infinite or NaN result later.
 """
 
 import math
@@ -18,6 +24,7 @@ __all__ = [
     "check_random_state",
     "check_sample_weight",
     "check_scalar",
+    "max_abs_value",
 ]
 
 _FLOAT_DTYPES = (np.float64, np.float32)
@@ -56,7 +63,8 @@ def check_array(
     ensure_min_samples, ensure_min_features : int
         Minimum number of rows and columns.
     ensure_finite : bool
-        Refuse NaN and infinity, naming the first bad position.
+        Refuse NaN and infinity, naming the first bad position, and values
+        larger in magnitude than :func:`max_abs_value` allows.
     copy : bool
         Always return a new array.
 
@@ -116,15 +124,45 @@ def check_array(
     return out
 
 
+def max_abs_value(dtype, n_samples, n_features):
+    """Largest magnitude accepted in an ``(n_samples, n_features)`` input.
+
+    ``sqrt(finfo(float64).max / (16 n_samples n_features))``, and for float32
+    input also ``sqrt(finfo(float32).max / (16 n_features))``: below it, every
+    squared difference of two entries summed over all entries (what inertia,
+    scatter matrices and pair sums add up, in float64) stays below a quarter
+    of float64's range, and a row's squared norm fits in the input dtype
+    (float32 distances are computed in float32). About 1e150 for a thousand
+    float64 entries, 1e18 for float32 rows of ten features.
+    """
+    n_entries = max(int(n_samples), 1) * max(int(n_features), 1)
+    limit = math.sqrt(np.finfo(np.float64).max / (16.0 * n_entries))
+    if np.dtype(dtype) == np.float32:
+        limit = min(limit, math.sqrt(float(np.finfo(np.float32).max) / (16.0 * max(int(n_features), 1))))
+    return limit
+
+
 def _check_finite(arr, name):
-    # np.isfinite on a sum is one cheap pass; the positional search runs only on failure.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = arr.sum(dtype=np.float64)
-    if np.isfinite(total):
+    # max and min propagate NaN and show infinity: two cheap passes, no
+    # temporary; the positional search runs only on failure.
+    if arr.size == 0:
+        return
+    hi, lo = float(arr.max()), float(arr.min())
+    if math.isfinite(hi) and math.isfinite(lo):
+        n_features = arr.shape[1] if arr.ndim == 2 else 1
+        limit = max_abs_value(arr.dtype, arr.size // n_features, n_features)
+        biggest = max(hi, -lo)
+        if biggest > limit:
+            remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
+            if arr.dtype == np.float32:
+                remedy += ", or pass float64 data"
+            raise ValueError(
+                f"Input {name} has a value of magnitude {biggest:.3g}; with its shape "
+                f"{arr.shape} and dtype {arr.dtype}, values above {limit:.3g} would make "
+                f"squared distances overflow. {remedy}."
+            )
         return
     bad = np.argwhere(~np.isfinite(arr))
-    if bad.size == 0:  # the sum overflowed but every entry is finite
-        return
     pos = tuple(int(i) for i in bad[0])
     kind = "NaN" if np.isnan(arr[pos]) else "infinity"
     where = f"row {pos[0]}, column {pos[1]}" if len(pos) == 2 else f"position {pos}"
@@ -212,10 +250,12 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
     if sample_weight is None:
         return np.ones(n_samples, dtype=dtype)
     if np.ndim(sample_weight) == 0:
-        w = np.full(n_samples, sample_weight, dtype=dtype)
+        w = np.full(n_samples, sample_weight, dtype=np.float64)
     else:
-        w = check_array(sample_weight, name=name, dtype=dtype, ensure_2d=False,
-                        ensure_min_samples=0)
+        # Finiteness is checked below; the magnitude limit of check_array is for
+        # data (squared distances), weights are normalized by their users.
+        w = check_array(sample_weight, name=name, dtype=np.float64, ensure_2d=False,
+                        ensure_min_samples=0, ensure_finite=False)
         if w.ndim != 1 or w.shape[0] != n_samples:
             raise ValueError(
                 f"{name} must have shape ({n_samples},), got {w.shape}."
@@ -226,6 +266,13 @@ def check_sample_weight(sample_weight, n_samples, dtype=np.float64, *,
         raise ValueError(f"{name} must be non-negative; got {w.min()!r} at index {int(np.argmin(w))}.")
     if w.sum() <= 0:
         raise ValueError(f"{name} must have a positive sum (all weights are zero).")
+    if np.dtype(dtype) != w.dtype:
+        if w.max() > np.finfo(dtype).max:
+            raise ValueError(
+                f"{name} has values up to {w.max():.3g}, beyond the range of the data's "
+                f"dtype {np.dtype(dtype)}; rescale {name} (only the ratios of the weights matter)."
+            )
+        w = w.astype(dtype)
     return w
 
 

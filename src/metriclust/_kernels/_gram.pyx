@@ -7,6 +7,7 @@ import numpy as np
 
 from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn
+from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 
 cdef extern from "gram.h" nogil:
     int ML_GRAM_DIRECT_MAX_D
@@ -100,6 +101,7 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=N
         if Y is not None:
             Yd = Y
             yd = &Yd[0, 0]
+        entered = interrupt_enter()
         with nogil:
             status = ml_gaussian_gram_f64(&Xd[0, 0], nx, yd, ny, d, sigma, &Gd[0, 0],
                                           <ml_dgemm_fn>dgemm if use_blas else NULL,
@@ -113,12 +115,14 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=N
         if Y is not None:
             Yf = Y
             yf = &Yf[0, 0]
+        entered = interrupt_enter()
         with nogil:
             status = ml_gaussian_gram_f32(&Xf[0, 0], nx, yf, ny, d, sigma, &Gf[0, 0],
                                           <ml_sgemm_fn>sgemm if use_blas else NULL,
                                           n_threads)
     else:
         raise TypeError(f"gaussian_gram: unsupported dtype {X.dtype}")
+    interrupt_leave(entered, status)
     _raise(status, "gaussian_gram")
     return G
 
@@ -161,6 +165,7 @@ def gram_matmat(X, Y, V, double sigma, int n_threads=0):
         if Y is not None:
             Yd = Y
             yd = &Yd[0, 0]
+        entered = interrupt_enter()
         with nogil:
             status = ml_gram_matmat_f64(&Xd[0, 0], nx, yd, ny, d, sigma, &Vd[0, 0], k,
                                         &Od[0, 0], <ml_dgemm_fn>dgemm, n_threads)
@@ -174,11 +179,13 @@ def gram_matmat(X, Y, V, double sigma, int n_threads=0):
         if Y is not None:
             Yf = Y
             yf = &Yf[0, 0]
+        entered = interrupt_enter()
         with nogil:
             status = ml_gram_matmat_f32(&Xf[0, 0], nx, yf, ny, d, sigma, &Vf[0, 0], k,
                                         &Of[0, 0], <ml_sgemm_fn>sgemm, n_threads)
     else:
         raise TypeError(f"gram_matmat: unsupported dtype {X.dtype}")
+    interrupt_leave(entered, status)
     _raise(status, "gram_matmat")
     return out
 

@@ -11,6 +11,7 @@ import numpy as np
 from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
+from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 
 cdef extern from "kmeans.h" nogil:
     int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
@@ -143,6 +144,7 @@ def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] cent
     cdef int64_t[::1] lv = labels
     cdef double inertia = 0
     cdef int n_iter = 0, strict = 0, status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             if algo == _ONLINE:
@@ -170,6 +172,7 @@ def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] cent
                 status = ml_kmeans_lloyd_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
                                              max_iter, tol, &lv[0], &inertia, &n_iter,
                                              &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "kmeans")
     return labels, inertia, n_iter, bool(strict)
 
@@ -223,6 +226,7 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
         dv = dist
         dp = &dv[0]
     cdef int status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_kmeans_assign_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
@@ -230,6 +234,7 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
         else:
             status = ml_kmeans_assign_f32(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
                                           <ml_sgemm_fn>sgemm, code, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "assign")
     return labels, dist
 
@@ -261,6 +266,7 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     cdef Py_ssize_t best = 0
     cdef double pot = 0
     cdef int status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_kmeans_pp_step_f64(&X[0, 0], wp, n, d, &candidates[0], T,
@@ -268,5 +274,6 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
         else:
             status = ml_kmeans_pp_step_f32(&X[0, 0], wp, n, d, &candidates[0], T,
                                            &closest[0], &best, &pot, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "kmeans++")
     return int(best), pot

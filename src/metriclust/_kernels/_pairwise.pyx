@@ -12,6 +12,7 @@ import numpy as np
 from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
+from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 
 cdef extern from "pairwise.h" nogil:
     double ML_MIN_PARALLEL_WORK
@@ -100,11 +101,13 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
         Gzp = &Gzv[0, 0]
     cdef double h = 0.0, n_zero = 0.0
     cdef int status
+    entered = interrupt_enter()
     with nogil:
         status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
                                &pairs[0, 0] if m > 0 else NULL, m,
                                &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
                                dgemm, dsyrk, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "pairs_full")
     if zero_pairs:
         return h, G, dist, Gz, int(n_zero)
@@ -200,12 +203,14 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
     cdef double h = 0.0, n_zero = 0.0
     cdef int status
     cdef bint explicit = pairs is not None
+    entered = interrupt_enter()
     with nogil:
         if explicit and m == 0:
             status = 0
         else:
             status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
                                    &h, gp, Hp, zp, &n_zero, dsyrk, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "pairs_diag")
     if zero_pairs:
         return h, grad, H, gzero, int(n_zero)
@@ -230,8 +235,10 @@ def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=
     cdef double[:, ::1] Gv = G
     cdef double h = 0.0
     cdef int status
+    entered = interrupt_enter()
     with nogil:
         status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &Gv[0, 0],
                                   dgemm, dsyrk, n_threads)
+    interrupt_leave(entered, status)
     _raise(status, "allpairs_full")
     return h, G

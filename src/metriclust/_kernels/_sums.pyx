@@ -4,6 +4,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 from metriclust._kernels._common cimport real
+from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 
 cdef extern from "sums.h" nogil:
     int ml_cluster_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
@@ -27,6 +28,7 @@ def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_c
     out = np.zeros((n_clusters, p), dtype=np.float64)
     cdef double[:, ::1] out_v = out
     cdef int status
+    cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_cluster_sums_f64(&X[0, 0] if n * p > 0 else NULL, n, p,
@@ -38,6 +40,7 @@ def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_c
                                          &labels[0] if n > 0 else NULL,
                                          n_clusters, &out_v[0, 0] if p > 0 else NULL,
                                          n_threads)
+    interrupt_leave(entered, status)
     if status == -2:
         raise ValueError(f"labels must lie in [0, {n_clusters})")
     if status == -1:
