@@ -930,8 +930,8 @@ int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
 }
 
 /* One MacQueen pass in data order over float64 centers Cd (updated in place,
- * cnt the weight each center has received); returns the labels changed. */
-/* One online pass; the number of changed labels, or -1 when interrupted. */
+ * cnt the weight each center has received); returns the labels changed, or
+ * -1 when interrupted (Ctrl-C, polled every 4096 rows). */
 static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
                                ptrdiff_t d, ptrdiff_t K, double *Cd,
                                double *cnt, int32_t *lab)

@@ -231,12 +231,20 @@ def test_limit_is_per_dtype_and_size():
     check_array(X.astype(np.float64), name="Y")       # fine in float64
 
 
-def test_cpcm_lda_without_ridge_on_constant_data_names_alpha():
-    # Before: numpy LinAlgError from scipy.linalg.eigh (hypothesis finding).
-    X = np.zeros((4, 2))
-    with pytest.raises(ValueError, match="alpha") as info:
-        CPCM(2, predictor="lda", alpha=0.0, n_init=1, random_state=0).fit(X)
-    assert type(info.value) is ValueError
+def test_cpcm_lda_without_ridge_on_constant_data_is_well_defined():
+    # Before: numpy LinAlgError from scipy.linalg.eigh (hypothesis finding). LDA now
+    # works in the span of the centred data, where S_m is positive definite, so
+    # alpha=0 needs no ridge: constant data have no direction (every prediction 0,
+    # blur ratio 1), and a constant column beside a varying one is simply ignored.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est = CPCM(2, predictor="lda", alpha=0.0, n_init=1, random_state=0).fit(np.zeros((4, 2)))
+        _all_finite(est)
+        assert est.blur_ratio_ == 1.0
+        assert np.all(est.transform(np.zeros((4, 2))) == 0)
+        X = np.array([[0.0, 1.0], [0.0, 2.0], [0.0, 3.0], [0.0, 4.0]])
+        est = CPCM(2, predictor="lda", alpha=0.0, n_init=1, random_state=0).fit(X)
+    assert sorted(np.bincount(est.labels_)) == [2, 2] and est.labels_[0] != est.labels_[3]
 
 
 def test_stepwise_sweep_does_not_square_the_cross_products():
