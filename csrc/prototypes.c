@@ -39,6 +39,7 @@ int ml_lvq_train(const double *X, const int64_t *y, ptrdiff_t n, ptrdiff_t d,
     double s = (1.0 - window) / (1.0 + window);
     int64_t moves = 0;
     for (ptrdiff_t t = 0; t < T; ++t) {
+        if ((t & 4095) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;  /* Ctrl-C */
         const double *x = X + order[t] * d;
         int64_t cls = y[order[t]];
         double alpha = alpha0 * (1.0 - (double)t / (double)T);
@@ -106,6 +107,7 @@ int ml_som_train(const double *X, ptrdiff_t n, ptrdiff_t d, double *W,
         if (order[t] < 0 || order[t] >= n) return ML_ERR_ARG;
     double la = log(alpha1 / alpha0), ls = log(sigma1 / sigma0);
     for (ptrdiff_t t = 0; t < T; ++t) {
+        if ((t & 4095) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;  /* Ctrl-C */
         const double *x = X + order[t] * d;
         double frac = T > 1 ? (double)t / (double)T : 0.0;
         double alpha = alpha0 * exp(la * frac), sigma = sigma0 * exp(ls * frac);

@@ -111,6 +111,20 @@ _INTERRUPT_CHILD = textwrap.dedent("""
         def call():
             for _ in range(100000):
                 _sums.cluster_sums(X, labels, 64)
+    elif which == "lvq":
+        from metriclust._kernels import _prototypes
+        X = rng.standard_normal((20_000, 16))
+        y = rng.integers(0, 4, size=20_000)
+        protos, plabels = X[:256].copy(), np.arange(256, dtype=np.int64) % 4
+        order = rng.integers(0, 20_000, size=20_000_000)
+        call = lambda: _prototypes.lvq_train(X, y, protos, plabels, order, "lvq1", 0.1, 0.3, 0.1)
+    elif which == "som":
+        from metriclust._kernels import _prototypes
+        X = rng.standard_normal((20_000, 16))
+        W = X[:400].copy()
+        grid = np.array([[i // 20, i % 20] for i in range(400)], dtype=np.float64)
+        order = rng.integers(0, 20_000, size=20_000_000)
+        call = lambda: _prototypes.som_train(X, W, grid, order, 0.5, 0.01, 5.0, 0.5)
     print("ready", flush=True)
     t0 = time.perf_counter()
     try:
@@ -146,7 +160,8 @@ def _interrupt_latency(which):
 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or sys.platform == "win32",
                     reason="POSIX signals")
-@pytest.mark.parametrize("which", ["kmeans", "online", "gram", "pairwise", "sums"])
+@pytest.mark.parametrize("which", ["kmeans", "online", "gram", "pairwise", "sums", "lvq",
+                                   "som"])
 def test_sigint_interrupts_long_c_loop(which):
     # Without the flag, Python would only see the signal when the C call ends
     # (minutes here); the bound below is a hang guard, not a timing test: the
