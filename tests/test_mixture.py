@@ -285,3 +285,21 @@ def test_random_start_and_best_of_n_init():
     assert best.lower_bound_ >= runs[0].lower_bound_ - 1e-12
     assert max(r.lower_bound_ for r in runs) >= GaussianMixture(3, random_state=0).fit(
         X).lower_bound_ - 0.05
+
+
+def test_max_iter_warnings_are_convergence_warnings_for_sklearn_users():
+    # GaussianMixture and MMC warn with the shared ConvergenceWarning, which is also
+    # scikit-learn's class once scikit-learn is loaded (as KMeans' warning is).
+    from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
+
+    from metriclust import MMC
+    from metriclust._core.base import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + 4.0]
+    with pytest.warns(SkConvergenceWarning) as record:
+        GaussianMixture(2, max_iter=1, tol=0.0, random_state=0).fit(X)
+    assert any(isinstance(w.message, ConvergenceWarning) for w in record)
+    y = np.repeat([0, 1], 100)
+    with pytest.warns(SkConvergenceWarning):
+        MMC(max_iter=1, tol=1e-300).fit(X, y)

@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
+from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, _with_sklearn_twin,
+                         check_is_fitted)
 from ._core.kmeans import kmeans
 from ._core.scaling import standardise
 from ._core.threads import effective_n_threads
@@ -265,7 +266,8 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
                                     True, False, nt)
         if not best["converged"]:
             warnings.warn(f"EM did not converge in max_iter={self.max_iter} iterations "
-                          f"(tol={self.tol}); increase max_iter or tol.", UserWarning,
+                          f"(tol={self.tol}); increase max_iter or tol.",
+                          _with_sklearn_twin(ConvergenceWarning),
                           stacklevel=2)
         shift = d * np.log(scale)
         self._set_params(best, mean, scale)

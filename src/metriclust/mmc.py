@@ -47,7 +47,8 @@ import warnings
 
 import numpy as np
 
-from ._core.base import BaseEstimator, TransformerMixin, check_is_fitted
+from ._core.base import (BaseEstimator, ConvergenceWarning, TransformerMixin,
+                         _with_sklearn_twin, check_is_fitted)
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
@@ -68,10 +69,6 @@ _MAX_LABEL_PAIRS = 200_000
 # relative gap (in units of tol) under which it may stop.
 _WINDOW = 20
 _STALL_GAP = 100.0
-
-
-class ConvergenceWarning(UserWarning):
-    """MMC stopped at ``max_iter`` before its stopping rule was met."""
 
 
 class MMC(TransformerMixin, BaseEstimator):
@@ -281,7 +278,8 @@ class MMC(TransformerMixin, BaseEstimator):
             sums, a0, self.max_iter, self.tol, self.verbose)
         if not self.converged_:
             warnings.warn(f"MMC did not reach tol={self.tol} in max_iter={self.max_iter} "
-                          "iterations; increase max_iter.", ConvergenceWarning)
+                          "iterations; increase max_iter.",
+                          _with_sklearn_twin(ConvergenceWarning))
         w = np.sqrt(b / m)                                  # A = diag(w^2)
         w /= np.sqrt(max(np.sum(w * w * m), np.finfo(float).tiny))   # sum_S ||.||_A^2 = 1
         keep = np.flatnonzero(w > 0)
@@ -342,7 +340,8 @@ class MMC(TransformerMixin, BaseEstimator):
             Lt = psd_factor(lam, V)
         if not self.converged_:
             warnings.warn(f"MMC did not reach tol={self.tol} in max_iter={self.max_iter} "
-                          "iterations; increase max_iter.", ConvergenceWarning)
+                          "iterations; increase max_iter.",
+                          _with_sklearn_twin(ConvergenceWarning))
 
         L = Lt.T @ W.T                                  # A = W B W^T = L^T L
         scale = np.sqrt(max(np.sum((L @ M_S) * L), np.finfo(float).tiny))
