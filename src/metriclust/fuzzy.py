@@ -5,8 +5,8 @@ import numbers
 import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
-from ._core.kmeans import kmeans_plusplus
-from ._core.scaling import sq_distances, standardise
+from ._core.kmeans import center_distances, kmeans_plusplus
+from ._core.scaling import standardise
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, check_scalar)
 
@@ -132,11 +132,11 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         m = float(self.m)
         history = []
         n_iter = 0
-        u = fuzzy_memberships(sq_distances(Xs, centers), m)
+        u = fuzzy_memberships(center_distances(Xs, centers, squared=True), m)
         for n_iter in range(1, int(self.max_iter) + 1):
             um = u**m
             centers = (um.T @ Xs) / um.sum(axis=0)[:, None]
-            d2 = sq_distances(Xs, centers)
+            d2 = center_distances(Xs, centers, squared=True)
             u = fuzzy_memberships(d2, m)
             J = float(np.sum(u**m * d2))
             history.append(J)
@@ -160,7 +160,8 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         X = check_array(X)
         check_n_features(self, X)
         Xs = (np.asarray(X, dtype=np.float64) - self._mean) / self._scale
-        return fuzzy_memberships(sq_distances(Xs, self._centers_s), float(self.m))
+        d2 = center_distances(Xs, self._centers_s, squared=True)
+        return fuzzy_memberships(d2, float(self.m))
 
     def predict(self, X):
         """Cluster of largest membership of each row."""

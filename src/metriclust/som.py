@@ -5,8 +5,8 @@ import numbers
 import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
-from ._core.kmeans import assign_labels
-from ._core.scaling import sq_distances, standardise
+from ._core.kmeans import assign_labels, center_distances
+from ._core.scaling import standardise
 from ._core.validation import (check_array, check_n_features, check_random_state,
                                check_scalar)
 from ._kernels import _prototypes
@@ -157,7 +157,7 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
         self._W_s, self._mean, self._scale = W, mean, scale
         self.grid_ = grid
         self.cluster_centers_ = W * scale + mean
-        d2 = sq_distances(Xs, W)
+        d2 = center_distances(Xs, W, squared=True)
         if W.shape[0] > 1:
             two = np.argsort(d2, axis=1, kind="stable")[:, :2]
             gap = np.abs(grid[two[:, 0]] - grid[two[:, 1]]).sum(axis=1)
@@ -181,4 +181,4 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Euclidean distances of the rows to every unit, shape (n_samples, n_units)."""
-        return np.sqrt(sq_distances(self._scaled(X), self._W_s)) * self._scale
+        return center_distances(self._scaled(X), self._W_s) * self._scale

@@ -1,4 +1,4 @@
-"""Shared helpers of the toolbox estimators: one global scale, squared distances.
+"""Shared helper of the toolbox estimators: one global scale.
 
 Dividing the data by one number (after centring) makes a fit invariant to the
 scale of X and keeps sums of squares far from overflow and underflow (data at
@@ -7,7 +7,7 @@ scale of X and keeps sums of squares far from overflow and underflow (data at
 
 import numpy as np
 
-__all__ = ["standardise", "sq_distances"]
+__all__ = ["standardise"]
 
 
 def standardise(X):
@@ -26,16 +26,3 @@ def standardise(X):
         scale = 1.0
     return np.ascontiguousarray(Xc / scale), mean, scale
 
-
-def sq_distances(X, C, *, chunk=4096):
-    """All squared Euclidean distances ``||x_i - c_k||^2``, shape (n, K).
-
-    From the differences (exact up to rounding, no cancellation: a point on a
-    center is at distance 0 exactly), vectorised over row chunks so that the
-    (chunk, K, d) temporary stays small.
-    """
-    out = np.empty((X.shape[0], C.shape[0]))
-    for lo in range(0, X.shape[0], chunk):
-        diff = X[lo:lo + chunk, None, :] - C[None, :, :]
-        np.einsum("ikj,ikj->ik", diff, diff, out=out[lo:lo + chunk])
-    return out
