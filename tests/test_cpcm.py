@@ -12,7 +12,7 @@ import scipy.linalg
 
 from metriclust import CPCM, datasets
 from metriclust._core import predictors as P
-from metriclust._core import partitions
+from metriclust._core import partition, starts
 from metriclust._core.kmeans import kmeans
 from metriclust.kernels import Nystrom, gaussian_gram
 from metriclust.metrics import adjusted_rand_index, blur_ratio, rand_index
@@ -86,7 +86,7 @@ def rng_data(n=120, p=4, seed=0):
 def test_blur_ratio_matches_definition_and_metrics_module():
     X, labels = rng_data()
     Zhat = X @ np.random.default_rng(1).standard_normal((4, 3))
-    br = P.blur_ratio(Zhat, labels, 3)
+    br = partition.blur_ratio(Zhat, labels, 3)
     assert br == pytest.approx(ref_blur_ratio(Zhat, labels), rel=1e-12)
     assert br == pytest.approx(blur_ratio(Zhat, labels), rel=1e-10)
 
@@ -174,8 +174,8 @@ def test_lda_directions_solve_the_generalized_eigenproblem():
 
 def test_canonical_labels_identify_equal_partitions():
     a = np.array([2, 2, 0, 1, 0])
-    assert partitions.canonical(a).tolist() == [0, 0, 1, 2, 1]
-    assert np.array_equal(partitions.canonical(a), partitions.canonical(np.array([5, 5, 1, 0, 1])))
+    assert partition.canonical(a).tolist() == [0, 0, 1, 2, 1]
+    assert np.array_equal(partition.canonical(a), partition.canonical(np.array([5, 5, 1, 0, 1])))
 
 
 def test_linear_cpcm_follows_the_slow_reference_path():
@@ -183,7 +183,7 @@ def test_linear_cpcm_follows_the_slow_reference_path():
     X, _ = datasets.make_parallel_lines(300, n_lines=3, random_state=4)
     X = np.column_stack([X, np.random.default_rng(2).standard_normal((300, 3))])
     for seed in range(3):
-        start = partitions.random_partition(300, 3, np.random.default_rng(seed))
+        start = starts.random_partition(300, 3, np.random.default_rng(seed))
         labels, history = ref_cpcm(X, start, 3)
         est = CPCM(3, init=start).fit(X)
         np.testing.assert_array_equal(est.labels_, labels)
@@ -203,7 +203,7 @@ def test_fig1abc_two_parallel_lines_cpcm_separates_where_kmeans_cuts_across():
     assert blur_ratio(X, km) == pytest.approx(0.447, abs=0.05)
     assert est.blur_ratio_ < 0.1
     # the k-means partition is worse in CPCM's own criterion as well
-    km_br = P.blur_ratio(ref_lsr(X, km, 2), km, 2)
+    km_br = partition.blur_ratio(ref_lsr(X, km, 2), km, 2)
     assert est.blur_ratio_ < km_br / 3
     # ... and the paper's protocol (random starts only) finds the lines too
     paper = CPCM(2, init="random", random_state=0).fit(X)
@@ -265,7 +265,7 @@ def test_property1_affine_invariance_to_the_last_label():
     X, _ = datasets.make_parallel_lines(300, n_lines=3, random_state=2)
     rng = np.random.default_rng(5)
     X = np.column_stack([X, rng.standard_normal((300, 3))])
-    start = partitions.random_partition(300, 3, np.random.default_rng(1))
+    start = starts.random_partition(300, 3, np.random.default_rng(1))
     ref = CPCM(3, init=start).fit(X)
     assert ref.n_iter_ > 1
     for trial in range(3):
@@ -307,12 +307,12 @@ def test_kurtosis_directions_are_basis_free():
     X = np.column_stack([np.repeat([-2.0, 0.0, 2.0], 50) + 0.2 * rng.standard_normal(150),
                          rng.standard_normal((150, 3))])
     Q = np.linalg.qr(X - X.mean(0))[0]
-    F = partitions.kurtosis_directions(Q)
+    F = starts.kurtosis_directions(Q)
     # the trimodal column is the most non-Gaussian direction
     assert abs(np.corrcoef(F[:, 0], X[:, 0])[0, 1]) > 0.95
     A = rng.standard_normal((4, 4))
     Q2 = np.linalg.qr(X @ A + 5.0 - (X @ A).mean(0) - 5.0)[0]
-    F2 = partitions.kurtosis_directions(Q2)
+    F2 = starts.kurtosis_directions(Q2)
     np.testing.assert_allclose(np.abs(F2), np.abs(F), atol=1e-8)
 
 
@@ -436,8 +436,8 @@ def test_rank_deficient_linear_warns_once_and_stops(predictor):
     # the same holds for random partitions: the criterion cannot tell them apart
     model = P.LDA(X) if predictor == "lda" else P.Linear(X)
     for seed in range(3):
-        labels = partitions.random_partition(20, 2, np.random.default_rng(seed))
-        assert P.blur_ratio(model.fit(labels, 2).Zhat, labels, 2) < 1e-9
+        labels = starts.random_partition(20, 2, np.random.default_rng(seed))
+        assert partition.blur_ratio(model.fit(labels, 2).Zhat, labels, 2) < 1e-9
 
 
 @pytest.mark.parametrize("params,err", [

@@ -8,7 +8,8 @@ from threadpoolctl import threadpool_limits
 from metriclust import CPDUML
 from metriclust._core.base import NotFittedError
 from metriclust._core.cpd import (DensePsiSolver, KernelPCA, LowRankPsiSolver, objective,
-                                  orthonormalize_factor, same_partition)
+                                  orthonormalize_factor)
+from metriclust._core.partition import same_partition
 from metriclust._core.kmeans import assign_labels, kmeans
 from metriclust.kernels import Nystrom, gaussian_gram, top_eigenpairs
 from _reference import clustering_accuracy as accuracy

@@ -12,7 +12,7 @@ import scipy.linalg
 
 from metriclust import CPCM, CPDUML, MMC
 from metriclust import cpduml as cpduml_module
-from metriclust._core import partitions
+from metriclust._core import starts
 from metriclust._core import predictors as P
 from metriclust._core.kmeans import kmeans
 from metriclust.metrics import adjusted_rand_index
@@ -73,7 +73,7 @@ def test_wide_stepwise_selects_what_the_sweep_selects(criterion, shape):
 
 def test_wide_stepwise_cpcm_run_matches_the_sweep_path():
     X, _ = wide_data()
-    start = partitions.random_partition(48, 3, np.random.default_rng(0))
+    start = starts.random_partition(48, 3, np.random.default_rng(0))
     est = CPCM(3, predictor="stepwise", init=start).fit(X)
     from metriclust.cpcm import _cpcm
     ref = _cpcm(sweep_stepwise(X, "ric"), start, 3, 100, 1e-6, 1, 0)
@@ -127,16 +127,16 @@ def test_lda_ignores_directions_the_data_do_not_span():
 def test_feature_starts_of_wide_data_are_the_strongest_splits():
     X, _ = wide_data()
     K = 3
-    cols = partitions.strongest_split_features(X, K, 10)
+    cols = starts.strongest_split_features(X, K, 10)
     shares = []
     for j in range(X.shape[1]):
         col = np.ascontiguousarray(X[:, j:j + 1])
-        labels = partitions.feature_partition(col, K, seed=0)
+        labels = starts.feature_partition(col, K, seed=0)
         within = sum(((col[labels == k] - col[labels == k].mean()) ** 2).sum() for k in range(K))
         shares.append(within / ((col - col.mean()) ** 2).sum())
     np.testing.assert_array_equal(cols, np.sort(np.argsort(shares, kind="stable")[:10]))
     # block quantiles equal the per-column ones
-    for j, init in partitions.feature_quantiles(X, K, columns=[3, 50, 95], block=2):
+    for j, init in starts.feature_quantiles(X, K, columns=[3, 50, 95], block=2):
         np.testing.assert_array_equal(init, np.quantile(X[:, j], (np.arange(K) + 0.5) / K))
 
 

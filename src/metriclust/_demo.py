@@ -29,7 +29,8 @@ def linear_blur_ratio(X, labels):
     the least-squares hat matrix of ``[1, X]`` (Gupta et al. 2008, section 3):
     CPCM's own linear predictor and criterion.
     """
-    from ._core.predictors import Linear, blur_ratio
+    from ._core.partition import blur_ratio
+    from ._core.predictors import Linear
 
     _, codes = np.unique(labels, return_inverse=True)
     codes = codes.reshape(-1).astype(np.int64)

@@ -1,4 +1,13 @@
-"""Side information (SPEC 0.4) and constrained k-means (SPEC 1.4).
+"""Side information and constrained k-means (Xing, Ng, Jordan & Russell 2003, Sec. 3).
+
+Public functions and classes:
+
+.. autosummary::
+
+   ConstrainedKMeans     -- k-means with must-link (and optional cannot-link) constraints
+   connected_components  -- connected components of a pair graph
+   pairs_from_labels     -- random similar and dissimilar pairs from class labels
+   sample_similar_pairs  -- similar pairs as in Xing et al. (2003), Sec. 3.2
 
 Pairs are int64 arrays of shape ``(m, 2)`` of row indices. ``S`` (must-link,
 similar) and ``D`` (cannot-link, dissimilar).
@@ -16,8 +25,9 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
-from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, check_is_fitted
+from ._core.kmeans import assign_labels, kmeans
+from ._core.partition import cluster_means
 from ._core.validation import (check_array, check_n_features,
                                check_pairs, check_random_state, check_scalar)
 
@@ -180,7 +190,7 @@ def sample_similar_pairs(y, target_component_ratio=0.9, random_state=None):
 class ConstrainedKMeans(ClusterMixin, BaseEstimator):
     """k-means with must-link (and optional cannot-link) constraints.
 
-    Must-link (Xing et al. 2003, Sec. 3, SPEC 1.4): each connected component of
+    Must-link (Xing et al. 2003, Sec. 3): each connected component of
     the must-link graph is assigned as a unit to
     ``argmin_k sum_{i in comp} ||x_i - mu_k||^2``, which is exactly weighted
     k-means on the component means with weight = component size; that is run
@@ -213,6 +223,17 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
     True
     """
 
+    # each parameter alone, checked on entry to fit; fit adds what depends on the data
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "init": [Options("k-means++", "random"), "array-like"],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "random_state": ["random_state"],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
+
     def __init__(self, n_clusters=8, *, init="k-means++", n_init=10, max_iter=300,
                  tol=1e-4, random_state=None, verbose=0):
         self.n_clusters = n_clusters
@@ -228,13 +249,9 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         X = check_array(X)
         n = X.shape[0]
         self.n_features_in_ = X.shape[1]
-        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         S = check_pairs(must_link if must_link is not None else [], n, name="must_link")
         C = check_pairs(cannot_link if cannot_link is not None else [], n, name="cannot_link")
         n_comp, comp = connected_components(S, n)
-        check_scalar(self.n_clusters, "n_clusters", numbers.Integral, min_val=1)
         if self.n_clusters > n_comp:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n_comp} units to "
                              f"cluster ({n} samples joined into {n_comp} must-link components).")
@@ -246,8 +263,6 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
             init = check_array(init, name="init", dtype=X.dtype)
             if init.shape != (K, X.shape[1]):
                 raise ValueError(f"init must have shape ({K}, {X.shape[1]}), got {init.shape}.")
-        elif init not in ("k-means++", "random"):
-            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
         rng = check_random_state(self.random_state)
         res = kmeans(means, K, sample_weight=weights, init=init,
                      n_init=1 if not isinstance(init, str) else self.n_init,

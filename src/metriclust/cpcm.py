@@ -9,7 +9,7 @@ mapped space, by alternating (Algorithm 1)
 
 accepting a new partition only when the blur ratio drops (Property 2).
 The predictors live in :mod:`metriclust._core.predictors`, the starting
-partitions in :mod:`metriclust._core.partitions`.
+partitions in :mod:`metriclust._core.starts`.
 """
 
 import numbers
@@ -17,14 +17,14 @@ import warnings
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
+from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
+                         check_is_fitted)
 from ._core.gram import median_pairwise_distance
-from ._core.kmeans import assign_labels, kmeans
-from ._core import partitions as starts
-from ._core import predictors
+from ._core.kmeans import assign_labels
+from ._core import partition, predictors, starts
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 
 __all__ = ["CPCM"]
 
@@ -45,6 +45,8 @@ _WIDE_FEATURE_STARTS = 10
 # A cluster whose within scatter in prediction space is below this share of
 # the total scatter counts as perfectly predicted.
 _PERFECT = 1e-9
+#: stop of the clustering stage's Lloyd iterations (the k-means core's default)
+_LLOYD_TOL = 1e-4
 
 
 class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -136,7 +138,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
         direction of the whitened data, most non-Gaussian first
-        (:func:`metriclust._core.partitions.kurtosis_directions`).
+        (:func:`metriclust._core.starts.kurtosis_directions`).
         ``"auto"``: for ``"linear"`` and ``"lda"``, random, directions and
         whitened k-means -- starts that do not depend on the basis of the
         features, so the whole search keeps the paper's Property 1 (the same
@@ -309,7 +311,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             min_size = self._min_size(n, K)
             best = None
             for run in sorted(runs, key=lambda r: r["blur_ratio"])[:_N_POLISH]:
-                theta = _means(run["fit"].Zhat, run["labels"], K)
+                theta = partition.cluster_means(run["fit"].Zhat, run["labels"], K)[0]
                 Z = sub.transform(X, run["fit"])
                 labels0 = assign_labels(Z, theta.astype(Z.dtype))[0]
                 del Z
@@ -369,38 +371,35 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             self._warned_perfect = True
         return True
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "predictor": [Options(*_PREDICTORS)],
+        "alpha": [None, Interval(numbers.Real, 0, None, finite=True)],
+        "sigma": [Options("auto"), Interval(numbers.Real, 0, None, closed="neither",
+                                            finite=True)],
+        "n_components": [None, Interval(numbers.Integral, 1, None)],
+        "criterion": [Options("ric", "bic", "aic")],
+        "max_features": [None, Interval(numbers.Integral, 1, None)],
+        "init": [Options(*_INITS), "array-like"],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "min_cluster_size": [Options("auto"), Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
+
     def _check_params(self):
-        if self.predictor not in _PREDICTORS:
-            raise ValueError(f"predictor must be one of {_PREDICTORS}, got {self.predictor!r}.")
-        if self.criterion not in ("ric", "bic", "aic"):
-            raise ValueError(f"criterion must be 'ric', 'bic' or 'aic', got {self.criterion!r}.")
-        if isinstance(self.init, str):
-            if self.init not in _INITS:
-                raise ValueError(f"init must be one of {_INITS} or an array of labels, "
-                                 f"got {self.init!r}.")
-        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
-        check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
-        if self.alpha is not None:
-            check_scalar(self.alpha, "alpha", numbers.Real, min_val=0, allow_inf=False)
-            if self.predictor == "kernel" and self.alpha == 0:
-                raise ValueError("alpha must be > 0 for predictor='kernel' (with alpha = 0 "
-                                 "every partition is predicted perfectly).")
-        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
-            check_scalar(self.sigma, "sigma", numbers.Real, min_val=0,
-                         include_boundaries="neither")
-        if self.n_components is not None:
-            check_scalar(self.n_components, "n_components", numbers.Integral, min_val=1)
-        if self.max_features is not None:
-            check_scalar(self.max_features, "max_features", numbers.Integral, min_val=1)
+        # each parameter alone is checked on entry to fit (_parameter_constraints)
+        if self.predictor == "kernel" and self.alpha == 0:
+            raise ValueError("alpha must be > 0 for predictor='kernel' (with alpha = 0 "
+                             "every partition is predicted perfectly).")
 
     def _min_size(self, n, K):
         if isinstance(self.min_cluster_size, str) and self.min_cluster_size == "auto":
             size = max(2, int(np.ceil(0.01 * n)))
         else:
-            size = check_scalar(self.min_cluster_size, "min_cluster_size",
-                                numbers.Integral, min_val=1)
+            size = self.min_cluster_size
         return max(1, min(int(size), n // K))
 
     def _make_predictor(self, X, K, rng):
@@ -453,8 +452,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         count = 0
 
         def admissible(labels):
-            key = starts.canonical(labels).tobytes()
-            ok = key not in seen and starts.cluster_sizes(labels, K).min() >= min_size
+            key = partition.canonical(labels).tobytes()
+            ok = key not in seen and partition.cluster_sizes(labels, K).min() >= min_size
             seen.add(key)
             return ok
 
@@ -521,7 +520,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             "blur_ratio": np.array([r[2] for r in records]),
             "n_iter": np.array([r[3] for r in records], dtype=np.int64),
         }
-        self.centers_ = _means(fit.Zhat, self.labels_, K)
+        self.centers_ = partition.cluster_means(fit.Zhat, self.labels_, K)[0]
         if isinstance(model, predictors.Kernel):
             self.__dict__.pop("_metric", None)
             self.sigma_ = model.sigma
@@ -577,48 +576,25 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
 def _cpcm(model, labels, K, max_iter, tol, min_size, seed):
     """Algorithm 1 from one starting partition; returns the fixed point reached."""
     fit = model.fit(labels, K)                                   # prediction stage
-    br = predictors.blur_ratio(fit.Zhat, labels, K)
+    br = partition.blur_ratio(fit.Zhat, labels, K)
     history = [br]
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         # clustering stage: k-means of Zhat from theta_k = current cluster means
-        theta = _means(fit.Zhat, labels, K)
-        nt = predictors.small_problem_threads(fit.Zhat.size, None)
-        new = kmeans(fit.Zhat, K, init=theta.astype(fit.Zhat.dtype), n_init=1,
-                     random_state=seed, n_threads=nt).labels
+        new = partition.lloyd_from_partition(fit.Zhat, labels, K, tol=_LLOYD_TOL)
         if np.array_equal(new, labels):
             break
-        if starts.cluster_sizes(new, K).min() < min_size:
+        if partition.cluster_sizes(new, K).min() < min_size:
             break
         new_fit = model.fit(new, K)                              # prediction stage
-        new_br = predictors.blur_ratio(new_fit.Zhat, new, K)
+        new_br = partition.blur_ratio(new_fit.Zhat, new, K)
         if not new_br < br - tol:                               # Property 2: monotone
             break
         labels, fit, br = new, new_fit, new_br
         history.append(br)
-    within = _within_share(fit.Zhat, labels, K)
+    within = partition.within_shares(fit.Zhat, labels, K)
     return {"labels": labels, "fit": fit, "blur_ratio": br, "history": history,
             "n_iter": n_iter, "within": within}
-
-
-def _means(Zhat, labels, K):
-    """Cluster means ``theta_k`` of the prediction space."""
-    sums, counts = predictors.one_hot_sums(Zhat, labels, K)
-    return sums / np.maximum(counts, 1.0)[:, None]
-
-
-def _within_share(Zhat, labels, K):
-    """Within-cluster scatter of each cluster over the total scatter.
-
-    From per-point squared norms (one N-vector, no N x d temporaries):
-    ``W_k = sum_{c(i)=k} |z_i|^2 - n_k |theta_k|^2``.
-    """
-    sums, counts = predictors.one_hot_sums(Zhat, labels, K)
-    sq = np.einsum("ij,ij->i", Zhat, Zhat, dtype=np.float64)
-    nz = np.maximum(counts, 1.0)
-    per = np.bincount(labels, weights=sq, minlength=K) - (sums * sums).sum(1) / nz
-    total = float(sq.sum() - (sums.sum(0) ** 2).sum() / counts.sum())
-    return np.maximum(per, 0.0) / total if total > 0 else np.ones(K)
 
 
 def _warn_perfect(within, br):

@@ -8,13 +8,14 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
-from ._core.cpd import (DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_matmat,
-                        objective, same_partition)
-from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
+                         check_is_fitted)
+from ._core.cpd import DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_matmat, objective
+from ._core.kmeans import assign_labels, kmeans
+from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
                          orthonormalize_factor, top_eigenpairs)
 
@@ -240,7 +241,6 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _fit(self, X):
         X = check_array(X, name="X", dtype=np.float64)
-        self._check_params()
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
         # independent streams: the initial partition does not depend on the
@@ -374,29 +374,22 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     # -- helpers -------------------------------------------------------------
 
-    def _check_params(self):
-        for name in ("sigma", "lam"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                if value != "auto":
-                    raise ValueError(f"{name} must be 'auto' or a positive number, got {value!r}.")
-                continue
-            check_scalar(value, name, numbers.Real, min_val=0, include_boundaries="neither",
-                         allow_inf=False)
-        check_scalar(self.kernel_sigma, "kernel_sigma", numbers.Real, min_val=0,
-                     include_boundaries="neither", allow_inf=False)
-        check_scalar(self.n_kernel_components, "n_kernel_components", numbers.Integral,
-                     min_val=1)
-        check_scalar(self.n_components, "n_components", numbers.Integral, min_val=1)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
-        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
-        check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
-        if self.kernel not in (None, "rbf"):
-            raise ValueError(f"kernel must be None or 'rbf', got {self.kernel!r}.")
-        if self.approximation not in ("auto", "dense", "nystrom", "eig"):
-            raise ValueError("approximation must be 'auto', 'dense', 'nystrom' or 'eig', "
-                             f"got {self.approximation!r}.")
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "sigma": [Options("auto"), Interval(numbers.Real, 0, None, closed="neither",
+                                            finite=True)],
+        "lam": [Options("auto"), Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "kernel": [None, Options("rbf")],
+        "kernel_sigma": [Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "n_kernel_components": [Interval(numbers.Integral, 1, None)],
+        "approximation": [Options("auto", "dense", "nystrom", "eig")],
+        "n_components": [Interval(numbers.Integral, 1, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
 
     def _psi_solver(self, Z, rng):
         """The Psi-step solver for the chosen approximation of G (eq. 5)."""
@@ -455,15 +448,6 @@ def _spectral_partition(Z, n_clusters, n_init, rng):
     return kmeans(np.ascontiguousarray(E), n_clusters, n_init=n_init, random_state=rng).labels
 
 
-def _lloyd_warm(X1, labels, n_clusters):
-    """Y-step on the moved points: Lloyd from the current partition's means.
-
-    Each Lloyd step lowers the within-cluster sum of squares, so J (eq. 11)
-    cannot increase."""
-    centers, _ = cluster_means(X1, labels, n_clusters)
-    return kmeans(X1, n_clusters, init=centers, n_init=1, max_iter=300, tol=0.0).labels
-
-
 def _alternate(solver, labels, n_clusters, lam, max_iter, tol, verbose):
     """Algorithm 1 from the partition ``labels``: Psi-step (eq. 20), J (eq. 11),
     warm Lloyd Y-step (eq. 12), until the partition or J stops changing.
@@ -481,7 +465,7 @@ def _alternate(solver, labels, n_clusters, lam, max_iter, tol, verbose):
             best = (J, labels, step)
         if it > 0 and history[-2] - J <= tol * abs(history[-2]):
             break
-        new_labels = _lloyd_warm(step.X1, labels, n_clusters)                # eq. 12
+        new_labels = lloyd_from_partition(step.X1, labels, n_clusters)       # eq. 12
         if same_partition(new_labels, labels, n_clusters):
             break
         labels = new_labels

@@ -1,5 +1,16 @@
 """Data generators from the papers' figures, and a reader for the shared CSV data.
 
+Public functions and classes:
+
+.. autosummary::
+
+   load_csv                 -- read a numeric CSV file of the shared data's format
+   make_concentric_circles  -- concentric noisy circles (CPCM Fig. 1(f))
+   make_moons               -- two interleaving half circles (CPD-UML Fig. 1)
+   make_parallel_clouds     -- clouds hidden by correlated and noise dimensions (CPCM Sec. 5.1)
+   make_parallel_lines      -- parallel noisy line segments (CPCM Fig. 1(a))
+   make_xing_artificial     -- the 3-D two-class examples of MMC (Xing et al. 2003)
+
 Every generator is deterministic given ``random_state`` (None, an int, or a
 ``numpy.random.Generator``) and returns ``(X, y)``: ``X`` a C-contiguous
 float64 array of shape ``(n_samples, n_features)`` and ``y`` the int64 class of

@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, check_is_fitted
 from ._core.kmeans import center_distances, kmeans_plusplus
 from ._core.scaling import standardise
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 
 __all__ = ["FuzzyCMeans", "fuzzy_memberships"]
 
@@ -91,6 +91,16 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
     [0.5, 0.5]
     """
 
+    # checked on entry to fit
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "m": [Interval(numbers.Real, 1, None, closed="neither", finite=True)],
+        "init": [Options("k-means++"), "array-like"],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_clusters=8, *, m=2.0, init="k-means++", max_iter=300, tol=1e-6,
                  random_state=None):
         self.n_clusters = n_clusters
@@ -114,15 +124,9 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         """
         X = check_array(X)
         K = check_n_clusters(self.n_clusters, X.shape[0])
-        check_scalar(self.m, "m", numbers.Real, min_val=1, include_boundaries="neither",
-                     allow_inf=False)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
         rng = check_random_state(self.random_state)
         Xs, mean, scale = standardise(X)
         if isinstance(self.init, str):
-            if self.init != "k-means++":
-                raise ValueError(f"init must be 'k-means++' or an array, got {self.init!r}.")
             centers, _ = kmeans_plusplus(Xs, K, random_state=rng)
         else:
             init = check_array(self.init, name="init", dtype=np.float64)

@@ -4,11 +4,12 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
-from ._core.kmeans import assign_labels, cluster_means, kmeans
+from ._core.base import BaseEstimator, ClusterMixin, Interval, check_is_fitted
+from ._core.kmeans import assign_labels, kmeans
+from ._core.partition import cluster_means
 from ._core.scaling import standardise
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 
 __all__ = ["ISODATA"]
 
@@ -80,6 +81,17 @@ class ISODATA(ClusterMixin, BaseEstimator):
     (4, 2)
     """
 
+    # checked on entry to fit
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "min_cluster_size": [Interval(numbers.Integral, 1, None)],
+        "split_std": [Interval(numbers.Real, 0, None, finite=True)],
+        "merge_distance": [Interval(numbers.Real, 0, None, finite=True)],
+        "max_merges": [Interval(numbers.Integral, 0, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_clusters=8, *, min_cluster_size=2, split_std=0.5, merge_distance=0.5,
                  max_merges=2, max_iter=20, random_state=None):
         self.n_clusters = n_clusters
@@ -104,12 +116,6 @@ class ISODATA(ClusterMixin, BaseEstimator):
         """
         X = check_array(X)
         K0 = check_n_clusters(self.n_clusters, X.shape[0])
-        check_scalar(self.min_cluster_size, "min_cluster_size", numbers.Integral, min_val=1)
-        check_scalar(self.split_std, "split_std", numbers.Real, min_val=0, allow_inf=False)
-        check_scalar(self.merge_distance, "merge_distance", numbers.Real, min_val=0,
-                     allow_inf=False)
-        check_scalar(self.max_merges, "max_merges", numbers.Integral, min_val=0)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         rng = check_random_state(self.random_state)
         Xs, mean, scale = standardise(X)
         n = Xs.shape[0]

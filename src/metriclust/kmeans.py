@@ -5,11 +5,11 @@ import warnings
 
 import numpy as np
 
-from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, TransformerMixin,
-                         _with_sklearn_twin, check_is_fitted)
+from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
+                         TransformerMixin, _with_sklearn_twin, check_is_fitted)
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_sample_weight, check_scalar)
+                               check_sample_weight)
 
 __all__ = ["KMeans"]
 
@@ -134,28 +134,27 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    # each parameter alone, checked on entry to fit; _check_params adds what depends on X
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "init": [Options("k-means++", "random", "farthest"), "array-like", callable],
+        "n_init": [Options("auto"), Interval(numbers.Integral, 1, None)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "algorithm": [Options("lloyd", "elkan", "auto", "online")],
+        "random_state": ["random_state"],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
+
     def _check_params(self, X):
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
-        check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
-        if self.algorithm not in ("lloyd", "elkan", "auto", "online"):
-            raise ValueError("algorithm must be 'lloyd', 'elkan', 'auto' or 'online', "
-                             f"got {self.algorithm!r}.")
         init = self.init
-        if isinstance(init, str):
-            if init not in ("k-means++", "random", "farthest"):
-                raise ValueError(
-                    f"init must be 'k-means++', 'random', 'farthest', an array or a "
-                    f"callable, got {init!r}.")
-        elif not callable(init):
+        if not isinstance(init, str) and not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):
-            if self.n_init != "auto":
-                raise ValueError(f"n_init must be 'auto' or an int, got {self.n_init!r}.")
             n_init = 1 if isinstance(init, np.ndarray) or init == "k-means++" else 10
         else:
-            n_init = check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
+            n_init = self.n_init
         if isinstance(init, np.ndarray) and n_init != 1:
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in KMeans instead of n_init={n_init}.", RuntimeWarning,

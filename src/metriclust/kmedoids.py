@@ -4,9 +4,9 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
-from ._core.validation import (check_array, check_n_clusters, check_random_state,
-                               check_scalar)
+from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
+                         check_is_fitted)
+from ._core.validation import check_array, check_n_clusters, check_random_state
 
 __all__ = ["KMedoids"]
 
@@ -134,6 +134,16 @@ class KMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
     ([1, 1, 1, 0, 0, 0, 0], [[9.0, 9.0], [0.0, 0.0]])
     """
 
+    # checked on entry to fit (metric names are checked where the distances are formed)
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "metric": [str, callable],
+        "method": [Options("pam", "alternate")],
+        "init": [Options("build", "random")],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_clusters=8, *, metric="euclidean", method="pam", init="build",
                  max_iter=300, random_state=None):
         self.n_clusters = n_clusters
@@ -175,11 +185,6 @@ class KMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         X = check_array(X, dtype=np.float64)
         K = check_n_clusters(self.n_clusters, X.shape[0])
-        if self.method not in ("pam", "alternate"):
-            raise ValueError(f"method must be 'pam' or 'alternate', got {self.method!r}.")
-        if self.init not in ("build", "random"):
-            raise ValueError(f"init must be 'build' or 'random', got {self.init!r}.")
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         rng = check_random_state(self.random_state)
         D = self._distances(X)
         n = D.shape[0]

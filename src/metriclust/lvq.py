@@ -4,11 +4,10 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, check_is_fitted
+from ._core.base import BaseEstimator, Interval, Options, check_is_fitted
 from ._core.kmeans import assign_labels, kmeans
 from ._core.scaling import standardise
-from ._core.validation import (check_array, check_n_features, check_random_state,
-                               check_scalar)
+from ._core.validation import check_array, check_n_features, check_random_state
 from ._kernels import _prototypes
 
 __all__ = ["LVQ"]
@@ -100,6 +99,18 @@ class LVQ(BaseEstimator):
 
     _estimator_type = "classifier"
 
+    # checked on entry to fit (the per-class counts are checked against the classes there)
+    _parameter_constraints = {
+        "n_prototypes_per_class": [Interval(numbers.Integral, 1, None),
+                                   Interval(numbers.Real, 0, 1, closed="neither"), "array-like"],
+        "variant": [Options(*_VARIANTS)],
+        "learning_rate": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_epochs": [Interval(numbers.Integral, 1, None)],
+        "window": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "epsilon": [Interval(numbers.Real, 0, 1)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_prototypes_per_class=1, *, variant="lvq1", learning_rate=0.1,
                  n_epochs=30, window=0.3, epsilon=0.2, random_state=None):
         self.n_prototypes_per_class = n_prototypes_per_class
@@ -115,11 +126,8 @@ class LVQ(BaseEstimator):
         p = self.n_prototypes_per_class
         if np.ndim(p) == 0 and isinstance(p, numbers.Real) and not isinstance(
                 p, numbers.Integral):
-            check_scalar(p, "n_prototypes_per_class", numbers.Real, min_val=0, max_val=1,
-                         include_boundaries="neither")
             counts = np.maximum(1, np.rint(p * class_sizes)).astype(np.int64)
         elif np.ndim(p) == 0:
-            check_scalar(p, "n_prototypes_per_class", numbers.Integral, min_val=1)
             counts = np.full(n_cls, int(p))
         else:
             counts = np.asarray(p)
@@ -153,14 +161,6 @@ class LVQ(BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"y must hold at least two classes, got {len(classes)} "
                              f"(n_samples={X.shape[0]}).")
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}.")
-        check_scalar(self.learning_rate, "learning_rate", numbers.Real, min_val=0, max_val=1,
-                     include_boundaries="neither")
-        check_scalar(self.n_epochs, "n_epochs", numbers.Integral, min_val=1)
-        check_scalar(self.window, "window", numbers.Real, min_val=0, max_val=1,
-                     include_boundaries="neither")
-        check_scalar(self.epsilon, "epsilon", numbers.Real, min_val=0, max_val=1)
         rng = check_random_state(self.random_state)
         sizes = np.bincount(y_idx, minlength=len(classes))
         counts = self._counts(sizes)

@@ -1,4 +1,23 @@
-"""Clustering quality measures (SPEC 0.3).
+"""Clustering quality measures.
+
+Public functions and classes:
+
+.. autosummary::
+
+   adjusted_rand_index       -- Rand index adjusted for chance (Hubert & Arabie 1985)
+   blur_ratio                -- within over total sum of squares, CPCM's criterion
+   cluster_purities          -- purity of each cluster: the share of its dominant class
+   clustering_accuracy       -- accuracy after the best matching of clusters to classes
+   contingency_matrix        -- contingency table of two labelings
+   entropy                   -- size-weighted entropy of the classes inside each cluster
+   normalized_mutual_info    -- normalized mutual information
+   pairwise_accuracy         -- Xing et al.'s balanced pairwise accuracy
+   xing_accuracy             -- Xing et al.'s accuracy: Rand for two classes, else balanced
+   purity                    -- share of points in their cluster's dominant class
+   rand_index                -- share of point pairs on which two labelings agree
+   silhouette_samples        -- silhouette of each point
+   silhouette_score          -- mean silhouette of all points
+   variation_of_information  -- variation of information (Meila 2007)
 
 Every comparison of two labelings is computed from their contingency table
 ``n_ij`` (points with true class ``i`` and predicted cluster ``j``), built by one
@@ -20,7 +39,7 @@ import numbers
 
 import numpy as np
 
-from ._core.kmeans import cluster_means
+from ._core.partition import blur_ratio as _blur_ratio, same_partition_table
 from ._core.validation import check_array, check_labels
 from ._kernels._sums import contingency
 
@@ -87,15 +106,6 @@ def _nonneg(x):
     """``max(x, 0.0)`` as a float, without keeping a negative zero."""
     x = float(x)
     return x if x > 0.0 else 0.0
-
-
-def _same_partition(table):
-    """True when the table is a permutation matrix pattern (identical partitions).
-
-    Every row and column of a table built from dense codes is non-empty, so
-    K1 == K2 == number of non-zero cells means one cell per row and column.
-    """
-    return table.shape[0] == table.shape[1] == np.count_nonzero(table)
 
 
 def _entropy_of_counts(counts):
@@ -274,7 +284,7 @@ def variation_of_information(labels_true, labels_pred, *, normalized=False):
     1.3863
     """
     table = _table(labels_true, labels_pred)
-    if _same_partition(table):
+    if same_partition_table(table):
         return 0.0
     h_true = _entropy_of_counts(table.sum(axis=1))
     h_pred = _entropy_of_counts(table.sum(axis=0))
@@ -324,7 +334,7 @@ def normalized_mutual_info(labels_true, labels_pred, *, average_method="arithmet
     if average_method not in methods:
         raise ValueError(f"average_method must be one of {methods}, got {average_method!r}.")
     table = _table(labels_true, labels_pred)
-    if _same_partition(table):  # includes two one-cluster labelings
+    if same_partition_table(table):  # includes two one-cluster labelings
         return 1.0
     mi = _mutual_info(table)
     if mi == 0.0:
@@ -640,6 +650,10 @@ def xing_accuracy(labels_true, labels_pred):
     return pairwise_accuracy(labels_true, labels_pred)
 
 
+#: outside [_TINY, 1 / _TINY] the squares in blur_ratio could underflow or overflow
+_TINY = 1e-100
+
+
 def blur_ratio(X, labels, transform=None):
     r"""Blur ratio of a partition: within-cluster over total sum of squares.
 
@@ -718,14 +732,7 @@ def blur_ratio(X, labels, transform=None):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     if not np.any(np.ptp(Z, axis=0) > 0):
         return 1.0
-    means, _ = cluster_means(Z, codes, classes.shape[0])
-    # Direct sums of squared deviations (no SST - SSB cancellation: a blur
-    # ratio near 0 keeps its relative accuracy); one scratch array, reused.
-    dev = means[codes]
-    np.subtract(Z, dev, out=dev)
-    ssc = float(np.einsum("ij,ij->", dev, dev))
-    np.subtract(Z, Z.mean(axis=0), out=dev)
-    sst = float(np.einsum("ij,ij->", dev, dev))
-    if not sst > 0:  # squared deviations underflowed (|Z| ~ 1e-160): the ratio is scale-free
-        return blur_ratio(Z / np.abs(Z).max(), codes)
-    return min(ssc / sst, 1.0)
+    scale = float(np.abs(Z).max())
+    if not _TINY <= scale <= 1.0 / _TINY:  # the ratio is scale-free: rescale
+        Z = Z / scale
+    return _blur_ratio(Z, codes, classes.shape[0])

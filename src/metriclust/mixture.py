@@ -5,13 +5,13 @@ import warnings
 
 import numpy as np
 
-from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, _with_sklearn_twin,
-                         check_is_fitted)
+from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
+                         _with_sklearn_twin, check_is_fitted)
 from ._core.kmeans import kmeans
 from ._core.scaling import standardise
 from ._core.threads import effective_n_threads
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 from ._kernels import _mixture
 
 __all__ = ["GaussianMixture"]
@@ -124,6 +124,22 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
     1.0
     """
 
+    # each parameter alone, checked on entry to fit; _check_params adds what depends on X
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None)],
+        "covariance_type": [Options(*_COV_TYPES)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "reg_covar": [Interval(numbers.Real, 0, None, finite=True)],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "init_params": [Options("kmeans", "random")],
+        "weights_init": [None, "array-like"],
+        "means_init": [None, "array-like"],
+        "precisions_init": [None, "array-like"],
+        "random_state": ["random_state"],
+        "verbose": [Interval(numbers.Integral, 0, None)],
+    }
+
     def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None, verbose=0):
@@ -144,17 +160,6 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
     def _check_params(self, X):
         n, d = X.shape
         K = check_n_clusters(self.n_components, n, name="n_components")
-        if self.covariance_type not in _COV_TYPES:
-            raise ValueError(f"covariance_type must be one of {_COV_TYPES}, "
-                             f"got {self.covariance_type!r}.")
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
-        check_scalar(self.reg_covar, "reg_covar", numbers.Real, min_val=0, allow_inf=False)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
-        check_scalar(self.verbose, "verbose", numbers.Integral, min_val=0)
-        if self.init_params not in ("kmeans", "random"):
-            raise ValueError(f"init_params must be 'kmeans' or 'random', "
-                             f"got {self.init_params!r}.")
         w0 = m0 = p0 = None
         if self.weights_init is not None:
             w0 = check_array(self.weights_init, name="weights_init", dtype=np.float64,

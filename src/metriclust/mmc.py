@@ -1,6 +1,6 @@
 """MMC: Mahalanobis metric learning from side information (Xing, Ng, Jordan & Russell 2003).
 
-The paper's problem (SPEC 1, the paper's eq. (2)-(4))::
+The paper's problem (Xing, Ng, Jordan & Russell 2003, eq. (2)-(4))::
 
     min_A  sum_S ||x_i - x_j||_A^2   s.t.  sum_D ||x_i - x_j||_A >= 1,  A >= 0
 
@@ -47,14 +47,13 @@ import warnings
 
 import numpy as np
 
-from ._core.base import (BaseEstimator, ConvergenceWarning, TransformerMixin,
+from ._core.base import (BaseEstimator, ConvergenceWarning, Interval, Options, TransformerMixin,
                          _with_sklearn_twin, check_is_fitted)
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_capped_simplex, project_spectraplex, psd_factor
-from ._core.validation import (check_array, check_n_features, check_pairs, check_random_state,
-                                check_scalar)
+from ._core.validation import check_array, check_n_features, check_pairs
 
 __all__ = ["MMC"]
 
@@ -124,7 +123,7 @@ class MMC(TransformerMixin, BaseEstimator):
     Notes
     -----
     Side information: ``fit(X, similar=S)`` uses all pairs not in S as D (never
-    materialized: the Laplacian form of SPEC 1.3); ``fit(X, similar=S,
+    materialized: the Laplacian form of the all-pairs sum); ``fit(X, similar=S,
     dissimilar=D)`` uses both lists. ``fit(X, y)`` with class labels (-1 =
     unlabelled) builds the pairs among labelled points: every same-class pair is
     similar and every different-class pair dissimilar when there are at most
@@ -165,6 +164,17 @@ class MMC(TransformerMixin, BaseEstimator):
     True
     """
 
+    # checked on entry to fit; "boolean": the string "false" would be truthy, and a bad
+    # random_state fails even when no draw is made
+    _parameter_constraints = {
+        "diagonal": ["boolean"],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None)],
+        "init": [Options("identity", "covariance"), "array-like"],
+        "random_state": ["random_state"],
+        "verbose": ["boolean", Interval(numbers.Integral, None, None)],
+    }
+
     def __init__(self, diagonal=False, max_iter=1000, tol=1e-6, init="identity",
                  random_state=None, verbose=0):
         self.diagonal = diagonal
@@ -176,12 +186,6 @@ class MMC(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None, *, similar=None, dissimilar=None):
         """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``."""
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
-        check_scalar(self.tol, "tol", numbers.Real, min_val=0)
-        check_scalar(self.verbose, "verbose", (numbers.Integral, bool))
-        if not isinstance(self.diagonal, (bool, np.bool_)):  # "false" would be truthy
-            raise ValueError(f"diagonal must be True or False, got {self.diagonal!r}.")
-        check_random_state(self.random_state)  # fail on a bad value even if no draw is made
         X = check_array(X, ensure_min_samples=2)
         p = X.shape[1]
         self.n_features_in_ = p
@@ -844,7 +848,7 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
             a = an
             h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
             continue
-        grad = 1.0 - gh / h                                  # grad g  (SPEC 1.1)
+        grad = 1.0 - gh / h                                  # grad g
         hess = H / h + np.outer(gh, gh) / h**2               # hess g
         # Bertsekas' projected Newton: hold bound variables pushed outward.
         eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))

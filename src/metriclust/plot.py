@@ -1,5 +1,16 @@
 """Plots of clusterings and learned metrics (optional extra ``plot``: matplotlib).
 
+Public functions and classes:
+
+.. autosummary::
+
+   plot_clusters            -- scatter of 2-D data (or its first two principal components)
+   plot_learned_space       -- scatter of estimator.transform(X)
+   plot_displacement_field  -- the CPD-UML deformation x -> x + v(x) on a grid
+   plot_metric              -- heat map of a Mahalanobis matrix
+   plot_history             -- objective per iteration from a fitted estimator
+   plot_n_clusters          -- the criteria of select_n_clusters against K
+
 matplotlib is imported inside each function, so ``import metriclust`` never
 imports it. Every function takes an optional ``ax`` (or ``fig``) and returns
 the matplotlib object it drew on, so plots compose into larger figures.

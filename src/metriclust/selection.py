@@ -1,11 +1,20 @@
-"""Choosing the number of clusters: distortion elbow, silhouette and gap statistic."""
+"""Choosing the number of clusters: distortion elbow, silhouette and gap statistic.
+
+Public functions and classes:
+
+.. autosummary::
+
+   KSelection                 -- result of select_n_clusters: one value per K and criterion
+   select_n_clusters          -- fit a clusterer for each K and score it
+   within_cluster_distortion  -- sum of squared distances of rows to their cluster mean
+"""
 
 import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._core.kmeans import cluster_means
+from ._core.partition import scatter
 from ._core.validation import check_array, check_random_state, check_scalar
 
 __all__ = ["KSelection", "select_n_clusters", "within_cluster_distortion"]
@@ -16,8 +25,7 @@ _CRITERIA = ("distortion", "silhouette", "gap")
 def within_cluster_distortion(X, labels):
     """Sum of squared distances of the rows to their cluster's mean (the notes' e^2)."""
     labels = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
-    means, _ = cluster_means(X, labels, int(labels.max()) + 1)
-    return float(((X - means[labels]) ** 2).sum())
+    return float(scatter(X, labels, int(labels.max()) + 1).within.sum())
 
 
 @dataclass

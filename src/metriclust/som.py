@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, TransformerMixin, check_is_fitted
+from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
+                         check_is_fitted)
 from ._core.kmeans import assign_labels, center_distances
 from ._core.scaling import standardise
-from ._core.validation import (check_array, check_n_features, check_random_state,
-                               check_scalar)
+from ._core.validation import check_array, check_n_features, check_random_state
 from ._kernels import _prototypes
 
 __all__ = ["SelfOrganizingMap"]
@@ -79,6 +79,19 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
     True
     """
 
+    # each parameter alone, checked on entry to fit; _check_params adds what depends on X
+    _parameter_constraints = {
+        "n_rows": [Interval(numbers.Integral, 1, None)],
+        "n_cols": [Interval(numbers.Integral, 1, None)],
+        "n_epochs": [Interval(numbers.Integral, 1, None)],
+        "learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "final_learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "sigma": [None, Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "final_sigma": [Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "init": [Options("pca", "random")],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_rows=5, n_cols=5, *, n_epochs=10, learning_rate=0.5,
                  final_learning_rate=0.01, sigma=None, final_sigma=0.5, init="pca",
                  random_state=None):
@@ -93,28 +106,15 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self, n):
-        check_scalar(self.n_rows, "n_rows", numbers.Integral, min_val=1)
-        check_scalar(self.n_cols, "n_cols", numbers.Integral, min_val=1)
         if self.n_rows * self.n_cols > n:
             raise ValueError(f"n_rows * n_cols = {self.n_rows * self.n_cols} units for "
                              f"n_samples={n}: at most one unit per sample.")
-        check_scalar(self.n_epochs, "n_epochs", numbers.Integral, min_val=1)
         if self.n_epochs * n > 10**9:
             raise ValueError(f"n_epochs={self.n_epochs} x {n} samples is more than "
                              "10**9 updates.")
-        for name in ("learning_rate", "final_learning_rate"):
-            check_scalar(getattr(self, name), name, numbers.Real, min_val=0, max_val=1,
-                         include_boundaries="right")
         sigma = self.sigma
         if sigma is None:
             sigma = max(1.0, max(self.n_rows, self.n_cols) / 2.0)
-        else:
-            check_scalar(sigma, "sigma", numbers.Real, min_val=0,
-                         include_boundaries="neither", allow_inf=False)
-        check_scalar(self.final_sigma, "final_sigma", numbers.Real, min_val=0,
-                     include_boundaries="neither", allow_inf=False)
-        if self.init not in ("pca", "random"):
-            raise ValueError(f"init must be 'pca' or 'random', got {self.init!r}.")
         return float(sigma)
 
     def fit(self, X, y=None):

@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, check_is_fitted
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, check_is_fitted
 from ._core.kmeans import assign_labels, kmeans
 from ._core.scaling import standardise
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, check_scalar)
+                               check_random_state)
 
 __all__ = ["TreeStructuredVQ"]
 
@@ -106,6 +106,15 @@ class TreeStructuredVQ(ClusterMixin, BaseEstimator):
     (3, 1.5)
     """
 
+    # checked on entry to fit
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None)],
+        "tree": [Options("greedy", "balanced")],
+        "split": [Options("2-means", "monothetic")],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_clusters=8, *, tree="greedy", split="2-means", n_init=1,
                  random_state=None):
         self.n_clusters = n_clusters
@@ -145,11 +154,6 @@ class TreeStructuredVQ(ClusterMixin, BaseEstimator):
         """
         X = check_array(X)
         K = check_n_clusters(self.n_clusters, X.shape[0])
-        if self.tree not in ("greedy", "balanced"):
-            raise ValueError(f"tree must be 'greedy' or 'balanced', got {self.tree!r}.")
-        if self.split not in ("2-means", "monothetic"):
-            raise ValueError(f"split must be '2-means' or 'monothetic', got {self.split!r}.")
-        check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
         rng = check_random_state(self.random_state)
         Xs, mean, scale = standardise(X)
         n = Xs.shape[0]

@@ -12,12 +12,19 @@ Every subclass of :class:`BaseEstimator` gets, without code of its own:
   and the check that later data has the same columns (``__init_subclass__``
   wraps ``fit``, ``predict``, ``transform``, ``score``...);
 - with :class:`TransformerMixin`, ``get_feature_names_out`` and
-  ``set_output(transform="pandas" | "polars" | "default")``.
+  ``set_output(transform="pandas" | "polars" | "default")``;
+- its constructor parameters checked once, when ``fit`` (or ``fit_predict``,
+  ``fit_transform``...) is entered, against the class's declarative
+  ``_parameter_constraints`` (:class:`Interval`, :class:`Options`, a type,
+  "array-like", "boolean", "random_state", callable, None), scikit-learn's
+  convention written here.
 """
 
 import functools
 import importlib
 import inspect
+import math
+import numbers
 import sys
 import threading
 import warnings
@@ -190,6 +197,8 @@ def _wrap_method(name, method):
         if name in _USE_METHODS and self.__sklearn_is_fitted__():
             _check_feature_names(self, X)
         names = _feature_names(X) if name in _FIT_METHODS else None
+        if name in _FIT_METHODS:
+            self._validate_params()
         active.add(id(self))
         try:
             out = method(self, *args, **kwargs)
@@ -206,6 +215,113 @@ def _wrap_method(name, method):
 
     wrapped._feature_names_wrapped = True
     return wrapped
+
+
+# --------------------------------------------------------------------------
+# Declarative parameter constraints
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A constructor parameter of the wrong type or out of range (both a
+    ValueError and a TypeError, as scikit-learn's class of the same name)."""
+
+
+class Interval:
+    """Numbers of ``kind`` (``numbers.Integral`` or ``numbers.Real``) between
+    ``left`` and ``right`` (None: unbounded); ``closed`` is "both", "left",
+    "right" or "neither". NaN never belongs; infinity only where ``right`` is None
+    and ``finite`` is False. Booleans are not numbers here."""
+
+    def __init__(self, kind, left, right, *, closed="both", finite=False):
+        self.kind, self.left, self.right = kind, left, right
+        self.closed, self.finite = closed, finite
+
+    def is_satisfied_by(self, x):
+        if isinstance(x, bool) or not isinstance(x, self.kind):
+            return False
+        if isinstance(x, numbers.Real) and math.isnan(x):
+            return False
+        if math.isinf(x) and (self.finite or self.right is not None):
+            return False
+        lo_ok = self.left is None or x > self.left or (
+            x == self.left and self.closed in ("both", "left"))
+        hi_ok = self.right is None or x < self.right or (
+            x == self.right and self.closed in ("both", "right"))
+        return lo_ok and hi_ok
+
+    def __str__(self):
+        kind = "an int" if self.kind is numbers.Integral else "a float"
+        lo = "-inf" if self.left is None else self.left
+        hi = "inf" if self.right is None else self.right
+        lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        text = f"{kind} in the range {lb}{lo}, {hi}{rb}"
+        return text + (", finite" if self.finite and self.right is None else "")
+
+
+class Options:
+    """One of a few given values (strings, None, booleans), compared with ``==``
+    only for values of the same type (so ``1`` is not ``True``)."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def is_satisfied_by(self, x):
+        return any(type(x) is type(v) and x == v for v in self.values
+                   if isinstance(x, (str, bool, type(None))))
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+def _random_state_ok(x):
+    if x is None or isinstance(x, (np.random.Generator, np.random.RandomState)):
+        return True
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0
+
+
+_NAMED = {
+    "array-like": (lambda x: isinstance(x, np.ndarray) or (
+        hasattr(x, "__len__") and hasattr(x, "__getitem__") and not isinstance(x, (str, bytes))),
+        "an array-like"),
+    "random_state": (_random_state_ok,
+                     "None, a non-negative int, a numpy Generator or RandomState"),
+    "boolean": (lambda x: isinstance(x, (bool, np.bool_)), "True or False"),
+    callable: (callable, "a callable"),
+    None: (lambda x: x is None, "None"),
+}
+
+
+def _satisfies(constraint, value):
+    if isinstance(constraint, (Interval, Options)):
+        return constraint.is_satisfied_by(value)
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    return _NAMED[constraint][0](value)
+
+
+def _describe(constraint):
+    if isinstance(constraint, (Interval, Options)):
+        return str(constraint)
+    if isinstance(constraint, type):
+        return f"an instance of {constraint.__name__}"
+    return _NAMED[constraint][1]
+
+
+def validate_parameters(params, constraints, owner):
+    """Raise :class:`InvalidParameterError` naming the first parameter in
+    ``params`` that satisfies none of its ``constraints[name]`` (a list; a
+    parameter not listed is not checked here)."""
+    for name, allowed in constraints.items():
+        if name not in params:
+            continue
+        value = params[name]
+        if any(_satisfies(c, value) for c in allowed):
+            continue
+        options = [_describe(c) for c in allowed]
+        wanted = options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1]
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {owner} must be {wanted}; got {value!r}.")
 
 
 class BaseEstimator:
@@ -273,6 +389,12 @@ class BaseEstimator:
             if _differs(value, default):
                 shown.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+    def _validate_params(self):
+        """Check every constructor parameter against ``_parameter_constraints``."""
+        constraints = getattr(type(self), "_parameter_constraints", None)
+        if constraints is not None:
+            validate_parameters(self.get_params(deep=False), constraints, type(self).__name__)
 
     def __sklearn_is_fitted__(self):
         return any(k.endswith("_") and not k.startswith("__") for k in vars(self))

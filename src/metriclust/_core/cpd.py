@@ -1,4 +1,4 @@
-"""Closed-form Psi-step of CPD-UML (SPEC §3), dense and low-rank.
+"""Closed-form Psi-step of CPD-UML, dense and low-rank.
 
 Row form (one point a row): ``X`` is ``N x p``, ``G`` the ``N x N`` Gaussian Gram,
 ``Psi`` the ``N x p`` kernel weights, ``X1 = X + G Psi`` (paper eq. 3) and, for a
@@ -37,13 +37,14 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
-from .._kernels._sums import cluster_sums, contingency
+from .._kernels._sums import cluster_sums
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
                    gram_matmat, orthonormalize_factor)
+from .partition import scatter
 from .threads import blas_threads, effective_n_threads, single_blas_thread
 
 __all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
-           "indicator_products", "objective", "same_partition", "cross_gram_matmat",
+           "indicator_products", "objective", "cross_gram_matmat",
            "KernelPCA"]
 
 #: Result of one Psi-step: the weights, the moved points and ``||Psi||_F^2``.
@@ -88,14 +89,10 @@ def objective(X1, labels, n_clusters, psi_sq_norm, lam):
     """J of eq. 11: within-cluster sum of squares of ``X1`` plus ``lam ||Psi||^2``.
 
     ``tr(X1^T X1) - tr(Y^T X1 X1^T Y) = ||X1||^2 - ||Y^T X1||^2`` for orthonormal
-    ``Y``; evaluated as the sum of squared deviations from the cluster means,
-    which does not cancel.
+    ``Y``; evaluated as the sum of squared deviations from the cluster means
+    (:func:`~metriclust._core.partition.scatter`), which does not cancel.
     """
-    counts = np.bincount(labels, minlength=n_clusters)
-    sums = cluster_sums(X1, labels, n_clusters)
-    means = sums / np.maximum(counts, 1)[:, None]
-    R1 = X1 - means[labels]
-    return float(np.einsum("ij,ij->", R1, R1)) + lam * float(psi_sq_norm)
+    return float(scatter(X1, labels, n_clusters).within.sum()) + lam * float(psi_sq_norm)
 
 
 class DensePsiSolver:
@@ -198,15 +195,8 @@ class LowRankPsiSolver:
         return PsiStep(C, X1, float(np.einsum("ij,ij->", C, C)))
 
 
-def same_partition(a, b, n_clusters):
-    """True when label vectors ``a`` and ``b`` define the same partition (any permutation)."""
-    table = contingency(a, b, n_clusters, n_clusters)
-    nz = table > 0
-    return bool(np.all(nz.sum(0) <= 1) and np.all(nz.sum(1) <= 1))
-
-
 def cross_gram_matmat(A, B, V, *, sigma):
-    """``g(A, B) @ V`` (Gaussian cross Gram, SPEC 0.2) by the shared ``gram_matmat``:
+    """``g(A, B) @ V`` (Gaussian cross Gram) by the shared ``gram_matmat``:
     ``g(A, B)`` is never stored whole."""
     return gram_matmat(A, V, sigma=sigma, Y=B)
 

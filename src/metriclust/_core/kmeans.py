@@ -1,4 +1,4 @@
-"""The one k-means core every method calls (SPEC 0.1).
+"""The one k-means core every method calls.
 
 CONTRACT (stable; callers rely on it):
 
@@ -7,7 +7,6 @@ CONTRACT (stable; callers rely on it):
            n_threads=None, verbose=0) -> KMeansResult(centers, labels, inertia, n_iter)
     assign_labels(X, centers, *, n_threads=None) -> (labels int64, sq_distances)
     center_distances(X, centers, *, squared=False) -> (n_samples, n_clusters) in X.dtype
-    cluster_means(X, labels, n_clusters, *, sample_weight=None) -> (means float64, weights)
 
 X is a validated C-contiguous float32/float64 array (callers validate);
 ``init`` is "k-means++", "random" or an (n_clusters, p) array of centers
@@ -28,31 +27,13 @@ import numbers
 import numpy as np
 
 from .._kernels import _kmeans as _k
-from .._kernels._sums import cluster_sums
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
-__all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus",
+__all__ = ["KMeansResult", "kmeans", "assign_labels", "kmeans_plusplus",
            "center_distances", "farthest_first"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
-
-
-def cluster_means(X, labels, n_clusters, *, sample_weight=None):
-    """Per-cluster (weighted) means of X's rows and the clusters' total weights.
-
-    Empty clusters get a zero row and weight 0.
-    """
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    if sample_weight is None:
-        sums = cluster_sums(X, labels, n_clusters)
-        weights = np.bincount(labels, minlength=n_clusters).astype(np.float64)
-    else:
-        w = np.asarray(sample_weight, dtype=np.float64)
-        sums = cluster_sums(np.ascontiguousarray(X * w[:, None].astype(X.dtype)), labels, n_clusters)
-        weights = np.bincount(labels, weights=w, minlength=n_clusters)
-    means = np.divide(sums, weights[:, None], out=np.zeros_like(sums), where=weights[:, None] > 0)
-    return means, weights
 
 
 def _blas_guard(n_features, n_clusters, method="auto"):

@@ -1,4 +1,4 @@
-"""Predictors of cluster membership for CPCM (SPEC 2; Gupta, Foster & Ungar 2008).
+"""Predictors of cluster membership for CPCM (Gupta, Foster & Ungar 2008).
 
 Each predictor is factored ONCE from the data ``X`` and then, for any
 partition ``labels``, returns the predictions ``Zhat`` (N x d) of the one-hot
@@ -18,7 +18,8 @@ predictor          ``Zhat`` for a partition (``Z`` one-hot)         dim ``d``
 =================  ==============================================  ===========
 
 All of them return a :class:`PredictorFit`; ``Zhat = transform(X)`` for the
-training rows. :func:`blur_ratio` evaluates the CPCM criterion in that space.
+training rows; :func:`metriclust._core.partition.blur_ratio` evaluates the CPCM
+criterion in that space.
 """
 
 import math
@@ -27,13 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .._kernels._sums import cluster_sums
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
                    gaussian_gram)
-from .threads import small_problem_threads
+from .partition import cluster_sums as one_hot_sums
 
-__all__ = ["PredictorFit", "Linear", "Kernel", "Stepwise", "LDA", "blur_ratio",
-           "one_hot_sums", "thin_r", "whitening", "small_problem_threads"]
+__all__ = ["PredictorFit", "Linear", "Kernel", "Stepwise", "LDA", "thin_r", "whitening"]
 
 # Rows per block when streaming over X (bounded extra memory: block x p floats).
 _BLOCK = 65536
@@ -51,39 +50,6 @@ class PredictorFit:
     coef: np.ndarray
     intercept: np.ndarray
     extra: dict = field(default_factory=dict)
-
-
-def one_hot_sums(F, labels, n_clusters, n_threads=0):
-    """``Z^T F`` (K x m) and cluster sizes ``n`` for one-hot ``Z`` of ``labels``."""
-    sums = cluster_sums(F, labels, n_clusters, n_threads)  # small sums run serially in C
-    counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
-    return sums, counts
-
-
-def blur_ratio(Zhat, labels, n_clusters, n_threads=0):
-    r"""Blur ratio ``SSC / SST`` of a partition in the prediction space ``Zhat``.
-
-    .. math:: BR = \frac{\sum_i \|\hat z_i - \theta_{c(i)}\|^2}
-                         {\sum_i \|\hat z_i - \bar z\|^2},
-              \qquad \theta_k = \mathrm{mean}_{c(i)=k}\, \hat z_i
-
-    (Gupta et al. 2008, Sec. 2). Computed as ``1 - SSB / SST`` from the
-    per-cluster sums (one pass for the sums, one for SST). Returns 1.0 when the
-    prediction space has no spread at all.
-    """
-    sums, counts = one_hot_sums(Zhat, labels, n_clusters, n_threads)
-    n = float(counts.sum())
-    mean = sums.sum(axis=0) / n
-    sst = 0.0
-    for start in range(0, Zhat.shape[0], _BLOCK):            # blocks: no N x d temporary
-        c = Zhat[start:start + _BLOCK] - mean
-        sst += float(np.einsum("ij,ij->", c, c))
-    nz = counts > 0
-    dev = sums[nz] - counts[nz, None] * mean[None, :]
-    ssb = float(np.sum(dev * dev / counts[nz, None]))
-    if not sst > 0.0:
-        return 1.0
-    return min(1.0, max(0.0, (sst - ssb) / sst))
 
 
 # ---------------------------------------------------------------------------
@@ -438,7 +404,7 @@ class Kernel:
     r"""Kernel ridge regression of ``Z`` on ``X`` with a Gaussian kernel and intercept.
 
     Hat matrix ``J + G_c (G_c + N alpha I)^{-1}`` with ``J = 1 1^T / N`` and
-    ``G_c`` the doubly centered Gram matrix (SPEC 0.2). Factored once as
+    ``G_c`` the doubly centered Gram matrix. Factored once as
     ``G_c ~= Q diag(l) Q^T`` with orthonormal ``Q`` (N x m):
 
     - exact (``n_components=None``): eigendecomposition of the N x N ``G_c``

@@ -1,4 +1,4 @@
-"""Bridge to csrc/pairwise.c: the pairwise-constraint sums of MMC (SPEC 1.1, 1.3).
+"""Bridge to csrc/pairwise.c: the pairwise-constraint sums of MMC (Xing et al. 2003, Sec. 2).
 
 Every function takes float64 C-contiguous arrays (callers convert float32),
 checks shapes and index ranges before any pointer is touched, releases the GIL

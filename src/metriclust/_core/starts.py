@@ -1,4 +1,4 @@
-"""Starting partitions for CPCM's search (SPEC 2, notes from experiments).
+"""Starting partitions for CPCM's search (Gupta, Foster & Ungar 2008, Algorithm 1).
 
 Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 
@@ -18,20 +18,7 @@ from .kmeans import kmeans
 from .threads import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "feature_quantiles",
-           "strongest_split_features", "kmeans_partition", "canonical", "cluster_sizes",
-           "kurtosis_directions"]
-
-
-def cluster_sizes(labels, n_clusters):
-    """Number of points in each cluster (length ``n_clusters``)."""
-    return np.bincount(labels, minlength=n_clusters)
-
-
-def canonical(labels):
-    """Relabel clusters by order of first appearance (equal for equal partitions)."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    order = np.argsort(np.argsort(first, kind="stable"), kind="stable")
-    return order[inverse.reshape(-1)].astype(np.int64)
+           "strongest_split_features", "kmeans_partition", "kurtosis_directions"]
 
 
 def random_partition(n_samples, n_clusters, rng):
