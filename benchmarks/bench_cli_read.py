@@ -18,6 +18,8 @@ Usage: ``python benchmarks/bench_cli_read.py [--rows 2000000] [--repeats 3]
 [--baseline-src /path/to/other/src] [--file data.csv]``
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os
@@ -94,6 +96,7 @@ def main():
     shapes = {n: tuple(runs[n][0]["shape"]) for n in names}
     assert len(set(shapes.values())) == 1, shapes
     assert all(np.isclose(s, sums[names[0]], rtol=1e-12) for s in sums.values()), sums
+    print("\n".join(_common.machine_header("bench_cli_read", os.cpu_count())[0]))
     load = os.getloadavg()
     print(f"{shapes[names[0]][0]} rows x {shapes[names[0]][1]} columns, {size:.1f} MB; "
           f"{args.repeats} interleaved repeats, medians; load average {load[0]:.1f} "

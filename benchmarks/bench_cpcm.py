@@ -18,10 +18,11 @@ Sections (all printed as markdown tables):
 Usage: ``python benchmarks/bench_cpcm.py [--quick] [--sections peer,large,kernel,table1]``
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from metriclust import CPCM, datasets
-from metriclust._core import partitions
+from metriclust._core import starts
 from metriclust.metrics import adjusted_rand_index, rand_index, variation_of_information
 
 DATA = Path(os.environ.get("METRICLUST_DATA",
@@ -87,25 +88,21 @@ def section_peer(quick):
     K = 5
     rows = []
     for seed in range(2 if quick else 3):
-        start = partitions.random_partition(n, K, np.random.default_rng(seed))
-        t_ours, t_peer = [], []
-        for _ in range(repeats):                       # interleaved
-            t0 = time.perf_counter()
-            est = CPCM(K, init=start).fit(X)
-            t_ours.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            lab, br, it = peer_cpcm(X, start.copy(), K)
-            t_peer.append(time.perf_counter() - t0)
-        mo, mp = statistics.median(t_ours), statistics.median(t_peer)
+        start = starts.random_partition(n, K, np.random.default_rng(seed))
+        med = _common.medians(_common.interleaved(
+            {"ours": lambda: CPCM(K, init=start).fit(X),
+             "peer": lambda: peer_cpcm(X, start.copy(), K)}, repeats, warmup=False))
+        mo, mp = med["ours"], med["peer"]
+        est = CPCM(K, init=start).fit(X)
+        lab, br, it = peer_cpcm(X, start.copy(), K)
         rows.append((seed, mo, mp, mp / mo, est.blur_ratio_, br, est.n_iter_, it,
                      adjusted_rand_index(est.labels_, lab)))
     print(f"\n### 1. One CPCM run from the same random start: N={n}, p=20, K=5 "
           f"(median of {repeats} interleaved repeats)\n")
-    print("| start | ours (s) | peer (s) | speed-up | BR ours | BR peer | iters ours | iters peer | ARI(ours, peer) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r[0]} | {r[1]:.3f} | {r[2]:.3f} | **{r[3]:.1f}x** | {r[4]:.6f} | {r[5]:.6f} "
-              f"| {r[6]} | {r[7]} | {r[8]:.4f} |")
+    print(_common.markdown_table(["start", "ours (s)", "peer (s)", "speed-up", "BR ours",
+                                  "BR peer", "iters ours", "iters peer", "ARI(ours, peer)"],
+                                 [(r[0], r[1], r[2], f"**{r[3]:.1f}x**", f"{r[4]:.6f}",
+                                   f"{r[5]:.6f}", r[6], r[7], f"{r[8]:.4f}") for r in rows]))
     return rows
 
 
@@ -261,13 +258,15 @@ def main():
     args = ap.parse_args()
     if args.child_large:
         return _child_large(args.child_large)
-    print(f"# bench_cpcm ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}), "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-          + (" [--quick]" if args.quick else ""))
+    from metriclust._core.threads import effective_n_threads
+
+    header, _ = _common.machine_header("bench_cpcm" + (" --quick" if args.quick else ""),
+                                       effective_n_threads())
+    print("\n".join(header))
     sections = args.sections.split(",")
     for name in sections:
         globals()[f"section_{name}"](args.quick)
-    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"\nload average at the end: {_common.load_average():.1f}")
 
 
 if __name__ == "__main__":

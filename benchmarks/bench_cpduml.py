@@ -18,10 +18,11 @@ Sections (all printed as markdown tables):
 Usage: ``python benchmarks/bench_cpduml.py [--quick] [--only dense,large,paper]``.
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -106,18 +107,14 @@ def peer_fit(X, K, sigma, lam, how="eigh", max_iter=50, tol=1e-6):
 
 # ---------------------------------------------------------------------------------------
 
-def median(xs):
-    return float(np.median(xs))
-
-
 def load():
-    return f"{os.getloadavg()[0]:.1f}"
+    return f"{_common.load_average():.1f}"
 
 
 def bench_dense(N, reps):
     from metriclust import CPDUML
     from metriclust._core.cpd import DensePsiSolver, objective
-    from metriclust.cpduml import _lloyd_warm
+    from metriclust._core.partition import lloyd_from_partition
     from metriclust.datasets import make_moons
     from metriclust.kernels import gaussian_gram, median_pairwise_distance
     from threadpoolctl import threadpool_limits
@@ -141,7 +138,7 @@ def bench_dense(N, reps):
             step = solver.solve(labels0, K)
             objective(step.X1, labels0, K, step.psi_sq_norm, lam)
             t3 = time.perf_counter()
-            _lloyd_warm(step.X1, labels0, K)
+            lloyd_from_partition(step.X1, labels0, K)
             t4 = time.perf_counter()
         t["gram"].append(t1 - t0)
         t["setup"].append(t2 - t1)
@@ -171,7 +168,7 @@ def bench_dense(N, reps):
         model = CPDUML(K, approximation="dense", random_state=r).fit(X)
         t["fit"].append(time.perf_counter() - t0)
     acc = max(np.mean(model.labels_ == y), np.mean(model.labels_ != y))
-    m = {k: median(v) for k, v in t.items() if v}
+    m = _common.medians({k: v for k, v in t.items() if v})
     ours_iter = m["psi"] + m["y"]
     amort = m["fit"] / model.n_iter_
     print(f"\n### Dense path, N = {N} (two moons, p = 2, K = 2), {reps} interleaved repeats, "
@@ -325,12 +322,11 @@ def main():
     args = ap.parse_args()
     only = set(args.only.split(","))
     import metriclust
-    from threadpoolctl import threadpool_info
+    from metriclust._core.threads import effective_n_threads
 
-    blas = {i["internal_api"]: i["num_threads"] for i in threadpool_info()}
-    print(f"metriclust {metriclust.__version__}; {platform.machine()} {os.cpu_count()} cores "
-          f"(shared); numpy {np.__version__}; threads {blas}; load average {load()}; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    header, _ = _common.machine_header(f"bench_cpduml (metriclust {metriclust.__version__})",
+                                       effective_n_threads())
+    print("\n".join(header))
     if "dense" in only:
         bench_dense(1500 if args.quick else 4000, 2 if args.quick else 3)
     if "large" in only:

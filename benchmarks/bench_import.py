@@ -19,6 +19,8 @@ round. Run it with the interpreter of an installed wheel (an editable install
 rebuilds on import): ``python benchmarks/bench_import.py [--python PATH]``.
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import collections
 import os
@@ -94,6 +96,7 @@ def main():
     packages = ("numpy", "metriclust", "scipy", "sklearn", "threadpoolctl")
     imp = {n: importtime_by_package(run(args.python, CASES[n], importtime=True).stderr)
            for n in names}
+    print("\n".join(_common.machine_header("bench_import", os.cpu_count())[0]))
     load = os.getloadavg()
     print(f"{args.repeats} interleaved rounds; load average {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f}; python {args.python}\n")

@@ -11,10 +11,9 @@ printed too (they agree to rounding: same init, same EM).
 Usage: python benchmarks/bench_mixture.py [--n N] [--d D] [--k K] [--repeats R] [--iters M]
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
-import os
-import platform
-import time
 import warnings
 
 import numpy as np
@@ -42,13 +41,14 @@ def main():
 
     from metriclust import GaussianMixture
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f} at start")
+    from metriclust._core.threads import effective_n_threads
+
+    header, _ = _common.machine_header("bench_mixture", effective_n_threads())
+    print("\n".join(header))
     print(f"N = {args.n}, K = {args.k}, {args.iters} EM iterations timed by difference, "
           f"{args.repeats} interleaved repeats, medians\n")
-    print("| d | covariance | metriclust s/iter | scikit-learn s/iter | ratio | "
-          "score difference | load |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print(_common.markdown_table(["d", "covariance", "metriclust s/iter",
+                                  "scikit-learn s/iter", "ratio", "score difference", "load"]))
     rng = np.random.default_rng(0)
     for d in args.d:
         X = make_data(args.n, d, args.k, rng)
@@ -71,20 +71,16 @@ def main():
                     warnings.simplefilter("ignore")
                     return SKGM(args.k, max_iter=m, reg_covar=1e-6 * var, **common).fit(X)
 
-            times = {"ours": [], "sklearn": []}
-            fitted = {}
-            for _ in range(args.repeats):
-                for name, fn in (("ours", ours), ("sklearn", theirs)):
-                    t0 = time.perf_counter()
-                    fn(1)
-                    t1 = time.perf_counter()
-                    fitted[name] = fn(1 + args.iters)
-                    t2 = time.perf_counter()
-                    times[name].append(((t2 - t1) - (t1 - t0)) / args.iters)
-            a, b = np.median(times["ours"]), np.median(times["sklearn"])
-            diff = abs(fitted["ours"].score(X) - fitted["sklearn"].score(X))
-            print(f"| {d} | {cov} | {a:.4f} | {b:.4f} | {b / a:.2f}x | {diff:.1e} | "
-                  f"{os.getloadavg()[0]:.1f} |", flush=True)
+            m = 1 + args.iters
+            med = _common.medians(_common.interleaved(
+                {"ours 1": lambda: ours(1), "ours m": lambda: ours(m),
+                 "sklearn 1": lambda: theirs(1), "sklearn m": lambda: theirs(m)},
+                args.repeats, warmup=False))
+            a = (med["ours m"] - med["ours 1"]) / args.iters
+            b = (med["sklearn m"] - med["sklearn 1"]) / args.iters
+            diff = abs(ours(m).score(X) - theirs(m).score(X))
+            print(_common.markdown_row([d, cov, a, b, f"{b / a:.2f}x", f"{diff:.1e}",
+                                        _common.load_average()]), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ dimensions scaled by 3; P pairs, half same-class, half different. Repeats are
 interleaved (peer, ours, peer, ours, ...); medians.
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os

@@ -36,6 +36,8 @@ and CPCM Sec. 5.1 (in tests/test_cpcm.py).
 Usage: ``python benchmarks/bench_papers.py [--runs R] [--only cpcm_t1,mmc45,mmc7,cpd_fig2,cpd_tab]``.
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import os
 import time

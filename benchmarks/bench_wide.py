@@ -30,6 +30,8 @@ the partition; MMC - ``objective_`` (sum over D of d_A at sum_S d_A^2 = 1: the
 paper's scale-free objective, higher is better).
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os
@@ -198,6 +200,7 @@ def main():
     if old is not None:
         commit = subprocess.run(["git", "-C", str(BASE_DIR), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
+    print("\n".join(_common.machine_header("bench_wide", os.cpu_count())[0]))
     print(f"{args.n} x {args.p} {args.dtype}, K = 9; {platform.node()}, "
           f"{os.cpu_count()} cores; load average at start {load[0]:.1f}; "
           f"today's code = {commit or 'not run'} (timeout {args.old_timeout:.0f} s)\n")
