@@ -4,7 +4,7 @@ Two parts:
 
 - ``--crossover``: in this build, the all-pairs diagonal sums (MMC's implicit
   D, ``pairs_diag(X, None, a, hessian=False)``) by the direct pair loop
-  (``use_blas=False``) and by the GEMM form, interleaved, for a range of p at
+  (``method="direct"``) and by the GEMM form, interleaved, for a range of p at
   n = 1000: where the GEMM form starts to pay sets ``ML_PAIRS_DIAG_GEMM_MIN_P``
   in ``csrc/thresholds.h``.
 - default: this build against a baseline build (another commit's install, e.g.
@@ -140,8 +140,9 @@ def crossover(repeats, ps):
             a = rng.random(p)
             t = _common.medians(_common.interleaved({
                 "direct": lambda: _pairwise.pairs_diag(X, None, a, hessian=False,
-                                                       use_blas=False),
-                "gemm": lambda: _pairwise.pairs_diag(X, None, a, hessian=False)}, repeats))
+                                                       method="direct"),
+                "gemm": lambda: _pairwise.pairs_diag(X, None, a, hessian=False,
+                                                     method="gemm")}, repeats))
             print(_common.markdown_row([1000, p, t["direct"], t["gemm"],
                                         t["direct"] / t["gemm"]]), flush=True)
     print(f"load average at end: {os.getloadavg()}")
@@ -155,7 +156,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--crossover", action="store_true")
-    ap.add_argument("--ps", type=int, nargs="*", default=[8, 16, 24, 32, 48, 64, 128, 512])
+    ap.add_argument("--ps", type=int, nargs="*", default=[12, 16, 24, 32, 48, 64, 128, 512])
     ap.add_argument("--spin", action="store_true", help="OMP_WAIT_POLICY left to libgomp")
     args = ap.parse_args()
     if args.child:

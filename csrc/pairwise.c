@@ -363,12 +363,24 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
                   double *grad_zero, double *n_zero,
-                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0) return ML_ERR_ARG;
     if (grad_zero && !n_zero) return ML_ERR_ARG;
     if (pairs && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
-    if (!pairs && !H && dgemm && p >= ML_PAIRS_DIAG_GEMM_MIN_P && n >= 2)
+    const int gemm_ok = !pairs && !H && dgemm && p > ML_GRAM_DIRECT_MAX_D;
+    if (method == ML_PAIRS_GEMM && !gemm_ok) return ML_ERR_ARG;
+    if (method != ML_PAIRS_AUTO && method != ML_PAIRS_DIRECT && method != ML_PAIRS_GEMM)
+        return ML_ERR_ARG;
+    if (method == ML_PAIRS_GEMM || (method == ML_PAIRS_AUTO && gemm_ok &&
+                                    p >= ML_PAIRS_DIAG_GEMM_MIN_P)) {
+        if (n < 2) {  /* no pairs */
+            *h = 0.0;
+            if (grad) memset(grad, 0, (size_t)p * sizeof(double));
+            if (grad_zero) { memset(grad_zero, 0, (size_t)p * sizeof(double)); *n_zero = 0.0; }
+            return ML_OK;
+        }
         return allpairs_diag_gemm(X, n, p, a, h, grad, grad_zero, n_zero, dgemm, n_threads);
+    }
     diag_job job = {X, a, pairs, n, m, p, 0, NULL, NULL, NULL, NULL, dsyrk};
     ptrdiff_t nb;
     if (pairs) {

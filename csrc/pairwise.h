@@ -49,19 +49,24 @@ int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t 
  * features where v_k > 0). Those pairs are reported instead when grad_zero is
  * not NULL: grad_zero = sum_{d_k = 0, v_k != 0} v_k / 2 and *n_zero = their
  * count (the solver's certificate needs them; n_zero required with grad_zero).
- * pairs == NULL means ALL pairs i < j of the n rows (m ignored); then, with
- * no Hessian, dgemm given and p >= ML_PAIRS_DIAG_GEMM_MIN_P, the sums take
- * the GEMM form: squared distances from the shared tile (gram.h) on
+ * pairs == NULL means ALL pairs i < j of the n rows (m ignored). method
+ * ML_PAIRS_DIRECT: the pair loop; ML_PAIRS_GEMM (all pairs, no Hessian, dgemm
+ * given and p > ML_GRAM_DIRECT_MAX_D, else ML_ERR_ARG): the GEMM form;
+ * ML_PAIRS_AUTO: the GEMM form where it is allowed and
+ * p >= ML_PAIRS_DIAG_GEMM_MIN_P (measured, thresholds.h). The GEMM form: squared distances from the shared tile (gram.h) on
  * Z = X diag(sqrt a) centred, W_ij = 1 / (2 d_ij), and
  * grad = sum_i deg_i x_i^2 - sum_i x_i * (W X)_i (deg = W 1, x centred), with
  * every pair whose squared distance the GEMM form cannot resolve (see
  * ML_CLOSE_RATIO in pairwise.c) recomputed by differences. dgemm may be NULL.
  * Both forms call BLAS inside their OpenMP region: hold BLAS to one thread. */
+#define ML_PAIRS_AUTO 0
+#define ML_PAIRS_DIRECT 1
+#define ML_PAIRS_GEMM 2
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
                   double *grad_zero, double *n_zero,
-                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
 /* All pairs i < j, Laplacian form. Y = X Lt (n x r, rows centred by the
  * caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)

@@ -160,7 +160,7 @@ def _ref_diag_h_grad(X, a):
     return d.sum(), (V[pos] / (2 * d[pos])[:, None]).sum(0)
 
 
-@pytest.mark.parametrize("p", [K.DIAG_GEMM_MIN_P, 3 * K.DIAG_GEMM_MIN_P])
+@pytest.mark.parametrize("p", [K.GRAM_DIRECT_MAX_D + 1, 64])
 def test_allpairs_diag_gemm_form_matches_direct_loop(p):
     # Issue #23: all pairs without the Hessian take the GEMM form from
     # DIAG_GEMM_MIN_P features. n = 300 spans three 128-row tiles; an offset
@@ -175,8 +175,8 @@ def test_allpairs_diag_gemm_form_matches_direct_loop(p):
     a = rng.random(p)
     a[p // 2:] = 0.0
     h_ref, g_ref = _ref_diag_h_grad(X, a)
-    gemm = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True)
-    direct = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, use_blas=False)
+    gemm = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, method="gemm")
+    direct = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, method="direct")
     for h, g, H, gz, nz in (gemm, direct):
         assert H is None
         assert h == pytest.approx(h_ref, rel=1e-12)
@@ -184,16 +184,22 @@ def test_allpairs_diag_gemm_form_matches_direct_loop(p):
         assert nz == 1                                 # (50, 60); (10, 20) has v = 0
     assert gemm[4] == direct[4]
     np.testing.assert_allclose(gemm[3], direct[3], rtol=1e-12)
-    h_only = K.pairs_diag(X, None, a, gradient=False, hessian=False)
+    h_only = K.pairs_diag(X, None, a, gradient=False, hessian=False, method="gemm")
     assert h_only[1] is None and h_only[0] == pytest.approx(h_ref, rel=1e-12)
+    auto = K.pairs_diag(X, None, a, hessian=False)
+    assert np.array_equal(auto[1], (gemm if p >= K.DIAG_GEMM_MIN_P else direct)[1])
+    with pytest.raises(ValueError, match="method='gemm' needs"):
+        K.pairs_diag(X, None, a, method="gemm")                 # with the Hessian
+    with pytest.raises(ValueError, match="method must be one of"):
+        K.pairs_diag(X, None, a, method="blas")
 
 
 def test_allpairs_diag_gemm_form_thread_invariant():
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(700, 2 * K.DIAG_GEMM_MIN_P))
+    X = rng.normal(size=(700, 40))
     a = rng.random(X.shape[1])
-    one = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=1)
-    two = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=2)
+    one = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=1, method="gemm")
+    two = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=2, method="gemm")
     for u, v in zip(one, two):
         assert np.array_equal(np.asarray(u), np.asarray(v))
 
