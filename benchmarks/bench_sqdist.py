@@ -58,12 +58,14 @@ CASES = {
 
 def _case(name):
     """A zero-argument callable running case `name` once (data drawn here)."""
-    from threadpoolctl import threadpool_limits
-
+    from metriclust._core.threads import single_blas_thread
     from metriclust._kernels import _gram, _pairwise
 
     rng = np.random.default_rng(0)
-    limit = threadpool_limits(1, user_api="blas")  # the kernels call BLAS inside OpenMP
+    # The kernels call BLAS inside OpenMP: one BLAS thread, as the library holds
+    # it (scipy's BLAS loaded first, so that the limit reaches it).
+    limit = single_blas_thread()
+    limit.__enter__()
     if name.startswith("gram-") or name.startswith("matmat-"):
         d = int(name.split("-")[1][1:])
         dtype = np.float32 if name.endswith("f32") else np.float64
@@ -91,7 +93,6 @@ def _case(name):
         X = rng.normal(size=(1000, 2000))
         a = rng.random(2000)
         return lambda: _pairwise.pairs_diag(X, None, a, hessian=False)
-    del limit
     raise ValueError(name)
 
 
@@ -127,14 +128,13 @@ def compare(base_python, repeats, cases):
 
 
 def crossover(repeats, ps):
-    from threadpoolctl import threadpool_limits
-
+    from metriclust._core.threads import single_blas_thread
     from metriclust._kernels import _pairwise
 
     print(f"load average at start: {os.getloadavg()}")
     print(_common.markdown_table(["n", "p", "direct s", "GEMM s", "direct / GEMM"]))
     rng = np.random.default_rng(0)
-    with threadpool_limits(1, user_api="blas"):
+    with single_blas_thread():
         for p in ps:
             X = rng.normal(size=(1000, p))
             a = rng.random(p)

@@ -1,4 +1,4 @@
-"""The pairwise-constraint sums of MMC over a dissimilar set D (SPEC 1.1, 1.3).
+"""The pairwise-constraint sums of MMC over a dissimilar set D (Xing et al. 2002).
 
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
@@ -133,7 +133,7 @@ class PairSums:
         return h - hs, (G - Gs if gradient else None)
 
     def diag(self, a, gradient=True, hessian=True, zero_pairs=False):
-        """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (SPEC 1.1).
+        """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (Xing et al. 2002, Sec. 2.1).
 
         Pairs at distance 0 are left out of ``grad`` and ``H``; with
         ``zero_pairs`` the result also holds ``(grad_zero, n_zero)``, the sum of
