@@ -372,15 +372,8 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     if (method != ML_PAIRS_AUTO && method != ML_PAIRS_DIRECT && method != ML_PAIRS_GEMM)
         return ML_ERR_ARG;
     if (method == ML_PAIRS_GEMM || (method == ML_PAIRS_AUTO && gemm_ok &&
-                                    p >= ML_PAIRS_DIAG_GEMM_MIN_P)) {
-        if (n < 2) {  /* no pairs */
-            *h = 0.0;
-            if (grad) memset(grad, 0, (size_t)p * sizeof(double));
-            if (grad_zero) { memset(grad_zero, 0, (size_t)p * sizeof(double)); *n_zero = 0.0; }
-            return ML_OK;
-        }
+                                    p >= ML_PAIRS_DIAG_GEMM_MIN_P))
         return allpairs_diag_gemm(X, n, p, a, h, grad, grad_zero, n_zero, dgemm, n_threads);
-    }
     diag_job job = {X, a, pairs, n, m, p, 0, NULL, NULL, NULL, NULL, dsyrk};
     ptrdiff_t nb;
     if (pairs) {
@@ -710,6 +703,13 @@ static int allpairs_diag_gemm(const double *X, ptrdiff_t n, ptrdiff_t p,
                               const double *a, double *h, double *grad,
                               double *grad_zero, double *n_zero,
                               ml_dgemm_fn dgemm, int n_threads) {
+    if (n < 2) {  /* no pairs */
+        *h = 0.0;
+        if (grad) memset(grad, 0, (size_t)p * sizeof(double));
+        if (grad_zero) memset(grad_zero, 0, (size_t)p * sizeof(double));
+        if (grad_zero) *n_zero = 0.0;
+        return ML_OK;
+    }
     double *Xc = NULL, *Z = NULL;
     ml_sqdist_f64 dist;
     memset(&dist, 0, sizeof dist);

@@ -139,7 +139,7 @@ def test_pairs_diag_matches_reference_explicit_and_all_pairs(p):
 
 @pytest.mark.parametrize("r,p", [(2, 12), (12, 12), (2, 3)])
 def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
-    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path,
+    # n = 600 spans several 128-row tiles, r = 12 takes the GEMM distance path,
     # p = 3 the direct loops.
     rng = np.random.default_rng(r + p)
     X = rng.normal(size=(600, p)) + 5.0
@@ -192,6 +192,9 @@ def test_allpairs_diag_gemm_form_matches_direct_loop(p):
         K.pairs_diag(X, None, a, method="gemm")                 # with the Hessian
     with pytest.raises(ValueError, match="method must be one of"):
         K.pairs_diag(X, None, a, method="blas")
+    h1, g1, _, gz1, nz1 = K.pairs_diag(X[:1].copy(), None, a, hessian=False, method="gemm",
+                                       zero_pairs=True)                 # no pairs at all
+    assert h1 == 0 and not g1.any() and not gz1.any() and nz1 == 0
 
 
 def test_allpairs_diag_gemm_form_thread_invariant():

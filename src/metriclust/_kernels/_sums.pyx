@@ -7,6 +7,12 @@ from metriclust._kernels._common cimport real
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
 from metriclust._kernels._status cimport check_status
 
+cdef extern from "thresholds.h" nogil:
+    int ML_SUM_MIN_PARALLEL
+
+# Entries (n p) below which the cluster sums run on one thread (thresholds.h).
+MIN_PARALLEL = ML_SUM_MIN_PARALLEL
+
 cdef extern from "sums.h" nogil:
     int ml_cluster_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
                             const int64_t *labels, Py_ssize_t K, double *out,
