@@ -1,6 +1,6 @@
-/* Gaussian Gram matrix and the fused Gram-times-matrix product (SPEC 0.2).
- * The float64 and float32 kernels are one template, gram_impl.h, included
- * twice. See gram.h for the contract. */
+/* The squared-distance tile, the Gaussian Gram matrix and the fused
+ * Gram-times-matrix product. The float64 and float32 kernels are one
+ * template, gram_impl.h, included twice. See gram.h for the contract. */
 #include "gram.h"
 
 #include <float.h>
@@ -105,45 +105,31 @@ void ml_expneg_f32(const float *ML_RESTRICT x, float *ML_RESTRICT out,
 }
 
 /* ------------------------------------------------------------------------ */
-/* Row copies from a tile buffer into G. (Non-temporal stores were tried
- * here: no measurable gain, the first-touch page clearing of the fresh output
- * dominates the memory time: benchmarks/RESULTS.md, "Gaussian Gram", the
- * non-temporal store A/B.) */
-static inline void ml_copy_row_f64(double *ML_RESTRICT dst, const double *ML_RESTRICT src,
-                                   ptrdiff_t n) {
-    memcpy(dst, src, sizeof(double) * (size_t)n);
-}
-static inline void ml_copy_row_f32(float *ML_RESTRICT dst, const float *ML_RESTRICT src,
-                                   ptrdiff_t n) {
-    memcpy(dst, src, sizeof(float) * (size_t)n);
-}
-
-#define ML_GRAM_TILE 128
+/* A row of a tile buffer copied into G (plain memcpy: non-temporal stores
+ * were tried and gained nothing measurable, the first-touch page clearing of
+ * a fresh output dominates the memory time). */
+#define ML_COPY_ROW(dst, src, n) memcpy((dst), (src), sizeof *(dst) * (size_t)(n))
 
 #define REAL double
 #define REAL_MAX DBL_MAX
 #define SUF(name) name##_f64
 #define GEMM_T ml_dgemm_fn
 #define EXPNEG ml_expneg1_f64
-#define COPY_ROW ml_copy_row_f64
 #include "gram_impl.h"
 #undef REAL
 #undef REAL_MAX
 #undef SUF
 #undef GEMM_T
 #undef EXPNEG
-#undef COPY_ROW
 
 #define REAL float
 #define REAL_MAX FLT_MAX
 #define SUF(name) name##_f32
 #define GEMM_T ml_sgemm_fn
 #define EXPNEG ml_expneg1_f32
-#define COPY_ROW ml_copy_row_f32
 #include "gram_impl.h"
 #undef REAL
 #undef REAL_MAX
 #undef SUF
 #undef GEMM_T
 #undef EXPNEG
-#undef COPY_ROW

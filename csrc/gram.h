@@ -1,5 +1,8 @@
-/* Gaussian Gram matrix G[i, j] = exp(-||x_i - y_j||^2 / (2 sigma^2)) (SPEC 0.2)
- * and the fused product G @ V that never stores G.
+/* The squared-distance tile shared by every kernel that needs the distances
+ * of a block of row pairs (the Gram kernels here, the all-pairs sums of
+ * pairwise.c), the Gaussian Gram matrix
+ * G[i, j] = exp(-||x_i - y_j||^2 / (2 sigma^2)) and the fused product G @ V
+ * that never stores G.
  *
  * Layout: every matrix is row-major and C-contiguous. X is nx x d, Y is ny x d
  * (Y == NULL: the symmetric case Y = X), G is nx x ny, V is ny x k, out is nx x k.
@@ -14,8 +17,8 @@
  *       column mean (which limits the cancellation), clamped at 0; one BLAS
  *       gemm call per tile. The caller must hold BLAS to one thread.
  * Each thread computes a 128 x 128 tile in its own buffer (L2), with the exp
- * fused into the tile loop (a vectorizable exp with < 1e-15 relative error,
- * see gram.c), then copies it into G by contiguous rows. The symmetric case
+ * fused into the tile's last pass (a vectorizable exp with < 1e-15 relative
+ * error, see gram.c), then copies it into G by contiguous rows. The symmetric case
  * computes the upper triangle of tiles and writes each also transposed, so G
  * is exactly symmetric with an exact unit diagonal.
  * Every entry is computed by the same code whatever thread computes it: results
@@ -23,11 +26,52 @@
 #ifndef METRICLUST_GRAM_H
 #define METRICLUST_GRAM_H
 #include "common.h"
+#include "thresholds.h"  /* ML_GRAM_DIRECT_MAX_D */
 
-/* Crossover measured on AVX-512 (N = 4000, one thread, output buffer reused):
- * direct 140 vs GEMM 135 ms at d = 8, 169 vs 148 at d = 12, 189 vs 161 at 16;
- * direct differences are also the more accurate, so they keep the tie. */
-#define ML_GRAM_DIRECT_MAX_D 8
+
+/* Rows per side of a tile (a 128 x 128 float64 tile, 128 KB, stays in L2
+ * between the gemm that forms it and the pass that reads it). */
+#define ML_GRAM_TILE 128
+
+/* Prepared operands of the squared-distance tile of X (nx x d) against Y
+ * (ny x d; Y == NULL: Y = X). direct: by differences, with Y transposed (YT);
+ * otherwise the GEMM form on copies centered by X's column mean (Xc, Yc; Yc
+ * == Xc when symmetric) with their squared row norms (nxc, nyc). */
+typedef struct {
+    int direct;
+    ptrdiff_t nx, ny, d;
+    const double *X;
+    double *YT, *Xc, *Yc, *nxc, *nyc;
+    ml_dgemm_fn gemm;
+} ml_sqdist_f64;
+typedef struct {
+    int direct;
+    ptrdiff_t nx, ny, d;
+    const float *X;
+    float *YT, *Xc, *Yc, *nxc, *nyc;
+    ml_sgemm_fn gemm;
+} ml_sqdist_f32;
+
+/* Prepare (gemm == NULL or d <= ML_GRAM_DIRECT_MAX_D: direct differences).
+ * ML_ERR_ARG for negative sizes, d < 1 or a size past INT_MAX; on any status
+ * the operands must still be freed with ml_sqdist_free. */
+int ml_sqdist_init_f64(ml_sqdist_f64 *op, const double *X, ptrdiff_t nx,
+                       const double *Y, ptrdiff_t ny, ptrdiff_t d, ml_dgemm_fn gemm);
+int ml_sqdist_init_f32(ml_sqdist_f32 *op, const float *X, ptrdiff_t nx,
+                       const float *Y, ptrdiff_t ny, ptrdiff_t d, ml_sgemm_fn gemm);
+void ml_sqdist_free_f64(ml_sqdist_f64 *op);
+void ml_sqdist_free_f32(ml_sqdist_f32 *op);
+
+/* dst[ii * ldd + jj] = ||x_{i0+ii} - y_{j0+jj}||^2 (never negative) for
+ * ii < ni, jj < nj (both <= ML_GRAM_TILE), or exp(scale * that) when with_exp.
+ * buf: ML_GRAM_TILE^2 scratch (may be dst when ldd == ML_GRAM_TILE); acc: one
+ * row of ML_GRAM_TILE. Calls the gemm (GEMM form): hold BLAS to one thread. */
+void ml_sqdist_tile_f64(const ml_sqdist_f64 *op, ptrdiff_t i0, ptrdiff_t ni,
+                        ptrdiff_t j0, ptrdiff_t nj, int with_exp, double scale,
+                        double *dst, ptrdiff_t ldd, double *buf, double *acc);
+void ml_sqdist_tile_f32(const ml_sqdist_f32 *op, ptrdiff_t i0, ptrdiff_t ni,
+                        ptrdiff_t j0, ptrdiff_t nj, int with_exp, float scale,
+                        float *dst, ptrdiff_t ldd, float *buf, float *acc);
 
 int ml_gaussian_gram_f64(const double *X, ptrdiff_t nx, const double *Y,
                          ptrdiff_t ny, ptrdiff_t d, double sigma, double *G,

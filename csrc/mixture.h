@@ -19,13 +19,14 @@
 #ifndef METRICLUST_MIXTURE_H
 #define METRICLUST_MIXTURE_H
 #include "common.h"
+#include "thresholds.h"  /* ML_GMM_PAR_MIN_WORK */
 
 #define ML_GMM_FULL 0
 #define ML_GMM_DIAG 1
+/* Rows per block (the unit of the fixed segmentation) and at most 64
+ * segments: enough for dynamic balance over 16+ threads, few partials to add. */
 #define ML_GMM_BLOCK 512
 #define ML_GMM_MAX_SEGMENTS 64
-/* Below this many multiply-adds a kernel runs on one thread. */
-#define ML_GMM_PAR_MIN_WORK 2e6
 
 /* log p_k(x_i) = log_norm[k] - ||y_ik||^2 / 2, with log_norm[k] = log w_k +
  * log det U_k - d/2 log(2 pi) supplied by the caller;

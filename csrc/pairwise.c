@@ -1,21 +1,39 @@
 /* Pairwise-constraint sums for MMC; see pairwise.h. */
 #include "pairwise.h"
 
+#include "gram.h"  /* the shared squared-distance tile */
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ML_CHUNK 1024         /* pairs gathered per BLAS call */
-#define ML_PAIR_BLOCK 4096    /* pairs per deterministic partial sum */
+/* Pairs gathered into one buffer per BLAS call (1024 rows of differences:
+ * 8 MB at p = 1024, enough rows for BLAS to reach its rate). */
+#define ML_CHUNK 1024
+/* Pairs per deterministic partial sum (a block never depends on the thread
+ * count; thousands of pairs amortize the partial's reduction). */
+#define ML_PAIR_BLOCK 4096
+/* Memory for the per-block partial sums (p x p each): at most 128 MB; past
+ * it, fewer and larger blocks. */
 #define ML_MAX_PARTIAL_BYTES ((size_t)1 << 27)
-#define ML_SMALL_P 12         /* below: direct loops beat a BLAS call */
-#define ML_TILE 256           /* row tile of the all-pairs kernel */
+/* Rows per block of the implicit diagonal kernel's direct path (row i pairs
+ * with every later row, so 32 rows are ~32 n pairs). */
+#define ML_DIAG_ROW_BLOCK 32
+/* A pair is "close" when ||z_i||^2 + ||z_j||^2 >= ML_CLOSE_RATIO ||z_i - z_j||^2
+ * (centred coordinates): the GEMM form's squared distance has then lost
+ * about log2(64) = 6 of its 53 bits, and the Laplacian form's cancelling
+ * terms are as large; the all-pairs diagonal kernel recomputes such pairs
+ * (and every pair at distance 0) by differences.  The same ratio as
+ * _core/pairsums.py's _CLOSE for the explicit-pair Laplacian form. */
+#define ML_CLOSE_RATIO 64.0
+
+static ptrdiff_t min_p(ptrdiff_t a, ptrdiff_t b) { return a < b ? a : b; }
 
 /* Number of fixed blocks for m items: ML_PAIR_BLOCK each, but never more
- * partial p x p matrices than ML_MAX_PARTIAL_BYTES holds. */
-static ptrdiff_t n_blocks_for(ptrdiff_t m, ptrdiff_t p, ptrdiff_t *block) {
+ * partials of `len` doubles than ML_MAX_PARTIAL_BYTES holds. */
+static ptrdiff_t n_blocks_for(ptrdiff_t m, ptrdiff_t len, ptrdiff_t *block) {
     ptrdiff_t nb = (m + ML_PAIR_BLOCK - 1) / ML_PAIR_BLOCK;
-    ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + 1) * sizeof(double)));
+    ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(len + 1) * sizeof(double)));
     if (cap < 1) cap = 1;
     if (nb > cap) nb = cap;
     if (nb < 1) nb = 1;
@@ -29,7 +47,7 @@ static ptrdiff_t n_blocks_for(ptrdiff_t m, ptrdiff_t p, ptrdiff_t *block) {
 static void syrk_acc(double *acc, const double *Z, ptrdiff_t c, ptrdiff_t p,
                      ml_dsyrk_fn dsyrk) {
     if (c == 0) return;
-    if (p < ML_SMALL_P || dsyrk == NULL) {
+    if (p < ML_PAIRS_SYRK_MIN_P || dsyrk == NULL) {
         for (ptrdiff_t k = 0; k < c; ++k) {
             const double *z = Z + k * p;
             for (ptrdiff_t a = 0; a < p; ++a) {
@@ -58,6 +76,106 @@ static int check_pairs_range(const int64_t *pairs, ptrdiff_t m, ptrdiff_t n) {
     return ML_OK;
 }
 
+/* out[0:len] = sum over the nb partials (partial b at parts + b * stride),
+ * added in block order: the fixed-order reduction of every kernel here. */
+static void add_partials(double *out, const double *parts, ptrdiff_t nb,
+                         ptrdiff_t len, ptrdiff_t stride) {
+    memset(out, 0, (size_t)len * sizeof(double));
+    for (ptrdiff_t b = 0; b < nb; ++b)
+        for (ptrdiff_t t = 0; t < len; ++t) out[t] += parts[b * stride + t];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Explicit pairs, full metric. */
+
+/* Yb (c x r) = D (c x p) Lt (p x r). */
+static void project_chunk(const double *D, ptrdiff_t c, ptrdiff_t p,
+                          const double *Lt, ptrdiff_t r, double *Yb,
+                          ml_dgemm_fn dgemm) {
+    if (dgemm) {  /* Yb^T (r x c) = Lt^T (r x p) . D^T (p x c) */
+        char nn = 'N';
+        int ri = (int)r, ci = (int)c, pi = (int)p;
+        double one = 1.0, zero = 0.0;
+        dgemm(&nn, &nn, &ri, &ci, &pi, &one, (double *)Lt, &ri, (double *)D,
+              &pi, &zero, Yb, &ri);
+        return;
+    }
+    for (ptrdiff_t k = 0; k < c; ++k) {
+        double *yk = Yb + k * r;
+        for (ptrdiff_t s = 0; s < r; ++s) yk[s] = 0.0;
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            double dt = D[k * p + t];
+            const double *lrow = Lt + t * r;
+            for (ptrdiff_t s = 0; s < r; ++s) yk[s] += dt * lrow[s];
+        }
+    }
+}
+
+/* A pair at distance 0 (a non-smooth point of h; see pairwise.h): if its
+ * difference dk is not 0, zacc (lower triangle p x p, then a count) +=
+ * dk dk^T / 2. */
+static void add_zero_pair_full(double *zacc, const double *dk, ptrdiff_t p) {
+    int differs = 0;
+    for (ptrdiff_t t = 0; t < p; ++t) differs |= dk[t] != 0.0;
+    if (!differs) return;
+    zacc[p * p] += 1.0;
+    for (ptrdiff_t a = 0; a < p; ++a)
+        for (ptrdiff_t t = 0; t <= a; ++t) zacc[a * p + t] += 0.5 * dk[a] * dk[t];
+}
+
+/* The c pairs at `pairs`: differences into D, distances (h, dist, zero
+ * pairs), then, if `scale`, each row of D times sqrt(w) = (2 d)^(-1/2). */
+static void full_chunk(const double *X, ptrdiff_t p, const int64_t *pairs,
+                       ptrdiff_t c, const double *Lt, ptrdiff_t r,
+                       ml_dgemm_fn dgemm, double *D, double *Yb, double *dist,
+                       double *hacc, double *zacc, int scale) {
+    for (ptrdiff_t k = 0; k < c; ++k) {
+        const double *xi = X + pairs[2 * k] * p, *xj = X + pairs[2 * k + 1] * p;
+        double *dk = D + k * p;
+        for (ptrdiff_t t = 0; t < p; ++t) dk[t] = xi[t] - xj[t];
+    }
+    project_chunk(D, c, p, Lt, r, Yb, dgemm);
+    for (ptrdiff_t k = 0; k < c; ++k) {
+        double q = 0.0;
+        const double *yk = Yb + k * r;
+        for (ptrdiff_t s = 0; s < r; ++s) q += yk[s] * yk[s];
+        double d = sqrt(q);
+        *hacc += d;
+        if (dist) dist[k] = d;
+        if (zacc && d == 0.0) add_zero_pair_full(zacc, D + k * p, p);
+        if (scale) {
+            double sw = d > 0.0 ? 1.0 / sqrt(2.0 * d) : 0.0;
+            double *dk = D + k * p;
+            for (ptrdiff_t t = 0; t < p; ++t) dk[t] *= sw;
+        }
+    }
+}
+
+/* Operands and per-block partials of ml_pairs_full. */
+typedef struct {
+    const double *X, *Lt;
+    const int64_t *pairs;
+    ptrdiff_t m, p, r, block;
+    double *hpart, *gpart, *zpart, *dist;
+    ml_dgemm_fn dgemm;
+    ml_dsyrk_fn dsyrk;
+} full_job;
+
+static void full_block(const full_job *job, ptrdiff_t b, double *D, double *Yb) {
+    const ptrdiff_t p = job->p, start = b * job->block;
+    const ptrdiff_t end = min_p(start + job->block, job->m);
+    double hacc = 0.0;
+    double *acc = job->gpart ? job->gpart + b * p * p : NULL;
+    double *zacc = job->zpart ? job->zpart + b * (p * p + 1) : NULL;
+    for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
+        ptrdiff_t c = min_p(end - c0, ML_CHUNK);
+        full_chunk(job->X, p, job->pairs + 2 * c0, c, job->Lt, job->r, job->dgemm,
+                   D, Yb, job->dist ? job->dist + c0 : NULL, &hacc, zacc, acc != NULL);
+        if (acc) syrk_acc(acc, D, c, p, job->dsyrk);
+    }
+    job->hpart[b] = hacc;
+}
+
 int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m,
                   const double *Lt, ptrdiff_t r,
@@ -65,22 +183,18 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0 || m < 0 || r <= 0) return ML_ERR_ARG;
-    if (G_zero && !n_zero) return ML_ERR_ARG;
+    if (G_zero && (!n_zero || !G)) return ML_ERR_ARG;
     if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
-    ptrdiff_t block;
-    ptrdiff_t nb = n_blocks_for(m, G ? (G_zero ? 2 * p : p) : 0, &block);
-    double *hpart = calloc((size_t)nb, sizeof(double));
-    double *gpart = G ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    /* per block: sum of D_k D_k^T / 2 over zero-distance pairs (lower triangle), count */
-    double *zpart = G_zero ? calloc((size_t)(nb * (p * p + 1)), sizeof(double)) : NULL;
-    if (!hpart || (G && !gpart) || (G_zero && !zpart)) {
-        free(hpart); free(gpart); free(zpart);
-        return ML_ERR_ALLOC;
-    }
+    full_job job = {X, Lt, pairs, m, p, r, 0, NULL, NULL, NULL, dist,
+                    p * r >= ML_PAIRS_GEMM_MIN_WORK ? dgemm : NULL, dsyrk};
+    const ptrdiff_t nb = n_blocks_for(m, G ? (G_zero ? 4 * p * p : p * p) : 0, &job.block);
+    job.hpart = calloc((size_t)nb, sizeof(double));
+    job.gpart = G ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    job.zpart = G_zero ? calloc((size_t)(nb * (p * p + 1)), sizeof(double)) : NULL;
     int status = ML_OK;
-    const int use_gemm = (dgemm != NULL) && (p * r >= ML_SMALL_P * ML_SMALL_P);
-
+    if (!job.hpart || (G && !job.gpart) || (G_zero && !job.zpart)) status = ML_ERR_ALLOC;
     const double work = (double)m * (double)p * (double)(r + (G ? p : 0));
+    if (status == ML_OK)
     #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *D = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
@@ -90,109 +204,43 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
             status = ML_ERR_ALLOC;
         }
         #pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t b = 0; b < nb; ++b) {
-            if (!D || !Yb || ml_interrupted()) continue;
-            ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
-            double hacc = 0.0;
-            double *acc = G ? gpart + b * p * p : NULL;
-            for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
-                ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
-                for (ptrdiff_t k = 0; k < c; ++k) {
-                    const double *xi = X + pairs[2 * (c0 + k)] * p;
-                    const double *xj = X + pairs[2 * (c0 + k) + 1] * p;
-                    double *dk = D + k * p;
-                    for (ptrdiff_t t = 0; t < p; ++t) dk[t] = xi[t] - xj[t];
-                }
-                if (use_gemm) {  /* Yb^T (r x c) = Lt^T (r x p) . D^T (p x c) */
-                    char nn = 'N';
-                    int ri = (int)r, ci = (int)c, pi = (int)p;
-                    double one = 1.0, zero = 0.0;
-                    dgemm(&nn, &nn, &ri, &ci, &pi, &one, (double *)Lt, &ri, D,
-                          &pi, &zero, Yb, &ri);
-                } else {
-                    for (ptrdiff_t k = 0; k < c; ++k) {
-                        double *yk = Yb + k * r;
-                        for (ptrdiff_t s = 0; s < r; ++s) yk[s] = 0.0;
-                        for (ptrdiff_t t = 0; t < p; ++t) {
-                            double dt = D[k * p + t];
-                            const double *lrow = Lt + t * r;
-                            for (ptrdiff_t s = 0; s < r; ++s) yk[s] += dt * lrow[s];
-                        }
-                    }
-                }
-                for (ptrdiff_t k = 0; k < c; ++k) {
-                    double q = 0.0;
-                    const double *yk = Yb + k * r;
-                    for (ptrdiff_t s = 0; s < r; ++s) q += yk[s] * yk[s];
-                    double d = sqrt(q);
-                    hacc += d;
-                    if (dist) dist[c0 + k] = d;
-                    if (zpart && d == 0.0) {  /* a non-smooth point of h; see pairwise.h */
-                        const double *dk = D + k * p;
-                        double *zacc = zpart + b * (p * p + 1);
-                        int differs = 0;
-                        for (ptrdiff_t t = 0; t < p; ++t) differs |= dk[t] != 0.0;
-                        if (differs) {
-                            zacc[p * p] += 1.0;
-                            for (ptrdiff_t a = 0; a < p; ++a)
-                                for (ptrdiff_t t = 0; t <= a; ++t)
-                                    zacc[a * p + t] += 0.5 * dk[a] * dk[t];
-                        }
-                    }
-                    if (acc) {  /* scale the row by sqrt(w) = (2 d)^(-1/2) */
-                        double sw = d > 0.0 ? 1.0 / sqrt(2.0 * d) : 0.0;
-                        double *dk = D + k * p;
-                        for (ptrdiff_t t = 0; t < p; ++t) dk[t] *= sw;
-                    }
-                }
-                if (acc) syrk_acc(acc, D, c, p, dsyrk);
-            }
-            hpart[b] = hacc;
-        }
+        for (ptrdiff_t b = 0; b < nb; ++b)
+            if (D && Yb && !ml_interrupted()) full_block(&job, b, D, Yb);
         free(D);
         free(Yb);
     }
     if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
     if (status == ML_OK) {
-        double hs = 0.0;
-        for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
-        *h = hs;
-        if (G) {
-            memset(G, 0, (size_t)(p * p) * sizeof(double));
-            for (ptrdiff_t b = 0; b < nb; ++b) {
-                const double *acc = gpart + b * p * p;
-                for (ptrdiff_t t = 0; t < p * p; ++t) G[t] += acc[t];
-            }
-            /* syrk 'U' column-major == lower triangle row-major */
+        add_partials(h, job.hpart, nb, 1, 1);
+        if (G) {  /* syrk 'U' column-major == lower triangle row-major */
+            add_partials(G, job.gpart, nb, p * p, p * p);
             symmetrize_lower(G, p);
         }
         if (G_zero) {
-            memset(G_zero, 0, (size_t)(p * p) * sizeof(double));
-            *n_zero = 0.0;
-            for (ptrdiff_t b = 0; b < nb; ++b) {
-                const double *zacc = zpart + b * (p * p + 1);
-                for (ptrdiff_t t = 0; t < p * p; ++t) G_zero[t] += zacc[t];
-                *n_zero += zacc[p * p];
-            }
+            add_partials(G_zero, job.zpart, nb, p * p, p * p + 1);
+            add_partials(n_zero, job.zpart + p * p, nb, 1, p * p + 1);
             symmetrize_lower(G_zero, p);
         }
-        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+        if (!isfinite(*h)) status = ML_ERR_NUMERIC;
     }
-    free(hpart);
-    free(gpart);
-    free(zpart);
+    free(job.hpart);
+    free(job.gpart);
+    free(job.zpart);
     return status;
 }
 
-/* One chunk of diagonal-metric pairs: rows v = (x_i - x_j)^2 go to V, scaled by
- * sqrt(1 / (4 d^3)) when the Hessian is wanted. */
+/* ------------------------------------------------------------------------ */
+/* Diagonal metric. */
+
+/* One chunk of diagonal-metric pairs (pair k = (pi[k * stride], pj[k * stride])):
+ * rows v = (x_i - x_j)^2 go to V, scaled by sqrt(1 / (4 d^3)) when the
+ * Hessian is wanted (rows of zero-distance pairs then zeroed). */
 static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
                        const double *a, double *V, double *hacc,
                        double *gacc, int want_H, double *zacc, double *nzero) {
     for (ptrdiff_t k = 0; k < c; ++k) {
-        const double *xi = X + pi[k * stride] * p;
-        const double *xj = X + pj[k * stride] * p;
+        const double *xi = X + pi[k * stride] * p, *xj = X + pj[k * stride] * p;
         double *v = V + k * p;
         double q = 0.0;
         for (ptrdiff_t t = 0; t < p; ++t) {
@@ -203,62 +251,144 @@ static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
         double d = sqrt(q);
         *hacc += d;
         if (d > 0.0) {
-            if (gacc) {
-                double w = 0.5 / d;
-                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += w * v[t];
-            }
+            if (gacc)
+                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += (0.5 / d) * v[t];
             if (want_H) {
                 double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
                 for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
             }
-        } else {
-            if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
-                int differs = 0;
-                for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
-                if (differs) {
-                    *nzero += 1.0;
-                    for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
-                }
-            }
-            if (want_H)
-                for (ptrdiff_t t = 0; t < p; ++t) v[t] = 0.0;
+            continue;
         }
+        if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
+            int differs = 0;
+            for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
+            if (differs) {
+                *nzero += 1.0;
+                for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
+            }
+        }
+        if (want_H) memset(v, 0, (size_t)p * sizeof(double));
     }
 }
+
+/* Operands and per-block partials of the diagonal kernels: block b holds
+ * h (hpart[b]), the gradient (gpart + b p), the Hessian (Hpart + b p p) and
+ * the zero pairs' sum and count (zpart + b (p + 1)). */
+typedef struct {
+    const double *X, *a;
+    const int64_t *pairs;  /* NULL: all pairs i < j */
+    ptrdiff_t n, m, p, block;
+    double *hpart, *gpart, *Hpart, *zpart;
+    ml_dsyrk_fn dsyrk;
+} diag_job;
+
+/* Block b of the direct diagonal kernel: a range of explicit pairs, or the
+ * pairs (i, j > i) of a range of rows, gathered ML_CHUNK at a time into idx. */
+static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx) {
+    const ptrdiff_t p = job->p, n = job->n;
+    double hacc = 0.0;
+    double *gacc = job->gpart ? job->gpart + b * p : NULL;
+    double *Hacc = job->Hpart ? job->Hpart + b * p * p : NULL;
+    double *zacc = job->zpart ? job->zpart + b * (p + 1) : NULL;
+    double *nz = zacc ? zacc + p : NULL;
+    const ptrdiff_t start = b * job->block;
+    if (job->pairs) {
+        const ptrdiff_t end = min_p(start + job->block, job->m);
+        for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
+            ptrdiff_t c = min_p(end - c0, ML_CHUNK);
+            const int64_t *pr = job->pairs + 2 * c0;
+            diag_chunk(job->X, p, pr, pr + 1, 2, c, job->a, V, &hacc, gacc,
+                       Hacc != NULL, zacc, nz);
+            if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+        }
+    } else {
+        const ptrdiff_t i1 = min_p(start + job->block, n - 1);
+        ptrdiff_t c = 0;
+        for (ptrdiff_t i = start; i < i1; ++i) {
+            for (ptrdiff_t j = i + 1; j < n; ++j) {
+                idx[2 * c] = i;
+                idx[2 * c + 1] = j;
+                if (++c < ML_CHUNK && !(i == i1 - 1 && j == n - 1)) continue;
+                diag_chunk(job->X, p, idx, idx + 1, 2, c, job->a, V, &hacc, gacc,
+                           Hacc != NULL, zacc, nz);
+                if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+                c = 0;
+            }
+        }
+    }
+    job->hpart[b] = hacc;
+}
+
+/* The partials of job into the outputs (h, grad, H, grad_zero, n_zero). */
+static int diag_reduce(const diag_job *job, ptrdiff_t nb, double *h, double *grad,
+                       double *H, double *grad_zero, double *n_zero) {
+    const ptrdiff_t p = job->p;
+    add_partials(h, job->hpart, nb, 1, 1);
+    if (grad) add_partials(grad, job->gpart, nb, p, p);
+    if (H) {
+        add_partials(H, job->Hpart, nb, p * p, p * p);
+        symmetrize_lower(H, p);
+    }
+    if (grad_zero) {
+        add_partials(grad_zero, job->zpart, nb, p, p + 1);
+        add_partials(n_zero, job->zpart + p, nb, 1, p + 1);
+    }
+    return isfinite(*h) ? ML_OK : ML_ERR_NUMERIC;
+}
+
+static int diag_alloc(diag_job *job, ptrdiff_t nb, int grad, int H, int zero) {
+    const ptrdiff_t p = job->p;
+    job->hpart = calloc((size_t)nb, sizeof(double));
+    job->gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
+    job->Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    job->zpart = zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
+    if (!job->hpart || (grad && !job->gpart) || (H && !job->Hpart) || (zero && !job->zpart))
+        return ML_ERR_ALLOC;
+    return ML_OK;
+}
+
+static void diag_free(diag_job *job) {
+    free(job->hpart);
+    free(job->gpart);
+    free(job->Hpart);
+    free(job->zpart);
+}
+
+static int allpairs_diag_gemm(const double *X, ptrdiff_t n, ptrdiff_t p,
+                              const double *a, double *h, double *grad,
+                              double *grad_zero, double *n_zero,
+                              ml_dgemm_fn dgemm, int n_threads);
 
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
                   double *grad_zero, double *n_zero,
-                  ml_dsyrk_fn dsyrk, int n_threads) {
+                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0) return ML_ERR_ARG;
     if (grad_zero && !n_zero) return ML_ERR_ARG;
-    const int implicit = pairs == NULL;
-    if (!implicit && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
-    /* Blocks: explicit -> fixed ranges of pairs; implicit -> fixed row tiles
-     * (row i pairs with every j > i). */
-    ptrdiff_t block, nb;
-    if (implicit) {
-        block = 32;
-        nb = n > 1 ? (n - 1 + block - 1) / block : 1;
+    if (pairs && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
+    const int gemm_ok = !pairs && !H && dgemm && p > ML_GRAM_DIRECT_MAX_D;
+    if (method == ML_PAIRS_GEMM && !gemm_ok) return ML_ERR_ARG;
+    if (method != ML_PAIRS_AUTO && method != ML_PAIRS_DIRECT && method != ML_PAIRS_GEMM)
+        return ML_ERR_ARG;
+    if (method == ML_PAIRS_GEMM || (method == ML_PAIRS_AUTO && gemm_ok &&
+                                    p >= ML_PAIRS_DIAG_GEMM_MIN_P))
+        return allpairs_diag_gemm(X, n, p, a, h, grad, grad_zero, n_zero, dgemm, n_threads);
+    diag_job job = {X, a, pairs, n, m, p, 0, NULL, NULL, NULL, NULL, dsyrk};
+    ptrdiff_t nb;
+    if (pairs) {
+        nb = n_blocks_for(m, H ? (p + 1) * (p + 1) : 1, &job.block);
+    } else {  /* fixed row blocks, capped like the explicit ones */
+        job.block = ML_DIAG_ROW_BLOCK;
+        nb = n > 1 ? (n - 1 + job.block - 1) / job.block : 1;
         ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + p + 1) * sizeof(double)));
         if (cap < 1) cap = 1;
-        if (nb > cap) { nb = cap; block = (n - 1 + nb - 1) / nb; }
-    } else {
-        nb = n_blocks_for(m, H ? p + 1 : 1, &block);
+        if (nb > cap) { nb = cap; job.block = (n - 1 + nb - 1) / nb; }
     }
-    double *hpart = calloc((size_t)nb, sizeof(double));
-    double *gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
-    double *Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
-    /* per block: p sums of v / 2 over zero-distance pairs, then their count */
-    double *zpart = grad_zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
-    if (!hpart || (grad && !gpart) || (H && !Hpart) || (grad_zero && !zpart)) {
-        free(hpart); free(gpart); free(Hpart); free(zpart);
-        return ML_ERR_ALLOC;
-    }
-    int status = ML_OK;
-    const double n_pairs = implicit ? 0.5 * (double)n * (double)(n - 1) : (double)m;
+    int status = diag_alloc(&job, nb, grad != NULL, H != NULL, grad_zero != NULL);
+    const double n_pairs = pairs ? (double)m : 0.5 * (double)n * (double)(n - 1);
     const double work = n_pairs * (double)p * (double)(H ? p : 1);
+    if (status == ML_OK)
     #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
@@ -268,80 +398,107 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
             status = ML_ERR_ALLOC;
         }
         #pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t b = 0; b < nb; ++b) {
-            if (!V || !idx || ml_interrupted()) continue;
-            double hacc = 0.0;
-            double *gacc = grad ? gpart + b * p : NULL;
-            double *Hacc = H ? Hpart + b * p * p : NULL;
-            double *zacc = grad_zero ? zpart + b * (p + 1) : NULL;
-            double *nz = grad_zero ? zacc + p : NULL;
-            if (!implicit) {
-                ptrdiff_t start = b * block, end = start + block < m ? start + block : m;
-                for (ptrdiff_t c0 = start; c0 < end; c0 += ML_CHUNK) {
-                    ptrdiff_t c = end - c0 < ML_CHUNK ? end - c0 : ML_CHUNK;
-                    diag_chunk(X, p, pairs + 2 * c0, pairs + 2 * c0 + 1, 2, c, a,
-                               V, &hacc, gacc, H != NULL, zacc, nz);
-                    if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
-                }
-            } else {
-                ptrdiff_t i0 = b * block, i1 = i0 + block < n - 1 ? i0 + block : n - 1;
-                ptrdiff_t c = 0;
-                for (ptrdiff_t i = i0; i < i1; ++i) {
-                    for (ptrdiff_t j = i + 1; j < n; ++j) {
-                        idx[2 * c] = i;
-                        idx[2 * c + 1] = j;
-                        if (++c == ML_CHUNK) {
-                            diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc,
-                                       H != NULL, zacc, nz);
-                            if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
-                            c = 0;
-                        }
-                    }
-                }
-                if (c > 0) {
-                    diag_chunk(X, p, idx, idx + 1, 2, c, a, V, &hacc, gacc, H != NULL,
-                               zacc, nz);
-                    if (Hacc) syrk_acc(Hacc, V, c, p, dsyrk);
-                }
-            }
-            hpart[b] = hacc;
-        }
+        for (ptrdiff_t b = 0; b < nb; ++b)
+            if (V && idx && !ml_interrupted()) diag_block(&job, b, V, idx);
         free(V);
         free(idx);
     }
     if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
-    if (status == ML_OK) {
-        double hs = 0.0;
-        for (ptrdiff_t b = 0; b < nb; ++b) hs += hpart[b];
-        *h = hs;
-        if (grad) {
-            memset(grad, 0, (size_t)p * sizeof(double));
-            for (ptrdiff_t b = 0; b < nb; ++b)
-                for (ptrdiff_t t = 0; t < p; ++t) grad[t] += gpart[b * p + t];
-        }
-        if (H) {
-            memset(H, 0, (size_t)(p * p) * sizeof(double));
-            for (ptrdiff_t b = 0; b < nb; ++b) {
-                const double *acc = Hpart + b * p * p;
-                for (ptrdiff_t t = 0; t < p * p; ++t) H[t] += acc[t];
-            }
-            symmetrize_lower(H, p);
-        }
-        if (grad_zero) {
-            memset(grad_zero, 0, (size_t)p * sizeof(double));
-            *n_zero = 0.0;
-            for (ptrdiff_t b = 0; b < nb; ++b) {
-                for (ptrdiff_t t = 0; t < p; ++t) grad_zero[t] += zpart[b * (p + 1) + t];
-                *n_zero += zpart[b * (p + 1) + p];
-            }
-        }
-        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
-    }
-    free(hpart);
-    free(gpart);
-    free(Hpart);
-    free(zpart);
+    if (status == ML_OK) status = diag_reduce(&job, nb, h, grad, H, grad_zero, n_zero);
+    diag_free(&job);
     return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* All pairs i < j by tiles: the shared squared-distance tile gives the
+ * distances of tile (I, J), J >= I, which become weights W_IJ; each task
+ * owns a fixed range of row tiles and their partial sums. */
+
+/* Per-thread scratch of the all-pairs kernels. */
+typedef struct {
+    double *W;    /* ML_GRAM_TILE^2: distances, then weights, of one tile */
+    double *buf;  /* ML_GRAM_TILE^2: the tile's gemm output */
+    double *acc;  /* ML_GRAM_TILE: the direct tile's row */
+    double *rs, *cs;  /* ML_GRAM_TILE: row and column sums of W over J */
+    double *T;    /* ML_GRAM_TILE x p: sum_J W_IJ X_J */
+    double *rows; /* ML_GRAM_TILE x p: scaled rows (syrk input, or one v) */
+    int64_t idx[2];
+} tile_ws;
+
+static void tile_ws_free(tile_ws *ws) {
+    free(ws->W); free(ws->buf); free(ws->acc); free(ws->rs); free(ws->cs);
+    free(ws->T); free(ws->rows);
+}
+
+static int tile_ws_alloc(tile_ws *ws, ptrdiff_t p) {
+    const size_t T = ML_GRAM_TILE;
+    ws->W = malloc(T * T * sizeof(double));
+    ws->buf = malloc(T * T * sizeof(double));
+    ws->acc = malloc(T * sizeof(double));
+    ws->rs = malloc(T * sizeof(double));
+    ws->cs = malloc(T * sizeof(double));
+    ws->T = malloc(T * (size_t)p * sizeof(double));
+    ws->rows = malloc(T * (size_t)p * sizeof(double));
+    return ws->W && ws->buf && ws->acc && ws->rs && ws->cs && ws->T && ws->rows;
+}
+
+/* Tasks over nt row tiles: at most cap (the partials' memory), each a
+ * contiguous range [task_first(k), task_first(k + 1)); depends on n and p only. */
+static ptrdiff_t n_tasks_for(ptrdiff_t nt, ptrdiff_t len) {
+    ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(len + 1) * sizeof(double)));
+    if (cap < 1) cap = 1;
+    return nt < cap ? nt : cap;
+}
+
+static ptrdiff_t task_first(ptrdiff_t k, ptrdiff_t nt, ptrdiff_t ntask) {
+    return k * nt / ntask;
+}
+
+/* Distances of tile (i0, j0) -> weights 1 / (2 d), 0 where d = 0 and below
+ * the diagonal of a diagonal tile (each unordered pair once); h += d; rs,
+ * cs += the row and column sums (cs is reset here, rs by the caller). */
+static void weights_full(double *W, ptrdiff_t ti, ptrdiff_t tj, int diagonal_tile,
+                         double *rs, double *cs, double *hacc) {
+    for (ptrdiff_t b = 0; b < tj; ++b) cs[b] = 0.0;
+    for (ptrdiff_t a = 0; a < ti; ++a) {
+        double rsum = 0.0;
+        for (ptrdiff_t b = 0; b < tj; ++b) {
+            double w = 0.0;
+            if (!diagonal_tile || b > a) {
+                double d = sqrt(W[a * tj + b]);
+                if (d > 0.0) {
+                    *hacc += d;
+                    w = 0.5 / d;
+                }
+            }
+            W[a * tj + b] = w;
+            rsum += w;
+            cs[b] += w;
+        }
+        rs[a] += rsum;
+    }
+}
+
+/* T (ti x p) += W (ti x tj) Xj (tj x p). */
+static void add_weighted_rows(double *T, const double *W, const double *Xj,
+                              ptrdiff_t ti, ptrdiff_t tj, ptrdiff_t p,
+                              ml_dgemm_fn dgemm) {
+    if (dgemm && p >= ML_PAIRS_T_GEMM_MIN_P) {  /* T^T (p x ti) += Xj^T (p x tj) . W^T */
+        char nn = 'N';
+        int m_ = (int)p, n_ = (int)ti, k_ = (int)tj, lda = (int)p, ldb = (int)tj;
+        double one = 1.0;
+        dgemm(&nn, &nn, &m_, &n_, &k_, &one, (double *)Xj, &lda, (double *)W, &ldb,
+              &one, T, &lda);
+        return;
+    }
+    for (ptrdiff_t a = 0; a < ti; ++a) {
+        double *ta = T + a * p;
+        for (ptrdiff_t b = 0; b < tj; ++b) {
+            double w = W[a * tj + b];
+            const double *xb = Xj + b * p;
+            for (ptrdiff_t t = 0; t < p; ++t) ta[t] += w * xb[t];
+        }
+    }
 }
 
 /* acc (lower triangle, row-major) += sum_a c_a x_a x_a^T over the rows of Xr
@@ -356,147 +513,267 @@ static void weighted_gram_acc(double *acc, const double *Xr, const double *c,
     syrk_acc(acc, buf, t, p, dsyrk);
 }
 
-int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
-                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
-                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
-    if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
-    ptrdiff_t nt = (n + ML_TILE - 1) / ML_TILE;
-    if (nt < 1) nt = 1;
-    double *ny = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-    double *hpart = calloc((size_t)nt, sizeof(double));
-    double *gpart = calloc((size_t)(nt * p * p), sizeof(double));
-    if (!ny || !hpart || !gpart) { free(ny); free(hpart); free(gpart); return ML_ERR_ALLOC; }
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        double q = 0.0;
-        for (ptrdiff_t s = 0; s < r; ++s) q += Y[i * r + s] * Y[i * r + s];
-        ny[i] = q;
+/* Operands of the two all-pairs kernels. */
+typedef struct {
+    const ml_sqdist_f64 *dist;  /* squared distances of the rows */
+    const double *X;   /* the rows the sums weigh (centred), n x p */
+    const double *Xraw, *a;  /* diagonal kernel: raw rows and weights */
+    ptrdiff_t n, p;
+    ml_dgemm_fn dgemm;
+    ml_dsyrk_fn dsyrk;
+} allpairs_job;
+
+/* Row tile I of ml_allpairs_full into acc (lower triangle p x p) and *hacc. */
+static void full_rowtile(const allpairs_job *job, ptrdiff_t I, tile_ws *ws,
+                         double *acc, double *hacc) {
+    const ptrdiff_t T = ML_GRAM_TILE, n = job->n, p = job->p;
+    const ptrdiff_t i0 = I * T, ti = min_p(T, n - i0);
+    memset(ws->T, 0, (size_t)(ti * p) * sizeof(double));
+    memset(ws->rs, 0, (size_t)ti * sizeof(double));
+    for (ptrdiff_t j0 = i0; j0 < n && !ml_interrupted(); j0 += T) {
+        const ptrdiff_t tj = min_p(T, n - j0);
+        ml_sqdist_tile_f64(job->dist, i0, ti, j0, tj, 0, 0.0, ws->W, tj, ws->buf, ws->acc);
+        weights_full(ws->W, ti, tj, j0 == i0, ws->rs, ws->cs, hacc);
+        /* column role: X_J^T diag(W^T 1) X_J */
+        weighted_gram_acc(acc, job->X + j0 * p, ws->cs, tj, p, ws->rows, job->dsyrk);
+        add_weighted_rows(ws->T, ws->W, job->X + j0 * p, ti, tj, p, job->dgemm);
     }
-    const int use_gemm = dgemm != NULL && r > 8;
-    const int use_gemm_z = dgemm != NULL && p >= 4;
-    const double work = 0.5 * (double)n * (double)n * (double)(r + p);
+    /* row role: X_I^T diag(W 1) X_I, then minus (C + C^T), C = X_I^T T */
+    weighted_gram_acc(acc, job->X + i0 * p, ws->rs, ti, p, ws->rows, job->dsyrk);
+    for (ptrdiff_t a = 0; a < ti; ++a) {
+        const double *xa = job->X + (i0 + a) * p, *ta = ws->T + a * p;
+        for (ptrdiff_t k = 0; k < p; ++k)
+            for (ptrdiff_t l = 0; l <= k; ++l) acc[k * p + l] -= xa[k] * ta[l] + ta[k] * xa[l];
+    }
+}
+
+/* Distances of tile (i0, j0) of the diagonal kernel -> weights, as
+ * weights_full, except that a close pair (see ML_CLOSE_RATIO) is recomputed
+ * by differences of the raw rows, its terms added to h, gacc and the zero
+ * pairs directly, and its weight left 0 (out of the Laplacian form). */
+static void weights_diag(const allpairs_job *job, ptrdiff_t i0, ptrdiff_t ti,
+                         ptrdiff_t j0, ptrdiff_t tj, tile_ws *ws, double *hacc,
+                         double *gacc, double *zacc) {
+    const double *norms = job->dist->nxc;
+    double *W = ws->W;
+    for (ptrdiff_t b = 0; b < tj; ++b) ws->cs[b] = 0.0;
+    for (ptrdiff_t a = 0; a < ti; ++a) {
+        double rsum = 0.0;
+        for (ptrdiff_t b = 0; b < tj; ++b) {
+            double w = 0.0, d2 = W[a * tj + b];
+            if (j0 > i0 || b > a) {
+                if (d2 * ML_CLOSE_RATIO <= norms[i0 + a] + norms[j0 + b]) {
+                    ws->idx[0] = i0 + a;
+                    ws->idx[1] = j0 + b;
+                    diag_chunk(job->Xraw, job->p, ws->idx, ws->idx + 1, 2, 1, job->a,
+                               ws->rows, hacc, gacc, 0, zacc, zacc ? zacc + job->p : NULL);
+                } else {
+                    double d = sqrt(d2);
+                    *hacc += d;
+                    w = 0.5 / d;
+                }
+            }
+            W[a * tj + b] = w;
+            rsum += w;
+            ws->cs[b] += w;
+        }
+        ws->rs[a] += rsum;
+    }
+}
+
+/* g[t] += sum_a c_a x_at^2 over the t rows of Xr. */
+static void add_weighted_squares(double *g, const double *Xr, const double *c,
+                                 ptrdiff_t rows, ptrdiff_t p) {
+    for (ptrdiff_t a = 0; a < rows; ++a) {
+        const double *x = Xr + a * p;
+        for (ptrdiff_t t = 0; t < p; ++t) g[t] += c[a] * x[t] * x[t];
+    }
+}
+
+/* Row tile I of the all-pairs diagonal kernel: h, the gradient (NULL: h
+ * only) by the Laplacian form sum_ab w_ab (x_a - x_b)^2 =
+ * sum_a rs_a x_a^2 + sum_b cs_b x_b^2 - 2 sum_a x_a * (W X)_a, zero pairs. */
+static void diag_rowtile(const allpairs_job *job, ptrdiff_t I, tile_ws *ws,
+                         double *hacc, double *gacc, double *zacc) {
+    const ptrdiff_t T = ML_GRAM_TILE, n = job->n, p = job->p;
+    const ptrdiff_t i0 = I * T, ti = min_p(T, n - i0);
+    memset(ws->T, 0, (size_t)(ti * p) * sizeof(double));
+    memset(ws->rs, 0, (size_t)ti * sizeof(double));
+    for (ptrdiff_t j0 = i0; j0 < n && !ml_interrupted(); j0 += T) {
+        const ptrdiff_t tj = min_p(T, n - j0);
+        ml_sqdist_tile_f64(job->dist, i0, ti, j0, tj, 0, 0.0, ws->W, tj, ws->buf, ws->acc);
+        weights_diag(job, i0, ti, j0, tj, ws, hacc, gacc, zacc);
+        if (!gacc) continue;
+        add_weighted_squares(gacc, job->X + j0 * p, ws->cs, tj, p);
+        add_weighted_rows(ws->T, ws->W, job->X + j0 * p, ti, tj, p, job->dgemm);
+    }
+    if (!gacc) return;
+    add_weighted_squares(gacc, job->X + i0 * p, ws->rs, ti, p);
+    for (ptrdiff_t a = 0; a < ti; ++a) {
+        const double *xa = job->X + (i0 + a) * p, *ta = ws->T + a * p;
+        for (ptrdiff_t t = 0; t < p; ++t) gacc[t] -= 2.0 * xa[t] * ta[t];
+    }
+}
+
+/* Run the row tiles of job over ntask tasks; task k's partials: h at
+ * hpart[k], the rest at part + k * len (full: G's lower triangle; diagonal:
+ * gradient, then zero pairs' sum and count when zero). */
+static int allpairs_run(const allpairs_job *job, int diagonal, int grad, int zero,
+                        ptrdiff_t ntask, ptrdiff_t len, double *hpart,
+                        double *part, int n_threads) {
+    const ptrdiff_t nt = (job->n + ML_GRAM_TILE - 1) / ML_GRAM_TILE, p = job->p;
+    const double work = 0.5 * (double)job->n * (double)job->n * (double)(2 * p);
     int status = ML_OK;
-    /* Task I owns row tile I and the tiles J >= I of its row (the upper triangle
-     * of pairs, each unordered pair once). With W the weights of those pairs:
-     *   G_I = X_I^T diag(W 1) X_I + sum_J X_J^T diag(W^T 1) X_J - (C_I + C_I^T),
-     *   C_I = X_I^T T_I,  T_I = sum_J W_IJ X_J,
-     * and G = sum_I G_I, added in task order. */
-    #pragma omp parallel if(nt > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
+    #pragma omp parallel if(ntask > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
-        double *Wb = malloc((size_t)(ML_TILE * ML_TILE) * sizeof(double));
-        double *T = malloc((size_t)(ML_TILE * p) * sizeof(double));
-        double *buf = malloc((size_t)(ML_TILE * p) * sizeof(double));
-        double *rs = malloc((size_t)ML_TILE * sizeof(double));
-        double *cs = malloc((size_t)ML_TILE * sizeof(double));
-        if (!Wb || !T || !buf || !rs || !cs) {
+        tile_ws ws;
+        const int ws_ok = tile_ws_alloc(&ws, p);
+        if (!ws_ok) {
             #pragma omp atomic write
             status = ML_ERR_ALLOC;
         }
         #pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t I = 0; I < nt; ++I) {
-            if (!Wb || !T || !buf || !rs || !cs || ml_interrupted()) continue;
-            ptrdiff_t i0 = I * ML_TILE, ti = n - i0 < ML_TILE ? n - i0 : ML_TILE;
-            double *acc = gpart + I * p * p;
-            double hacc = 0.0;
-            memset(T, 0, (size_t)(ti * p) * sizeof(double));
-            memset(rs, 0, (size_t)ti * sizeof(double));
-            for (ptrdiff_t J = I; J < nt; ++J) {
-                ptrdiff_t j0 = J * ML_TILE, tj = n - j0 < ML_TILE ? n - j0 : ML_TILE;
-                if (use_gemm) {  /* Wb (ti x tj) = Y_I Y_J^T */
-                    char tt = 'T', nn = 'N';
-                    int m_ = (int)tj, n_ = (int)ti, k_ = (int)r, ld = (int)r, ldc = (int)tj;
-                    double one = 1.0, zero = 0.0;
-                    dgemm(&tt, &nn, &m_, &n_, &k_, &one, (double *)(Y + j0 * r), &ld,
-                          (double *)(Y + i0 * r), &ld, &zero, Wb, &ldc);
-                    for (ptrdiff_t a = 0; a < ti; ++a)
-                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
-                            double q = ny[i0 + a] + ny[j0 + b2] - 2.0 * Wb[a * tj + b2];
-                            Wb[a * tj + b2] = q > 0.0 ? q : 0.0;
-                        }
-                } else {
-                    for (ptrdiff_t a = 0; a < ti; ++a) {
-                        const double *ya = Y + (i0 + a) * r;
-                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
-                            const double *yb = Y + (j0 + b2) * r;
-                            double q = 0.0;
-                            for (ptrdiff_t s = 0; s < r; ++s) {
-                                double e = ya[s] - yb[s];
-                                q += e * e;
-                            }
-                            Wb[a * tj + b2] = q;
-                        }
-                    }
-                }
-                for (ptrdiff_t b2 = 0; b2 < tj; ++b2) cs[b2] = 0.0;
-                for (ptrdiff_t a = 0; a < ti; ++a) {
-                    double rsum = 0.0;
-                    for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
-                        double w = 0.0;
-                        if (J > I || b2 > a) {          /* each unordered pair once */
-                            double d = sqrt(Wb[a * tj + b2]);
-                            if (d > 0.0) {
-                                hacc += d;
-                                w = 0.5 / d;
-                            }
-                        }
-                        Wb[a * tj + b2] = w;
-                        rsum += w;
-                        cs[b2] += w;
-                    }
-                    rs[a] += rsum;
-                }
-                /* column role: X_J^T diag(W^T 1) X_J */
-                weighted_gram_acc(acc, X + j0 * p, cs, tj, p, buf, dsyrk);
-                if (use_gemm_z) {  /* T^T (p x ti) += X_J^T (p x tj) . Wb^T (tj x ti) */
-                    char nn = 'N';
-                    int m_ = (int)p, n_ = (int)ti, k_ = (int)tj, lda = (int)p, ldb = (int)tj;
-                    double one = 1.0;
-                    dgemm(&nn, &nn, &m_, &n_, &k_, &one, (double *)(X + j0 * p), &lda,
-                          Wb, &ldb, &one, T, &lda);
-                } else {
-                    for (ptrdiff_t a = 0; a < ti; ++a) {
-                        double *ta = T + a * p;
-                        for (ptrdiff_t b2 = 0; b2 < tj; ++b2) {
-                            double w = Wb[a * tj + b2];
-                            const double *xb = X + (j0 + b2) * p;
-                            for (ptrdiff_t t = 0; t < p; ++t) ta[t] += w * xb[t];
-                        }
-                    }
-                }
+        for (ptrdiff_t k = 0; k < ntask; ++k) {
+            if (!ws_ok || ml_interrupted()) continue;
+            double hacc = 0.0, *pk = part + k * len;
+            for (ptrdiff_t I = task_first(k, nt, ntask); I < task_first(k + 1, nt, ntask); ++I) {
+                if (!diagonal) full_rowtile(job, I, &ws, pk, &hacc);
+                else diag_rowtile(job, I, &ws, &hacc, grad ? pk : NULL,
+                                  zero ? pk + (grad ? p : 0) : NULL);
             }
-            /* row role: X_I^T diag(W 1) X_I */
-            weighted_gram_acc(acc, X + i0 * p, rs, ti, p, buf, dsyrk);
-            /* minus (C + C^T), C = X_I^T T, lower triangle */
-            for (ptrdiff_t a = 0; a < ti; ++a) {
-                const double *xa = X + (i0 + a) * p, *ta = T + a * p;
-                for (ptrdiff_t k = 0; k < p; ++k)
-                    for (ptrdiff_t l = 0; l <= k; ++l)
-                        acc[k * p + l] -= xa[k] * ta[l] + ta[k] * xa[l];
-            }
-            hpart[I] = hacc;
+            hpart[k] = hacc;
         }
-        free(Wb);
-        free(T);
-        free(buf);
-        free(rs);
-        free(cs);
+        tile_ws_free(&ws);
     }
     if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
-    if (status == ML_OK) {
-        double hs = 0.0;
-        memset(G, 0, (size_t)(p * p) * sizeof(double));
-        for (ptrdiff_t I = 0; I < nt; ++I) {
-            hs += hpart[I];
-            const double *acc = gpart + I * p * p;
-            for (ptrdiff_t t = 0; t < p * p; ++t) G[t] += acc[t];
-        }
-        symmetrize_lower(G, p);
-        *h = hs;
-        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+    return status;
+}
+
+int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
+    ml_sqdist_f64 dist;
+    int status = ml_sqdist_init_f64(&dist, Y, n, NULL, n, r, dgemm);
+    const ptrdiff_t nt = (n + ML_GRAM_TILE - 1) / ML_GRAM_TILE;
+    const ptrdiff_t ntask = n_tasks_for(nt > 0 ? nt : 1, p * p);
+    double *hpart = calloc((size_t)ntask, sizeof(double));
+    double *gpart = calloc((size_t)(ntask * p * p), sizeof(double));
+    if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
+    if (status == ML_OK && nt > 0) {
+        allpairs_job job = {&dist, X, NULL, NULL, n, p, dgemm, dsyrk};
+        status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
     }
-    free(ny);
+    if (status == ML_OK) {
+        add_partials(h, hpart, ntask, 1, 1);
+        add_partials(G, gpart, ntask, p * p, p * p);
+        symmetrize_lower(G, p);
+        if (!isfinite(*h)) status = ML_ERR_NUMERIC;
+    }
+    ml_sqdist_free_f64(&dist);
     free(hpart);
     free(gpart);
     return status;
+}
+
+/* Xc = X - column mean (summed in row order); Z = Xc diag(sqrt a). */
+static int centre_and_scale(const double *X, ptrdiff_t n, ptrdiff_t p, const double *a,
+                            double **Xc, double **Z) {
+    double *mean = calloc((size_t)p, sizeof(double));
+    *Xc = malloc((size_t)(n * p) * sizeof(double));
+    *Z = malloc((size_t)(n * p) * sizeof(double));
+    if (!mean || !*Xc || !*Z) {
+        free(mean);
+        return ML_ERR_ALLOC;
+    }
+    for (ptrdiff_t i = 0; i < n; ++i)
+        for (ptrdiff_t t = 0; t < p; ++t) mean[t] += X[i * p + t];
+    for (ptrdiff_t t = 0; t < p; ++t) mean[t] /= (double)n;
+    for (ptrdiff_t i = 0; i < n; ++i)
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            double v = X[i * p + t] - mean[t];
+            (*Xc)[i * p + t] = v;
+            (*Z)[i * p + t] = v * sqrt(a[t] > 0.0 ? a[t] : 0.0);
+        }
+    free(mean);
+    return ML_OK;
+}
+
+static int allpairs_diag_gemm(const double *X, ptrdiff_t n, ptrdiff_t p,
+                              const double *a, double *h, double *grad,
+                              double *grad_zero, double *n_zero,
+                              ml_dgemm_fn dgemm, int n_threads) {
+    if (n < 2) {  /* no pairs */
+        *h = 0.0;
+        if (grad) memset(grad, 0, (size_t)p * sizeof(double));
+        if (grad_zero) memset(grad_zero, 0, (size_t)p * sizeof(double));
+        if (grad_zero) *n_zero = 0.0;
+        return ML_OK;
+    }
+    double *Xc = NULL, *Z = NULL;
+    ml_sqdist_f64 dist;
+    memset(&dist, 0, sizeof dist);
+    int status = centre_and_scale(X, n, p, a, &Xc, &Z);
+    if (status == ML_OK) status = ml_sqdist_init_f64(&dist, Z, n, NULL, n, p, dgemm);
+    free(Z);  /* the tile keeps its own centred copy */
+    if (status == ML_OK && dist.direct) status = ML_ERR_ARG;  /* p above the crossover */
+    const ptrdiff_t nt = (n + ML_GRAM_TILE - 1) / ML_GRAM_TILE;
+    const ptrdiff_t len = (grad ? p : 0) + (grad_zero ? p + 1 : 0);
+    const ptrdiff_t ntask = n_tasks_for(nt, len);
+    double *hpart = calloc((size_t)ntask, sizeof(double));
+    double *part = calloc((size_t)(ntask * len + 1), sizeof(double));
+    if (status == ML_OK && (!hpart || !part)) status = ML_ERR_ALLOC;
+    if (status == ML_OK) {
+        allpairs_job job = {&dist, Xc, X, a, n, p, dgemm, NULL};
+        status = allpairs_run(&job, 1, grad != NULL, grad_zero != NULL, ntask, len,
+                              hpart, part, n_threads);
+    }
+    if (status == ML_OK) {
+        const ptrdiff_t zoff = grad ? p : 0;
+        add_partials(h, hpart, ntask, 1, 1);
+        if (grad) add_partials(grad, part, ntask, p, len);
+        if (grad_zero) {
+            add_partials(grad_zero, part + zoff, ntask, p, len);
+            add_partials(n_zero, part + zoff + p, ntask, 1, len);
+        }
+        if (!isfinite(*h)) status = ML_ERR_NUMERIC;
+    }
+    ml_sqdist_free_f64(&dist);
+    free(Xc);
+    free(hpart);
+    free(part);
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Explicit pairs, full metric, Laplacian form. */
+
+/* One pair of ml_pairs_laplacian at distance d: its weight into wdeg and T,
+ * or, at d = 0, its zero-pair term. */
+static void laplacian_pair(const double *X, ptrdiff_t p, int64_t i, int64_t j,
+                           double d, double *wdeg, double *T, double *G_zero,
+                           double *n_zero) {
+    const double *xi = X + i * p, *xj = X + j * p;
+    if (d > 0.0) {
+        double w = 0.5 / d;
+        wdeg[i] += w;
+        wdeg[j] += w;
+        double *ti = T + i * p, *tj = T + j * p;
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            ti[t] += w * xj[t];
+            tj[t] += w * xi[t];
+        }
+        return;
+    }
+    if (!G_zero) return;
+    int differs = 0;  /* a non-smooth point of h; see pairwise.h */
+    for (ptrdiff_t t = 0; t < p; ++t) differs |= xi[t] != xj[t];
+    if (!differs) return;
+    *n_zero += 1.0;
+    for (ptrdiff_t a = 0; a < p; ++a) {
+        double da = xi[a] - xj[a];
+        for (ptrdiff_t t = 0; t <= a; ++t) G_zero[a * p + t] += 0.5 * da * (xi[t] - xj[t]);
+    }
 }
 
 int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t p,
@@ -527,28 +804,7 @@ int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t 
         double d = sqrt(q);
         hs += d;
         if (dist) dist[k] = d;
-        const double *xi = X + i * p, *xj = X + j * p;
-        if (d > 0.0) {
-            double w = 0.5 / d;
-            wdeg[i] += w;
-            wdeg[j] += w;
-            double *ti = T + i * p, *tj = T + j * p;
-            for (ptrdiff_t t = 0; t < p; ++t) {
-                ti[t] += w * xj[t];
-                tj[t] += w * xi[t];
-            }
-        } else if (G_zero) {  /* a non-smooth point of h; see pairwise.h */
-            int differs = 0;
-            for (ptrdiff_t t = 0; t < p; ++t) differs |= xi[t] != xj[t];
-            if (differs) {
-                *n_zero += 1.0;
-                for (ptrdiff_t a = 0; a < p; ++a) {
-                    double da = xi[a] - xj[a];
-                    for (ptrdiff_t t = 0; t <= a; ++t)
-                        G_zero[a * p + t] += 0.5 * da * (xi[t] - xj[t]);
-                }
-            }
-        }
+        laplacian_pair(X, p, i, j, d, wdeg, T, G_zero, n_zero);
     }
     if (G_zero) symmetrize_lower(G_zero, p);
     *h = hs;

@@ -1,4 +1,4 @@
-/* Pairwise-constraint sums for MMC (SPEC 1.1, 1.3).
+/* Pairwise-constraint sums for MMC (Xing et al. 2002).
  *
  * Everything is float64 (callers convert float32). Matrices are row-major.
  * A "pair" is a row (i, j) of an int64 (m, 2) array of indices into X.
@@ -9,12 +9,8 @@
 #ifndef METRICLUST_PAIRWISE_H
 #define METRICLUST_PAIRWISE_H
 #include "common.h"
+#include "thresholds.h"  /* ML_MIN_PARALLEL_WORK, crossovers */
 
-/* Flops below which a kernel runs on one thread: a parallel region per solver
- * iteration costs tens of microseconds on a quiet machine and ~40 ms on an
- * oversubscribed one (measured: 5e3 pairs, p = 20: 1.5 ms on one thread, 44 ms
- * on two). Callers read it to skip limiting BLAS threads when nothing is parallel. */
-#define ML_MIN_PARALLEL_WORK 3.0e7
 
 /* Fortran dsyrk (scipy.linalg.cython_blas.dsyrk). */
 typedef void (*ml_dsyrk_fn)(char *uplo, char *trans, int *n, int *k,
@@ -46,27 +42,40 @@ int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t 
                        double *h, double *dist, double *wdeg, double *T,
                        double *G_zero, double *n_zero);
 
-/* Diagonal metric a >= 0 (SPEC 1.1). v_k = (x_i - x_j)^2 elementwise,
+/* Diagonal metric a >= 0 (Xing et al. 2002, Sec. 2.1). v_k = (x_i - x_j)^2 elementwise,
  * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
  * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL;
  * pairs with d_k = 0 are left out of both (their gradient is +inf along the
  * features where v_k > 0). Those pairs are reported instead when grad_zero is
  * not NULL: grad_zero = sum_{d_k = 0, v_k != 0} v_k / 2 and *n_zero = their
  * count (the solver's certificate needs them; n_zero required with grad_zero).
- * pairs == NULL means ALL pairs i < j of the n rows (m ignored). */
+ * pairs == NULL means ALL pairs i < j of the n rows (m ignored). method
+ * ML_PAIRS_DIRECT: the pair loop; ML_PAIRS_GEMM (all pairs, no Hessian, dgemm
+ * given and p > ML_GRAM_DIRECT_MAX_D, else ML_ERR_ARG): the GEMM form;
+ * ML_PAIRS_AUTO: the GEMM form where it is allowed and
+ * p >= ML_PAIRS_DIAG_GEMM_MIN_P (measured, thresholds.h). The GEMM form: squared distances from the shared tile (gram.h) on
+ * Z = X diag(sqrt a) centred, W_ij = 1 / (2 d_ij), and
+ * grad = sum_i deg_i x_i^2 - sum_i x_i * (W X)_i (deg = W 1, x centred), with
+ * every pair whose squared distance the GEMM form cannot resolve (see
+ * ML_CLOSE_RATIO in pairwise.c) recomputed by differences. dgemm may be NULL.
+ * Both forms call BLAS inside their OpenMP region: hold BLAS to one thread. */
+#define ML_PAIRS_AUTO 0
+#define ML_PAIRS_DIRECT 1
+#define ML_PAIRS_GEMM 2
 int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   const int64_t *pairs, ptrdiff_t m, const double *a,
                   double *h, double *grad, double *H,
                   double *grad_zero, double *n_zero,
-                  ml_dsyrk_fn dsyrk, int n_threads);
+                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
-/* All pairs i < j, Laplacian form (SPEC 1.3). Y = X Lt (n x r, rows centred
- * by the caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)
+/* All pairs i < j, Laplacian form. Y = X Lt (n x r, rows centred by the
+ * caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)
  * (0 where d_ij = 0):  *h = sum_{i<j} d_ij  and
  *   G = sum_{i<j} W_ij (x_i - x_j)(x_i - x_j)^T = X^T (diag(W 1) - W) X,
- * computed over the upper triangle of 256-row tiles (each pair once; no n x n
- * storage): per row tile I, X_I^T diag(W 1) X_I + sum_J X_J^T diag(W^T 1) X_J
- * - (C_I + C_I^T) with C_I = X_I^T sum_J W_IJ X_J; tiles' partials added in order. */
+ * computed over the upper triangle of ML_GRAM_TILE-row tiles (each pair once;
+ * no n x n storage; distances from the shared squared-distance tile, gram.h):
+ * per row tile I, X_I^T diag(W 1) X_I + sum_J X_J^T diag(W^T 1) X_J
+ * - (C_I + C_I^T) with C_I = X_I^T sum_J W_IJ X_J; partials added in order. */
 int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
                      ptrdiff_t p, ptrdiff_t r, double *h, double *G,
                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);

@@ -26,6 +26,73 @@ static inline int in_window(double d1sq, double d2sq, double s) {
     return hi > 0.0 && lo / hi > s;
 }
 
+/* Updates between two polls of the Ctrl-C flag (a power of two minus one:
+ * the poll is t & ML_PROTO_POLL_MASK == 0; 4096 updates take well under a
+ * millisecond at small d). */
+#define ML_PROTO_POLL_MASK 4095
+
+/* The prototypes nearest to one sample: overall (b1, then b2) and the nearest
+ * of the sample's class (bs) and of the other classes (bo), with their
+ * squared distances; -1 where there is none. */
+typedef struct {
+    ptrdiff_t b1, b2, bs, bo;
+    double d1, d2, ds, dother;
+} lvq_nearest;
+
+static lvq_nearest find_nearest(const double *x, int64_t cls, const double *protos,
+                                const int64_t *proto_labels, ptrdiff_t P, ptrdiff_t d) {
+    lvq_nearest q = {-1, -1, -1, -1, INFINITY, INFINITY, INFINITY, INFINITY};
+    for (ptrdiff_t p = 0; p < P; ++p) {
+        double dist = sqdist(x, protos + p * d, d);
+        if (dist < q.d1) { q.d2 = q.d1; q.b2 = q.b1; q.d1 = dist; q.b1 = p; }
+        else if (dist < q.d2) { q.d2 = dist; q.b2 = p; }
+        if (proto_labels[p] == cls) { if (dist < q.ds) { q.ds = dist; q.bs = p; } }
+        else if (dist < q.dother) { q.dother = dist; q.bo = p; }
+    }
+    return q;
+}
+
+/* One LVQ update of `variant` for sample x of class cls at rate alpha
+ * (window test s); returns 1 if it moved a prototype. */
+static int lvq_update(int variant, const double *x, int64_t cls, const lvq_nearest *q,
+                      double *protos, const int64_t *proto_labels, ptrdiff_t d,
+                      double alpha, double alpha0, double s, double epsilon,
+                      double *rates) {
+    switch (variant) {
+    case ML_LVQ1:
+        move(protos + q->b1 * d, x, d, proto_labels[q->b1] == cls ? alpha : -alpha);
+        return 1;
+    case ML_OLVQ1: {
+        int right = proto_labels[q->b1] == cls;
+        double a = rates[q->b1];
+        move(protos + q->b1 * d, x, d, right ? a : -a);
+        a = a / (1.0 + (right ? a : -a));
+        rates[q->b1] = a > alpha0 ? alpha0 : a;
+        return 1;
+    }
+    case ML_LVQ21:
+        /* the nearest prototype of x's class moves towards x, the nearest
+         * of another class away from it, when x lies in the window */
+        if (q->bs < 0 || q->bo < 0 || !in_window(q->ds, q->dother, s)) return 0;
+        move(protos + q->bs * d, x, d, alpha);
+        move(protos + q->bo * d, x, d, -alpha);
+        return 1;
+    default: {  /* ML_LVQ3 */
+        if (q->b2 < 0) return 0;
+        int r1 = proto_labels[q->b1] == cls, r2 = proto_labels[q->b2] == cls;
+        if (r1 && r2) {
+            move(protos + q->b1 * d, x, d, epsilon * alpha);
+            move(protos + q->b2 * d, x, d, epsilon * alpha);
+            return 1;
+        }
+        if (!((r1 || r2) && in_window(q->d1, q->d2, s))) return 0;
+        move(protos + q->b1 * d, x, d, r1 ? alpha : -alpha);
+        move(protos + q->b2 * d, x, d, r2 ? alpha : -alpha);
+        return 1;
+    }
+    }
+}
+
 int ml_lvq_train(const double *X, const int64_t *y, ptrdiff_t n, ptrdiff_t d,
                  double *protos, const int64_t *proto_labels, ptrdiff_t P,
                  const int64_t *order, ptrdiff_t T, int variant, double alpha0,
@@ -39,59 +106,13 @@ int ml_lvq_train(const double *X, const int64_t *y, ptrdiff_t n, ptrdiff_t d,
     double s = (1.0 - window) / (1.0 + window);
     int64_t moves = 0;
     for (ptrdiff_t t = 0; t < T; ++t) {
-        if ((t & 4095) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;  /* Ctrl-C */
+        if ((t & ML_PROTO_POLL_MASK) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;
         const double *x = X + order[t] * d;
         int64_t cls = y[order[t]];
         double alpha = alpha0 * (1.0 - (double)t / (double)T);
-        /* nearest and second nearest overall; nearest of x's class and of the others */
-        ptrdiff_t b1 = -1, b2 = -1, bs = -1, bo = -1;
-        double d1 = INFINITY, d2 = INFINITY, ds = INFINITY, dother = INFINITY;
-        for (ptrdiff_t p = 0; p < P; ++p) {
-            double dist = sqdist(x, protos + p * d, d);
-            if (dist < d1) { d2 = d1; b2 = b1; d1 = dist; b1 = p; }
-            else if (dist < d2) { d2 = dist; b2 = p; }
-            if (proto_labels[p] == cls) { if (dist < ds) { ds = dist; bs = p; } }
-            else if (dist < dother) { dother = dist; bo = p; }
-        }
-        switch (variant) {
-        case ML_LVQ1:
-            move(protos + b1 * d, x, d, proto_labels[b1] == cls ? alpha : -alpha);
-            ++moves;
-            break;
-        case ML_OLVQ1: {
-            int right = proto_labels[b1] == cls;
-            double a = rates[b1];
-            move(protos + b1 * d, x, d, right ? a : -a);
-            a = a / (1.0 + (right ? a : -a));
-            rates[b1] = a > alpha0 ? alpha0 : a;
-            ++moves;
-            break;
-        }
-        case ML_LVQ21:
-            /* the nearest prototype of x's class moves towards x, the nearest
-             * of another class away from it, when x lies in the window */
-            if (bs >= 0 && bo >= 0 && in_window(ds, dother, s)) {
-                move(protos + bs * d, x, d, alpha);
-                move(protos + bo * d, x, d, -alpha);
-                ++moves;
-            }
-            break;
-        case ML_LVQ3:
-            if (b2 < 0) break;
-            {
-                int r1 = proto_labels[b1] == cls, r2 = proto_labels[b2] == cls;
-                if (r1 && r2) {
-                    move(protos + b1 * d, x, d, epsilon * alpha);
-                    move(protos + b2 * d, x, d, epsilon * alpha);
-                    ++moves;
-                } else if ((r1 || r2) && in_window(d1, d2, s)) {
-                    move(protos + b1 * d, x, d, r1 ? alpha : -alpha);
-                    move(protos + b2 * d, x, d, r2 ? alpha : -alpha);
-                    ++moves;
-                }
-            }
-            break;
-        }
+        lvq_nearest q = find_nearest(x, cls, protos, proto_labels, P, d);
+        moves += lvq_update(variant, x, cls, &q, protos, proto_labels, d, alpha, alpha0,
+                            s, epsilon, rates);
     }
     if (n_moves) *n_moves = moves;
     return ML_OK;
@@ -107,7 +128,7 @@ int ml_som_train(const double *X, ptrdiff_t n, ptrdiff_t d, double *W,
         if (order[t] < 0 || order[t] >= n) return ML_ERR_ARG;
     double la = log(alpha1 / alpha0), ls = log(sigma1 / sigma0);
     for (ptrdiff_t t = 0; t < T; ++t) {
-        if ((t & 4095) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;  /* Ctrl-C */
+        if ((t & ML_PROTO_POLL_MASK) == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;
         const double *x = X + order[t] * d;
         double frac = T > 1 ? (double)t / (double)T : 0.0;
         double alpha = alpha0 * exp(la * frac), sigma = sigma0 * exp(ls * frac);

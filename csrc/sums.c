@@ -1,14 +1,11 @@
 #include "sums.h"
+#include "thresholds.h"  /* ML_SUM_MIN_PARALLEL */
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Rows per block: the unit of work of one thread and of the interrupt check. */
 #define ML_SUM_BLOCK 4096
-/* Entries below which one thread runs the sum: starting a parallel region
- * costs more than it saves there (measured: a 20000 x 20 sum took 12 ms on two
- * threads and 0.3 ms on one on a loaded 2-core machine). */
-#define ML_SUM_MIN_PARALLEL 1000000
 /* Scratch bound: at most ML_SUM_MAX_PARTIALS partial K x p sums, and at most
  * ML_SUM_SCRATCH_BYTES of them (one partial is `out` itself, so a K x p too
  * large for two gets no scratch and one thread). */

@@ -424,3 +424,17 @@ def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_check_status_maps_every_code_and_rejects_unknown():
+    # The one status-to-exception mapping every bridge calls (issue #13).
+    from metriclust._kernels import _status
+    assert _status.raise_for_status(_status.OK) is None
+    for code, exc in [(_status.ERR_ALLOC, MemoryError), (_status.ERR_ARG, ValueError),
+                      (_status.ERR_NUMERIC, FloatingPointError),
+                      (_status.ERR_INTERRUPTED, KeyboardInterrupt)]:
+        with pytest.raises(exc):
+            _status.raise_for_status(code, "where")
+    for unknown in (-5, 1, 7, -2**31):
+        with pytest.raises(RuntimeError, match=f"where: unknown status {unknown}"):
+            _status.raise_for_status(unknown, "where")

@@ -139,7 +139,7 @@ def test_pairs_diag_matches_reference_explicit_and_all_pairs(p):
 
 @pytest.mark.parametrize("r,p", [(2, 12), (12, 12), (2, 3)])
 def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
-    # n = 600 spans several 256-row tiles, r = 12 takes the GEMM distance path,
+    # n = 600 spans several 128-row tiles, r = 12 takes the GEMM distance path,
     # p = 3 the direct loops.
     rng = np.random.default_rng(r + p)
     X = rng.normal(size=(600, p)) + 5.0
@@ -150,6 +150,61 @@ def test_allpairs_laplacian_form_matches_explicit_sum(r, p):
     hr, Gr, _ = K.pairs_full(X, all_pairs(600), np.ascontiguousarray(L.T))
     assert h == pytest.approx(hr, rel=1e-10)
     np.testing.assert_allclose(G, Gr, rtol=1e-8, atol=1e-10 * np.abs(Gr).max())
+
+
+def _ref_diag_h_grad(X, a):
+    """h and grad of the all-pairs diagonal sums, vectorized (pairs with d = 0 left out)."""
+    V = (X[:, None, :] - X[None, :, :])[np.triu_indices(len(X), 1)] ** 2
+    d = np.sqrt(V @ a)
+    pos = d > 0
+    return d.sum(), (V[pos] / (2 * d[pos])[:, None]).sum(0)
+
+
+@pytest.mark.parametrize("p", [K.GRAM_DIRECT_MAX_D + 1, 64])
+def test_allpairs_diag_gemm_form_matches_direct_loop(p):
+    # Issue #23: all pairs without the Hessian take the GEMM form from
+    # DIAG_GEMM_MIN_P features. n = 300 spans three 128-row tiles; an offset
+    # of 5 tests the centring, zero weights the features the metric ignores,
+    # and duplicated rows the close pairs recomputed by differences.
+    rng = np.random.default_rng(p)
+    X = rng.normal(size=(300, p)) + 5.0
+    X[10] = X[20]                                      # a pair at distance 0
+    X[30] = X[40] + 1e-9                               # a close pair
+    X[50, p // 2:] = X[60, p // 2:] + 1.0              # differs only where a = 0 ...
+    X[50, :p // 2] = X[60, :p // 2]                    # ... (a zero-distance pair)
+    a = rng.random(p)
+    a[p // 2:] = 0.0
+    h_ref, g_ref = _ref_diag_h_grad(X, a)
+    gemm = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, method="gemm")
+    direct = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, method="direct")
+    for h, g, H, gz, nz in (gemm, direct):
+        assert H is None
+        assert h == pytest.approx(h_ref, rel=1e-12)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-12 * np.abs(g_ref).max())
+        assert nz == 1                                 # (50, 60); (10, 20) has v = 0
+    assert gemm[4] == direct[4]
+    np.testing.assert_allclose(gemm[3], direct[3], rtol=1e-12)
+    h_only = K.pairs_diag(X, None, a, gradient=False, hessian=False, method="gemm")
+    assert h_only[1] is None and h_only[0] == pytest.approx(h_ref, rel=1e-12)
+    auto = K.pairs_diag(X, None, a, hessian=False)
+    assert np.array_equal(auto[1], (gemm if p >= K.DIAG_GEMM_MIN_P else direct)[1])
+    with pytest.raises(ValueError, match="method='gemm' needs"):
+        K.pairs_diag(X, None, a, method="gemm")                 # with the Hessian
+    with pytest.raises(ValueError, match="method must be one of"):
+        K.pairs_diag(X, None, a, method="blas")
+    h1, g1, _, gz1, nz1 = K.pairs_diag(X[:1].copy(), None, a, hessian=False, method="gemm",
+                                       zero_pairs=True)                 # no pairs at all
+    assert h1 == 0 and not g1.any() and not gz1.any() and nz1 == 0
+
+
+def test_allpairs_diag_gemm_form_thread_invariant():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(700, 40))
+    a = rng.random(X.shape[1])
+    one = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=1, method="gemm")
+    two = K.pairs_diag(X, None, a, hessian=False, zero_pairs=True, n_threads=2, method="gemm")
+    for u, v in zip(one, two):
+        assert np.array_equal(np.asarray(u), np.asarray(v))
 
 
 def test_kernels_identical_for_any_thread_count():

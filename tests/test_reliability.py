@@ -79,6 +79,10 @@ def test_cluster_sums_scratch_is_bounded():
 _INTERRUPT_CHILD = textwrap.dedent("""
     import sys, time, numpy as np
     which = sys.argv[1]
+    # scipy's BLAS resolved before "ready": under load its import can outlast the
+    # 1.5 s wait, and a SIGINT inside that import is not the C loop under test.
+    from metriclust._kernels import _blas
+    _blas.load()
     rng = np.random.default_rng(0)
     if which == "kmeans":
         from metriclust._kernels import _kmeans

@@ -9,6 +9,7 @@ import numbers
 
 from .._kernels._blas import load as load_blas
 from .._kernels._openmp import openmp_max_threads
+from .._kernels._sums import MIN_PARALLEL as _SUM_MIN_PARALLEL
 
 __all__ = ["blas_threads", "effective_n_threads", "single_blas_thread",
            "small_problem_threads"]
@@ -63,10 +64,11 @@ def small_problem_threads(size, n_threads=0):
     """One thread below 1e6 entries, else ``n_threads`` (0 or None: the default).
 
     Used for the k-means runs of CPCM's search (many small fits in a row); the
-    cluster-sum kernel applies the same rule itself.
+    cluster-sum kernel applies the same rule itself: the threshold is its
+    ``ML_SUM_MIN_PARALLEL`` (csrc/thresholds.h), read from the bridge.
 
     Measured on the shared 2-core machine under load: an OpenMP region costs
     ~10 ms of waiting for a second thread, so a 20000 x 20 cluster sum took
     12 ms on two threads and 0.3 ms on one. Results do not depend on it.
     """
-    return 1 if size < 1_000_000 else n_threads
+    return 1 if size < _SUM_MIN_PARALLEL else n_threads

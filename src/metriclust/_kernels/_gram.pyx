@@ -1,13 +1,16 @@
 """Bridge to csrc/gram.c: the Gaussian Gram matrix, G @ V without storing G,
 and the kernel's vectorized exp. Shapes and sigma are checked here before any
 pointer is touched; the Python layer (metriclust.kernels) validates values and
-holds BLAS to one thread around the calls that use it."""
+holds BLAS to one thread around the calls that use it. Each function is
+written once over the fused type ``real`` (float32 or float64) and dispatched
+on the input's dtype."""
 
 import numpy as np
 
 from metriclust._kernels._blas cimport dgemm, sgemm
-from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn
+from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status
 
 cdef extern from "gram.h" nogil:
     int ML_GRAM_DIRECT_MAX_D
@@ -52,13 +55,6 @@ cdef _check(Py_ssize_t nx, Py_ssize_t ny, Py_ssize_t dx, Py_ssize_t dy, double s
         raise ValueError(f"sigma must be a positive finite number, got {sigma!r}.")
 
 
-cdef _raise(int status, str where):
-    if status == -1:
-        raise MemoryError(f"{where}: allocation failed")
-    if status != 0:
-        raise ValueError(f"{where}: invalid arguments (status {status})")
-
-
 cdef _output(out, Py_ssize_t nx, Py_ssize_t ny, dtype):
     if out is None:
         return np.empty((nx, ny), dtype=dtype)
@@ -69,134 +65,114 @@ cdef _output(out, Py_ssize_t nx, Py_ssize_t ny, dtype):
     return out
 
 
+cdef _float_dtype(A, str where):
+    if A.dtype != np.float64 and A.dtype != np.float32:
+        raise TypeError(f"{where}: unsupported dtype {A.dtype}")
+    return A.dtype
+
+
+cdef int _gram(const real[:, ::1] X, const real[:, ::1] Y, bint sym, double sigma,
+               real[:, ::1] G, bint use_blas, int n_threads) except -1:
+    cdef Py_ssize_t nx = X.shape[0], ny = Y.shape[0], d = X.shape[1]
+    cdef const real *yp = NULL if sym else &Y[0, 0]
+    cdef int status
+    cdef bint entered = interrupt_enter()
+    with nogil:
+        if real is double:
+            status = ml_gaussian_gram_f64(&X[0, 0], nx, yp, ny, d, sigma, &G[0, 0],
+                                          <ml_dgemm_fn>dgemm if use_blas else NULL,
+                                          n_threads)
+        else:
+            status = ml_gaussian_gram_f32(&X[0, 0], nx, yp, ny, d, sigma, &G[0, 0],
+                                          <ml_sgemm_fn>sgemm if use_blas else NULL,
+                                          n_threads)
+    interrupt_leave(entered, status)
+    return check_status(status, "gaussian_gram", "invalid arguments")
+
+
 def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=None):
     """G = exp(-||x_i - y_j||^2 / (2 sigma^2)); Y None means Y = X (symmetric
     path). X and Y: C-contiguous 2-D arrays of one float dtype; the output has
     that dtype (written into out if given: C-contiguous, that dtype and shape).
     use_blas=False forces the direct-difference path."""
-    cdef const double[:, ::1] Xd, Yd
-    cdef const float[:, ::1] Xf, Yf
-    cdef double[:, ::1] Gd
-    cdef float[:, ::1] Gf
-    cdef const double *yd = NULL
-    cdef const float *yf = NULL
     _array(X, "X", 2)
     if Y is not None:
         _array(Y, "Y", 2)
-    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], ny = nx
-    cdef int status
-    if Y is not None:
         if Y.dtype != X.dtype:
             raise TypeError("X and Y must have the same dtype")
-        ny = Y.shape[0]
-        _check(nx, ny, d, Y.shape[1], sigma)
+    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1]
+    cdef Py_ssize_t ny = nx if Y is None else Y.shape[0]
+    _check(nx, ny, d, d if Y is None else Y.shape[1], sigma)
+    dtype = _float_dtype(X, "gaussian_gram")
+    G = _output(out, nx, ny, dtype)
+    if nx == 0 or ny == 0:
+        return G
+    Yv = X if Y is None else Y
+    if dtype == np.float64:
+        _gram[double](X, Yv, Y is None, sigma, G, use_blas, n_threads)
     else:
-        _check(nx, ny, d, d, sigma)
-    if X.dtype == np.float64:
-        Xd = X
-        G = _output(out, nx, ny, np.float64)
-        if nx == 0 or ny == 0:
-            return G
-        Gd = G
-        if Y is not None:
-            Yd = Y
-            yd = &Yd[0, 0]
-        entered = interrupt_enter()
-        with nogil:
-            status = ml_gaussian_gram_f64(&Xd[0, 0], nx, yd, ny, d, sigma, &Gd[0, 0],
-                                          <ml_dgemm_fn>dgemm if use_blas else NULL,
-                                          n_threads)
-    elif X.dtype == np.float32:
-        Xf = X
-        G = _output(out, nx, ny, np.float32)
-        if nx == 0 or ny == 0:
-            return G
-        Gf = G
-        if Y is not None:
-            Yf = Y
-            yf = &Yf[0, 0]
-        entered = interrupt_enter()
-        with nogil:
-            status = ml_gaussian_gram_f32(&Xf[0, 0], nx, yf, ny, d, sigma, &Gf[0, 0],
-                                          <ml_sgemm_fn>sgemm if use_blas else NULL,
-                                          n_threads)
-    else:
-        raise TypeError(f"gaussian_gram: unsupported dtype {X.dtype}")
-    interrupt_leave(entered, status)
-    _raise(status, "gaussian_gram")
+        _gram[float](X, Yv, Y is None, sigma, G, use_blas, n_threads)
     return G
+
+
+cdef int _matmat(const real[:, ::1] X, const real[:, ::1] Y, bint sym, double sigma,
+                 const real[:, ::1] V, real[:, ::1] out, int n_threads) except -1:
+    cdef Py_ssize_t nx = X.shape[0], ny = Y.shape[0], d = X.shape[1], k = V.shape[1]
+    cdef const real *yp = NULL if sym else &Y[0, 0]
+    cdef int status
+    cdef bint entered = interrupt_enter()
+    with nogil:
+        if real is double:
+            status = ml_gram_matmat_f64(&X[0, 0], nx, yp, ny, d, sigma, &V[0, 0], k,
+                                        &out[0, 0], <ml_dgemm_fn>dgemm, n_threads)
+        else:
+            status = ml_gram_matmat_f32(&X[0, 0], nx, yp, ny, d, sigma, &V[0, 0], k,
+                                        &out[0, 0], <ml_sgemm_fn>sgemm, n_threads)
+    interrupt_leave(entered, status)
+    return check_status(status, "gram_matmat", "invalid arguments")
 
 
 def gram_matmat(X, Y, V, double sigma, int n_threads=0):
     """G(X, Y) @ V without storing G. Y None means Y = X. All arrays C-contiguous
     and of one float dtype; V has Y's row count."""
-    cdef const double[:, ::1] Xd, Yd, Vd
-    cdef const float[:, ::1] Xf, Yf, Vf
-    cdef double[:, ::1] Od
-    cdef float[:, ::1] Of
-    cdef const double *yd = NULL
-    cdef const float *yf = NULL
     _array(X, "X", 2)
     if Y is not None:
         _array(Y, "Y", 2)
-    _array(V, "V", 2)
-    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], ny = nx, k = V.shape[1]
-    cdef int status
-    if Y is not None:
         if Y.dtype != X.dtype:
             raise TypeError("X and Y must have the same dtype")
-        ny = Y.shape[0]
-        _check(nx, ny, d, Y.shape[1], sigma)
-    else:
-        _check(nx, ny, d, d, sigma)
+    _array(V, "V", 2)
+    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], k = V.shape[1]
+    cdef Py_ssize_t ny = nx if Y is None else Y.shape[0]
+    _check(nx, ny, d, d if Y is None else Y.shape[1], sigma)
     if V.dtype != X.dtype:
         raise TypeError("X and V must have the same dtype")
     if V.shape[0] != ny:
         raise ValueError(f"V has {V.shape[0]} rows, expected {ny} (the rows of Y).")
     if k > INT_MAX:
         raise ValueError("gram_matmat: V has more than 2**31 - 1 columns.")
-    if X.dtype == np.float64:
-        Xd = X
-        Vd = V
-        out = np.zeros((nx, k), dtype=np.float64)
-        if nx == 0 or ny == 0 or k == 0:
-            return out
-        Od = out
-        if Y is not None:
-            Yd = Y
-            yd = &Yd[0, 0]
-        entered = interrupt_enter()
-        with nogil:
-            status = ml_gram_matmat_f64(&Xd[0, 0], nx, yd, ny, d, sigma, &Vd[0, 0], k,
-                                        &Od[0, 0], <ml_dgemm_fn>dgemm, n_threads)
-    elif X.dtype == np.float32:
-        Xf = X
-        Vf = V
-        out = np.zeros((nx, k), dtype=np.float32)
-        if nx == 0 or ny == 0 or k == 0:
-            return out
-        Of = out
-        if Y is not None:
-            Yf = Y
-            yf = &Yf[0, 0]
-        entered = interrupt_enter()
-        with nogil:
-            status = ml_gram_matmat_f32(&Xf[0, 0], nx, yf, ny, d, sigma, &Vf[0, 0], k,
-                                        &Of[0, 0], <ml_sgemm_fn>sgemm, n_threads)
+    dtype = _float_dtype(X, "gram_matmat")
+    out = np.zeros((nx, k), dtype=dtype)
+    if nx == 0 or ny == 0 or k == 0:
+        return out
+    Yv = X if Y is None else Y
+    if dtype == np.float64:
+        _matmat[double](X, Yv, Y is None, sigma, V, out, n_threads)
     else:
-        raise TypeError(f"gram_matmat: unsupported dtype {X.dtype}")
-    interrupt_leave(entered, status)
-    _raise(status, "gram_matmat")
+        _matmat[float](X, Yv, Y is None, sigma, V, out, n_threads)
     return out
+
+
+cdef void _expneg(const real[::1] x, real[::1] out) noexcept:
+    with nogil:
+        if real is double:
+            ml_expneg_f64(&x[0], &out[0], x.shape[0])
+        else:
+            ml_expneg_f32(&x[0], &out[0], x.shape[0])
 
 
 def expneg(x, out=None):
     """exp(x) for x <= 0 by the kernel's vectorized exp (1-D contiguous input;
     out, if given, a contiguous array of the same dtype and length)."""
-    cdef const double[::1] xd
-    cdef const float[::1] xf
-    cdef double[::1] od
-    cdef float[::1] of
     _array(x, "x", 1)
     if out is not None:
         _array(out, "out", 1)
@@ -205,18 +181,11 @@ def expneg(x, out=None):
         out = np.empty_like(x)
     elif out.dtype != x.dtype or out.shape[0] != n:
         raise ValueError("expneg: out must match x in dtype and length")
+    dtype = _float_dtype(x, "expneg")
     if n == 0:
         return out
-    if x.dtype == np.float64:
-        xd = x
-        od = out
-        with nogil:
-            ml_expneg_f64(&xd[0], &od[0], n)
-    elif x.dtype == np.float32:
-        xf = x
-        of = out
-        with nogil:
-            ml_expneg_f32(&xf[0], &of[0], n)
+    if dtype == np.float64:
+        _expneg[double](x, out)
     else:
-        raise TypeError(f"expneg: unsupported dtype {x.dtype}")
+        _expneg[float](x, out)
     return out

@@ -12,6 +12,7 @@ from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, sgemm
 from metriclust._kernels._common cimport ml_dgemm_fn, ml_sgemm_fn, real
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status as _raise
 
 cdef extern from "kmeans.h" nogil:
     int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
@@ -90,14 +91,6 @@ def simd_level():
     """ISA clone the kernels run: 4 (x86-64-v4), 3 (x86-64-v3), 1 (baseline), 0 (none built)."""
     return ml_kmeans_simd_level()
 
-
-cdef _raise(int status, str where):
-    if status == -1:
-        raise MemoryError(f"{where}: allocation failed")
-    if status == -2:
-        raise ValueError(f"{where}: invalid sizes or indices")
-    if status != 0:
-        raise RuntimeError(f"{where}: numeric failure (status {status})")
 
 
 cdef _check_weights(object sample_weight, Py_ssize_t n, dtype):

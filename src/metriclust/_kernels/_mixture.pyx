@@ -6,6 +6,8 @@ Every size is checked here before the C core touches a pointer. float64 only
 
 import numpy as np
 
+from metriclust._kernels._status cimport check_status
+
 cdef extern from "mixture.h" nogil:
     int ML_GMM_FULL
     int ML_GMM_DIAG
@@ -25,17 +27,6 @@ cdef int _cov_code(prec, Py_ssize_t K, Py_ssize_t d) except -1:
         return ML_GMM_DIAG
     raise ValueError(f"precision factors must have shape ({K}, {d}, {d}) or ({K}, {d}), "
                      f"got {prec.shape}")
-
-
-cdef _raise(int status, str where):
-    if status == -1:
-        raise MemoryError(f"{where}: allocation failed")
-    if status == -2:
-        raise ValueError(f"{where}: invalid sizes")
-    if status == -3:
-        raise FloatingPointError(f"{where}: a log-probability is not finite")
-    if status != 0:
-        raise RuntimeError(f"{where}: failure (status {status})")
 
 
 def estep(const double[:, ::1] X, const double[:, ::1] means, prec,
@@ -74,7 +65,7 @@ def estep(const double[:, ::1] X, const double[:, ::1] means, prec,
     with nogil:
         status = ml_gmm_estep(xp, n, d, K, &means[0, 0], &pv[0], code, &log_norm[0],
                               rp, sp, &total, n_threads)
-    _raise(status, "Gaussian mixture E-step")
+    check_status(status, "Gaussian mixture E-step", "invalid sizes")
     return resp, sll, total
 
 
@@ -100,5 +91,5 @@ def mstep(const double[:, ::1] X, const double[:, ::1] resp, bint full, int n_th
     with nogil:
         status = ml_gmm_mstep(&X[0, 0], n, d, K, &resp[0, 0], code, &nv[0], &mv[0, 0],
                               &cv[0], n_threads)
-    _raise(status, "Gaussian mixture M-step")
+    check_status(status, "Gaussian mixture M-step", "invalid sizes")
     return nk, means, cov

@@ -13,9 +13,15 @@ from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status
 
 cdef extern from "pairwise.h" nogil:
     double ML_MIN_PARALLEL_WORK
+    int ML_PAIRS_DIAG_GEMM_MIN_P
+    int ML_GRAM_DIRECT_MAX_D
+    int ML_PAIRS_AUTO
+    int ML_PAIRS_DIRECT
+    int ML_PAIRS_GEMM
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
                                  int *, double *, double *, int *)
     int ml_pairs_full(const double *X, Py_ssize_t n, Py_ssize_t p,
@@ -32,7 +38,7 @@ cdef extern from "pairwise.h" nogil:
                       const int64_t *pairs, Py_ssize_t m, const double *a,
                       double *h, double *grad, double *H,
                       double *grad_zero, double *n_zero,
-                      ml_dsyrk_fn dsyrk, int n_threads)
+                      int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
@@ -40,15 +46,10 @@ cdef extern from "pairwise.h" nogil:
 
 # Work (flops) below which every kernel here runs on one thread.
 MIN_PARALLEL_WORK = ML_MIN_PARALLEL_WORK
-
-
-cdef _raise(int status, str where):
-    if status == -1:
-        raise MemoryError(f"{where}: allocation failed")
-    if status == -2:
-        raise ValueError(f"{where}: a pair index is out of range")
-    if status == -3:
-        raise FloatingPointError(f"{where}: non-finite sum (overflow in the data?)")
+# Features from which the all-pairs diagonal sums take the GEMM form.
+DIAG_GEMM_MIN_P = ML_PAIRS_DIAG_GEMM_MIN_P
+GRAM_DIRECT_MAX_D = ML_GRAM_DIRECT_MAX_D
+_DIAG_METHODS = {"auto": ML_PAIRS_AUTO, "direct": ML_PAIRS_DIRECT, "gemm": ML_PAIRS_GEMM}
 
 
 cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
@@ -108,7 +109,7 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
                                &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
                                dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
-    _raise(status, "pairs_full")
+    check_status(status, "pairs_full", "a pair index is out of range")
     if zero_pairs:
         return h, G, dist, Gz, int(n_zero)
     return h, G, dist
@@ -154,13 +155,13 @@ def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
             status = ml_pairs_laplacian(&X[0, 0], &Y[0, 0], n, p, r,
                                         &pairs[0, 0] if m > 0 else NULL, m,
                                         &h, dp, &wv[0], &Tv[0, 0], Gzp, &n_zero)
-    _raise(status, "pairs_laplacian")
+    check_status(status, "pairs_laplacian", "a pair index is out of range")
     return h, wdeg, T, dist, Gz, int(n_zero)
 
 
 def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
                bint gradient=True, bint hessian=True, int n_threads=0, *,
-               bint zero_pairs=False):
+               bint zero_pairs=False, str method="auto"):
     """Diagonal metric ``diag(a)``; ``pairs=None`` means all pairs i < j.
 
     Returns ``(h, grad, H)`` with ``h = sum d``, ``grad = sum v / (2 d)``,
@@ -168,8 +169,18 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
     pairs with ``d = 0`` are left out of ``grad`` and ``H``. With
     ``zero_pairs``, also ``(grad_zero, n_zero)``: ``sum v / 2`` and the count
     over the pairs with ``d = 0`` and ``v != 0`` (non-smooth points of ``h``).
+    ``method``: "direct" (the pair loop), "gemm" (all pairs without the
+    Hessian and more than ``GRAM_DIRECT_MAX_D`` features only: squared
+    distances from the shared tile, ``W X`` as a GEMM) or "auto" (the GEMM
+    form where allowed from ``DIAG_GEMM_MIN_P`` features). Same sums to rounding.
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = 0
+    if method not in _DIAG_METHODS:
+        raise ValueError(f"method must be one of {sorted(_DIAG_METHODS)}, got {method!r}")
+    cdef int code = _DIAG_METHODS[method]
+    if code == ML_PAIRS_GEMM and (pairs is not None or hessian or p <= ML_GRAM_DIRECT_MAX_D):
+        raise ValueError("method='gemm' needs pairs=None, hessian=False and more than "
+                         f"{ML_GRAM_DIRECT_MAX_D} features")
     if a.shape[0] != p:
         raise ValueError(f"a has {a.shape[0]} entries, X has {p} columns")
     if p == 0:
@@ -209,9 +220,10 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
             status = 0
         else:
             status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
-                                   &h, gp, Hp, zp, &n_zero, dsyrk, n_threads)
+                                   &h, gp, Hp, zp, &n_zero,
+                                   code, <ml_dgemm_fn>dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
-    _raise(status, "pairs_diag")
+    check_status(status, "pairs_diag", "a pair index is out of range")
     if zero_pairs:
         return h, grad, H, gzero, int(n_zero)
     return h, grad, H
@@ -240,5 +252,5 @@ def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=
         status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &Gv[0, 0],
                                   dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
-    _raise(status, "allpairs_full")
+    check_status(status, "allpairs_full", "a pair index is out of range")
     return h, G

@@ -7,6 +7,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status
 
 cdef extern from "prototypes.h" nogil:
     int ml_lvq_train(const double *X, const int64_t *y, Py_ssize_t n, Py_ssize_t d,
@@ -60,8 +61,7 @@ def lvq_train(const double[:, ::1] X, const int64_t[::1] y, double[:, ::1] proto
         status = ml_lvq_train(&X[0, 0], &y[0], n, d, &protos[0, 0], &proto_labels[0], P,
                               op, T, code, alpha0, window, epsilon, rp, &moves)
     interrupt_leave(entered, status)
-    if status != 0:
-        raise ValueError(f"lvq_train: invalid arguments (status {status})")
+    check_status(status, "lvq_train", "invalid arguments")
     return int(moves)
 
 
@@ -86,5 +86,4 @@ def som_train(const double[:, ::1] X, double[:, ::1] W, const double[:, ::1] gri
         status = ml_som_train(&X[0, 0], n, d, &W[0, 0], &grid[0, 0], P, op, T,
                               alpha0, alpha1, sigma0, sigma1)
     interrupt_leave(entered, status)
-    if status != 0:
-        raise ValueError(f"som_train: invalid arguments (status {status})")
+    check_status(status, "som_train", "invalid arguments")

@@ -5,6 +5,13 @@ import numpy as np
 from libc.stdint cimport int64_t
 from metriclust._kernels._common cimport real
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status
+
+cdef extern from "thresholds.h" nogil:
+    int ML_SUM_MIN_PARALLEL
+
+# Entries (n p) below which the cluster sums run on one thread (thresholds.h).
+MIN_PARALLEL = ML_SUM_MIN_PARALLEL
 
 cdef extern from "sums.h" nogil:
     int ml_cluster_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
@@ -41,10 +48,7 @@ def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_c
                                          n_clusters, &out_v[0, 0] if p > 0 else NULL,
                                          n_threads)
     interrupt_leave(entered, status)
-    if status == -2:
-        raise ValueError(f"labels must lie in [0, {n_clusters})")
-    if status == -1:
-        raise MemoryError("cluster_sums: allocation failed")
+    check_status(status, "cluster_sums", f"labels must lie in [0, {n_clusters})")
     return out
 
 
@@ -61,6 +65,5 @@ def contingency(const int64_t[::1] a, const int64_t[::1] b, Py_ssize_t ka, Py_ss
     with nogil:
         status = ml_contingency(&a[0] if n > 0 else NULL, &b[0] if n > 0 else NULL,
                                 n, ka, kb, &t[0, 0])
-    if status != 0:
-        raise ValueError("contingency: codes out of range")
+    check_status(status, "contingency", "codes out of range")
     return table
