@@ -90,6 +90,8 @@
 #define ML_KM_PP_BLOCK 2048
 #define ML_KM_PRUNE_MIN_K 256
 #define ML_KM_PRUNE_MIN_D 16
+#define ML_KM_SMALL_MAX_D 8
+#define ML_KM_SMALL_MAX_K 64
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */
