@@ -170,6 +170,29 @@ int ml_kmeans_assign_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
                          float *dist, ml_sgemm_fn gemm, int method,
                          int n_threads);
 
+/* One block of a Lloyd iteration, for callers that stream the rows in
+ * blocks and reduce the blocks' sums in a fixed order themselves: labels of
+ * the n rows (nearest center of `centers`, ties to the lowest index),
+ * sums (K x d, out) and wsum (K, out) the weighted per-cluster sums and
+ * weights of these rows in float64 (overwritten, not added to), and
+ * *inertia their weighted squared distances to their centers (from x - c,
+ * float64).  Labels and sums are those of the pass ml_kmeans_lloyd makes,
+ * bitwise, and do not depend on n_threads. */
+int ml_kmeans_assign_accumulate_f64(const double *X, const double *w,
+                                    ptrdiff_t n, ptrdiff_t d,
+                                    const double *centers, ptrdiff_t K,
+                                    double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    ml_dgemm_fn gemm, int method,
+                                    int n_threads);
+int ml_kmeans_assign_accumulate_f32(const float *X, const float *w,
+                                    ptrdiff_t n, ptrdiff_t d,
+                                    const float *centers, ptrdiff_t K,
+                                    double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    ml_sgemm_fn gemm, int method,
+                                    int n_threads);
+
 /* One k-means++ step.  closest[i] (float64, in/out) is the squared distance
  * of row i to its nearest chosen center (+inf before the first).  For each of
  * the T candidate rows cand[t], the potential sum_i w_i min(closest_i,

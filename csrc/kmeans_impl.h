@@ -1296,6 +1296,36 @@ done:
     return st;
 }
 
+/* One block of Lloyd: labels of the rows (nearest center), the block's
+ * weighted per-cluster sums (K x d, float64) and weights (K), and its inertia
+ * under those labels.  The same pass as one Lloyd iteration (the same
+ * segments and fixed-order reduction), so the outputs do not depend on the
+ * thread count. */
+int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
+                                    ptrdiff_t d, const REAL *centers,
+                                    ptrdiff_t K, double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    GEMM_T gemm, int method, int n_threads)
+{
+    if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
+    FN(km_work) ws;
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, 0);
+    if (st != ML_OK) return st;
+    int32_t *lab = malloc((size_t)n * sizeof(int32_t));
+    if (!lab) { st = ML_ERR_ALLOC; goto done; }
+    for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
+    int64_t changed;
+    FN(pass)(&ws, NULL, X, w, centers, lab, sums, wsum, &changed);
+    if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
+    st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
+    if (st != ML_OK) goto done;
+    FN(lab_out)(lab, n, labels);
+done:
+    free(lab);
+    FN(work_free)(&ws);
+    return st;
+}
+
 /* k-means++: distances of all rows to T candidates, block by block. */
 int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
                           ptrdiff_t d, const int64_t *cand, ptrdiff_t T,
