@@ -92,6 +92,7 @@
 #define ML_KM_PRUNE_MIN_D 16
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
+#define ML_KM_SMALL_MAX_K_AT_MAX_D 16
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */

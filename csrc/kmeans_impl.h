@@ -344,7 +344,9 @@ static FN(km_small_fn) FN(small_for)(ptrdiff_t d, ptrdiff_t K)
     static const FN(km_small_fn) by_d[ML_KM_SMALL_MAX_D + 1] = {
         NULL, FN(small_d1), FN(small_d2), FN(small_d3), FN(small_d4),
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
-    return d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K ? by_d[d] : NULL;
+    if (d > ML_KM_SMALL_MAX_D || K > ML_KM_SMALL_MAX_K) return NULL;
+    if (d == ML_KM_SMALL_MAX_D && K > ML_KM_SMALL_MAX_K_AT_MAX_D) return NULL;
+    return by_d[d];
 }
 
 /* GEMM path: nearest (and second nearest) over the columns of P (m x K,
