@@ -28,18 +28,22 @@ int ml_kmeans_simd_level(void) { return ml_simd_level(); }
 #define SFX f64
 #define GEMM_T ml_dgemm_fn
 #define REAL_EPS DBL_EPSILON
+#define REAL_INT int64_t  /* the integer as wide as REAL (vector labels) */
 #include "kmeans_impl.h"
 #undef REAL
 #undef SFX
 #undef GEMM_T
 #undef REAL_EPS
+#undef REAL_INT
 
 #define REAL float
 #define SFX f32
 #define GEMM_T ml_sgemm_fn
 #define REAL_EPS FLT_EPSILON
+#define REAL_INT int32_t
 #include "kmeans_impl.h"
 #undef REAL
 #undef SFX
 #undef GEMM_T
 #undef REAL_EPS
+#undef REAL_INT

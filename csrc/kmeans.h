@@ -90,6 +90,9 @@
 #define ML_KM_PP_BLOCK 2048
 #define ML_KM_PRUNE_MIN_K 256
 #define ML_KM_PRUNE_MIN_D 16
+#define ML_KM_SMALL_MAX_D 8
+#define ML_KM_SMALL_MAX_K 64
+#define ML_KM_SMALL_MAX_K_AT_MAX_D 16
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */
@@ -167,6 +170,29 @@ int ml_kmeans_assign_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
                          const float *centers, ptrdiff_t K, int64_t *labels,
                          float *dist, ml_sgemm_fn gemm, int method,
                          int n_threads);
+
+/* One block of a Lloyd iteration, for callers that stream the rows in
+ * blocks and reduce the blocks' sums in a fixed order themselves: labels of
+ * the n rows (nearest center of `centers`, ties to the lowest index),
+ * sums (K x d, out) and wsum (K, out) the weighted per-cluster sums and
+ * weights of these rows in float64 (overwritten, not added to), and
+ * *inertia their weighted squared distances to their centers (from x - c,
+ * float64).  Labels and sums are those of the pass ml_kmeans_lloyd makes,
+ * bitwise, and do not depend on n_threads. */
+int ml_kmeans_assign_accumulate_f64(const double *X, const double *w,
+                                    ptrdiff_t n, ptrdiff_t d,
+                                    const double *centers, ptrdiff_t K,
+                                    double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    ml_dgemm_fn gemm, int method,
+                                    int n_threads);
+int ml_kmeans_assign_accumulate_f32(const float *X, const float *w,
+                                    ptrdiff_t n, ptrdiff_t d,
+                                    const float *centers, ptrdiff_t K,
+                                    double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    ml_sgemm_fn gemm, int method,
+                                    int n_threads);
 
 /* One k-means++ step.  closest[i] (float64, in/out) is the squared distance
  * of row i to its nearest chosen center (+inf before the first).  For each of

@@ -19,6 +19,9 @@ typedef REAL FN(km_vr) __attribute__((vector_size(4 * sizeof(REAL))));
  * the AVX2 and AVX-512 clones, two xmm on the baseline one. */
 typedef REAL FN(km_vt) __attribute__((vector_size(32)));
 typedef __typeof__((FN(km_vt)){0} < (FN(km_vt)){0}) FN(km_vm);
+/* Lane labels of the small-d kernel (the lanes of a comparison mask). */
+typedef REAL_INT FN(km_vi) __attribute__((vector_size(32)));
+typedef int32_t FN(km_vl) __attribute__((vector_size(32 / sizeof(REAL) * 4)));
 #else
 #define KM_HAVE_VEC 0
 #endif
@@ -81,10 +84,26 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += KM_TP) {
         const ptrdiff_t mt = m - b0 < KM_TP ? m - b0 : KM_TP;
-        for (ptrdiff_t p = 0; p < mt; ++p)
-            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[(b0 + p) * d + j];
-        for (ptrdiff_t p = mt; p < KM_TP; ++p)
-            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
+        if (mt == KM_TP) {
+            /* Each xt vector is set lane by lane in a register and stored
+             * whole: scalar stores into xt made every vector load of it
+             * below wait for a failed store forwarding (40% of the tile
+             * at d = 16 by perf). */
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                V v0, v1;
+                for (ptrdiff_t p = 0; p < KM_TV; ++p) {
+                    v0[p] = X[(b0 + p) * d + j];
+                    v1[p] = X[(b0 + KM_TV + p) * d + j];
+                }
+                memcpy(xt + j * KM_TP, &v0, sizeof v0);
+                memcpy(xt + j * KM_TP + KM_TV, &v1, sizeof v1);
+            }
+        } else {
+            for (ptrdiff_t p = 0; p < mt; ++p)
+                for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[(b0 + p) * d + j];
+            for (ptrdiff_t p = mt; p < KM_TP; ++p)
+                for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
+        }
         V bs0 = inf, bs1 = inf, bk0 = (V){0}, bk1 = (V){0}, s20 = inf, s21 = inf;
         for (ptrdiff_t blk = 0; blk * KM_TK < K; ++blk) {
             const REAL *cb = cblk + blk * d * KM_TK, *nb = cnb + blk * KM_TK;
@@ -180,6 +199,128 @@ KM_TILE_FN(tile_d7, d_, 7)
 KM_TILE_FN(tile_d8, d_, 8)
 KM_TILE_FN(tile_any, d, d)
 #undef KM_TILE_FN
+
+/* ---------------------------------------------------------------------------
+ * The small-d kernel (d <= ML_KM_SMALL_MAX_D, K <= ML_KM_SMALL_MAX_K): labels
+ * of a chunk with no center padding, no scores in memory and several point
+ * vectors in flight.  cpk holds K rows [||c_k||^2, -2 c_k1, ..., -2 c_kd]
+ * (L1-resident; each value is broadcast where it is used), the points of a
+ * step are KM_SMALL_NV(d) vectors of KM_TV points, and the running min and
+ * argmin of each vector stay in registers while k runs over all K centers.
+ * The score of a (point, center) pair is the tile's, term for term (the
+ * norm, then x_j (-2 c_kj) in j order, fused the same way), and centers are
+ * compared in increasing k with a strict <: the labels are the tile's bit
+ * for bit, so a run does not depend on which kernel served it.
+ * ------------------------------------------------------------------------- */
+/* Point vectors per step: 4 (independent compare/select chains that hide
+ * each other's latency) while their 4 d coordinates fit the registers,
+ * 2 above d = 4. */
+#define KM_SMALL_NV(d) ((d) <= 4 ? 4 : 2)
+#if KM_HAVE_VEC
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static ML_ALWAYS_INLINE void
+FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+               const REAL *ML_RESTRICT cpk, ptrdiff_t K,
+               int32_t *ML_RESTRICT lab)
+{
+    typedef FN(km_vt) V;
+    typedef FN(km_vi) VM;
+    const int nv = KM_SMALL_NV(d);
+    const ptrdiff_t tp = nv * KM_TV;
+    const V inf = (REAL)INFINITY - (V){0};
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
+        const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
+        V x[4][ML_KM_SMALL_MAX_D], bs[4];
+        VM bk[4];
+        if (mt == tp) {
+            /* Lanes set in registers: a transpose through memory would
+             * stall every vector load on the scalar stores before it. */
+            for (int v = 0; v < nv; ++v)
+                for (ptrdiff_t j = 0; j < d; ++j)
+                    for (ptrdiff_t p = 0; p < KM_TV; ++p)
+                        x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
+        } else {
+            REAL xt[ML_KM_SMALL_MAX_D][4 * KM_TV];
+            for (ptrdiff_t p = 0; p < tp; ++p)
+                for (ptrdiff_t j = 0; j < d; ++j)
+                    xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
+            for (int v = 0; v < nv; ++v)
+                for (ptrdiff_t j = 0; j < d; ++j)
+                    memcpy(&x[v][j], &xt[j][v * KM_TV], sizeof(V));
+        }
+        for (int v = 0; v < nv; ++v) {
+            bs[v] = inf;
+            bk[v] = (VM){0};
+        }
+        VM kv = (VM){0};
+        for (ptrdiff_t k = 0; k < K; ++k, kv += 1) {
+            const REAL *c = cpk + k * (d + 1);
+            for (int v = 0; v < nv; ++v) {
+                V a = c[0] - (V){0};
+                for (ptrdiff_t j = 0; j < d; ++j) a += x[v][j] * (c[1 + j] - (V){0});
+                const VM lt = (VM)(a < bs[v]);
+                bs[v] = (V)((lt & (VM)a) | (~lt & (VM)bs[v]));
+                bk[v] = (lt & kv) | (~lt & bk[v]);
+            }
+        }
+        if (mt == tp) {
+            for (int v = 0; v < nv; ++v) {
+                const FN(km_vl) l = __builtin_convertvector(bk[v], FN(km_vl));
+                memcpy(lab + b0 + v * KM_TV, &l, sizeof l);
+            }
+        } else {
+            for (int v = 0; v < nv; ++v)
+                for (ptrdiff_t p = 0; p < KM_TV; ++p)
+                    if (v * KM_TV + p < mt) lab[b0 + v * KM_TV + p] = (int32_t)bk[v][p];
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#else
+/* Portable form: the same scores, one point and one center at a time. */
+static void
+FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+               const REAL *ML_RESTRICT cpk, ptrdiff_t K,
+               int32_t *ML_RESTRICT lab)
+{
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const REAL *x = X + b * d;
+        REAL bs = (REAL)INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < K; ++k) {
+            const REAL *c = cpk + k * (d + 1);
+            REAL a = c[0];
+            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * c[1 + j];
+            if (a < bs) { bs = a; bk = (int32_t)k; }
+        }
+        lab[b] = bk;
+    }
+}
+#endif
+
+/* One clone per d = 1..ML_KM_SMALL_MAX_D (d a constant: the loops over the
+ * coordinates and point vectors unroll into registers). */
+#define KM_SMALL_FN(DV)                                                       \
+    ML_CLONES static void FN(small_d##DV)(const REAL *X, ptrdiff_t m,         \
+                                          const REAL *cpk, ptrdiff_t K,       \
+                                          int32_t *lab)                       \
+    {                                                                         \
+        FN(small_body)(X, m, DV, cpk, K, lab);                                \
+    }
+KM_SMALL_FN(1)
+KM_SMALL_FN(2)
+KM_SMALL_FN(3)
+KM_SMALL_FN(4)
+KM_SMALL_FN(5)
+KM_SMALL_FN(6)
+KM_SMALL_FN(7)
+KM_SMALL_FN(8)
+#undef KM_SMALL_FN
 ML_FP_CONTRACT_END
 
 typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
@@ -192,6 +333,20 @@ static FN(km_tile_fn) FN(tile_for)(ptrdiff_t d)
         NULL, FN(tile_d1), FN(tile_d2), FN(tile_d3), FN(tile_d4),
         FN(tile_d5), FN(tile_d6), FN(tile_d7), FN(tile_d8)};
     return d <= 8 ? small[d] : FN(tile_any);
+}
+
+typedef void (*FN(km_small_fn))(const REAL *, ptrdiff_t, const REAL *, ptrdiff_t,
+                                int32_t *);
+
+/* The small-d kernel for (d, K), or NULL where the tile serves. */
+static FN(km_small_fn) FN(small_for)(ptrdiff_t d, ptrdiff_t K)
+{
+    static const FN(km_small_fn) by_d[ML_KM_SMALL_MAX_D + 1] = {
+        NULL, FN(small_d1), FN(small_d2), FN(small_d3), FN(small_d4),
+        FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
+    if (d > ML_KM_SMALL_MAX_D || K > ML_KM_SMALL_MAX_K) return NULL;
+    if (d == ML_KM_SMALL_MAX_D && K > ML_KM_SMALL_MAX_K_AT_MAX_D) return NULL;
+    return by_d[d];
 }
 
 /* GEMM path: nearest (and second nearest) over the columns of P (m x K,
@@ -349,6 +504,83 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     }
 }
 
+/* Per-cluster sums of one chunk for the small-d pass, row-packed: cluster k
+ * of copy u is the row acc[u * stride + k * rs ..] = [sums of x_1..x_d,
+ * weight, zeros], rs = d + 1 rounded up to 4 doubles, so that a point is
+ * added with rs / 4 vector additions instead of d + 1 scalar ones.  The
+ * rows go to the copies and are added in the same order as in accum_body:
+ * every sum is the same sequence of additions, bit for bit. */
+#define KM_PACKED_RS(d) (((d) + 4) / 4 * 4)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static ML_ALWAYS_INLINE void
+FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
+                      ptrdiff_t m, const ptrdiff_t d,
+                      const int32_t *ML_RESTRICT lab, double *ML_RESTRICT acc,
+                      ptrdiff_t copies, ptrdiff_t stride)
+{
+    const ptrdiff_t rs = KM_PACKED_RS(d);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const ptrdiff_t u = copies == 4 ? (b & 3) : 0;
+        double *ML_RESTRICT row = acc + u * stride + (ptrdiff_t)lab[b] * rs;
+        const REAL *x = X + b * d;
+        const double wb = w ? (double)w[b] : 1.0;
+#if KM_HAVE_VEC
+        km_v4d t[KM_PACKED_RS(ML_KM_SMALL_MAX_D) / 4];
+        for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
+        for (ptrdiff_t j = 0; j < d; ++j)
+            t[j / 4][j % 4] = w ? wb * (double)x[j] : (double)x[j];
+        t[d / 4][d % 4] = wb;
+        for (ptrdiff_t q = 0; q < rs / 4; ++q) {
+            km_v4d r;
+            memcpy(&r, row + 4 * q, sizeof r);
+            r += t[q];
+            memcpy(row + 4 * q, &r, sizeof r);
+        }
+#else
+        for (ptrdiff_t j = 0; j < d; ++j) row[j] += w ? wb * (double)x[j] : (double)x[j];
+        row[d] += wb;
+#endif
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#define KM_ACCUM_PACKED_D(DV)                                                 \
+    ML_CLONES static void FN(accum_packed_d##DV)(                             \
+        const REAL *X, const REAL *w, ptrdiff_t m, const int32_t *lab,        \
+        double *acc, ptrdiff_t copies, ptrdiff_t stride)                      \
+    {                                                                         \
+        if (w)                                                                \
+            FN(accum_packed_body)(X, w, m, DV, lab, acc, copies, stride);     \
+        else                                                                  \
+            FN(accum_packed_body)(X, NULL, m, DV, lab, acc, copies, stride);  \
+    }
+KM_ACCUM_PACKED_D(1)
+KM_ACCUM_PACKED_D(2)
+KM_ACCUM_PACKED_D(3)
+KM_ACCUM_PACKED_D(4)
+KM_ACCUM_PACKED_D(5)
+KM_ACCUM_PACKED_D(6)
+KM_ACCUM_PACKED_D(7)
+KM_ACCUM_PACKED_D(8)
+#undef KM_ACCUM_PACKED_D
+
+typedef void (*FN(km_accum_packed_fn))(const REAL *, const REAL *, ptrdiff_t,
+                                       const int32_t *, double *, ptrdiff_t,
+                                       ptrdiff_t);
+static FN(km_accum_packed_fn) FN(accum_packed_for)(ptrdiff_t d)
+{
+    static const FN(km_accum_packed_fn) by_d[ML_KM_SMALL_MAX_D + 1] = {
+        NULL, FN(accum_packed_d1), FN(accum_packed_d2), FN(accum_packed_d3),
+        FN(accum_packed_d4), FN(accum_packed_d5), FN(accum_packed_d6),
+        FN(accum_packed_d7), FN(accum_packed_d8)};
+    return by_d[d];
+}
+
 /* Per-thread scratch for one chunk. */
 typedef struct {
     REAL *xt;     /* d x KM_TP: the transposed tile (tile path) */
@@ -365,9 +597,14 @@ typedef struct {
     int nt, use_gemm;
     GEMM_T gemm;
     FN(km_tile_fn) tile;
+    FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
+    FN(km_accum_packed_fn) accum_packed; /* with small: row-packed sums */
+    ptrdiff_t rs;         /* packed row stride (small d), 0: generic layout */
+    ptrdiff_t acc_stride; /* doubles per accumulator copy */
     REAL *cn;             /* K: ||c_k||^2 (GEMM path) */
+    REAL *cpk;            /* K x (d + 1): norm and -2 c_k (small-d kernel) */
     REAL *cblk, *cnb;     /* nblk x d x KM_TK, nblk x KM_TK (tile path) */
-    double *seg;          /* S x copies x stride partial sums */
+    double *seg;          /* S x copies x acc_stride partial sums */
     int64_t *seg_changed; /* S */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
@@ -381,6 +618,10 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
                              REAL *best2)
 {
     const ptrdiff_t K = ws->K, d = ws->d;
+    if (ws->small && !best2) {
+        ws->small(X, m, ws->cpk, K, lab);
+        return;
+    }
     if (!ws->use_gemm) {
         ws->tile(X, m, d, ws->cblk, ws->cnb, K, s->xt,
                  best2 ? s->best : NULL, best2, lab);
@@ -423,7 +664,7 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
 
 static void FN(work_free)(FN(km_work) *ws)
 {
-    free(ws->cn); free(ws->cblk); free(ws->cnb); free(ws->seg);
+    free(ws->cn); free(ws->cpk); free(ws->cblk); free(ws->cnb); free(ws->seg);
     free(ws->seg_changed); free(ws->scratch);
 }
 
@@ -438,6 +679,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
     ws->use_gemm = ml_kmeans_uses_gemm(d, K, method, gemm != NULL);
     ws->tile = FN(tile_for)(d);
+    ws->small = ws->use_gemm ? NULL : FN(small_for)(d, K);
     ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
@@ -453,18 +695,23 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
         S /= 2;
     if (S < 1) S = 1;
     ws->S = S;
+    /* The small-d pass keeps its sums row-packed (same sums, same order). */
+    ws->rs = ws->small ? KM_PACKED_RS(d) : 0;
+    ws->accum_packed = ws->small ? FN(accum_packed_for)(d) : NULL;
+    ws->acc_stride = ws->rs ? K * ws->rs : ws->stride;
     const ptrdiff_t B = ML_KM_CHUNK;
     ws->per_thread = d * KM_TP + 3 * B + (ws->use_gemm ? B * K : 0) +
                      (pruned ? B * d : 0);
     ws->per_thread = (ws->per_thread + 15) / 16 * 16;
     ws->cn = malloc((size_t)K * sizeof(REAL));
+    ws->cpk = malloc((size_t)(K * (d + 1)) * sizeof(REAL));
     ws->cblk = malloc((size_t)(ws->nblk * KM_TK * d) * sizeof(REAL));
     ws->cnb = malloc((size_t)(ws->nblk * KM_TK) * sizeof(REAL));
     ws->scratch = malloc((size_t)(ws->nt * ws->per_thread) * sizeof(REAL));
     ws->seg_changed = malloc((size_t)S * sizeof(int64_t));
     if (with_sums)
-        ws->seg = malloc((size_t)(S * ws->copies * ws->stride) * sizeof(double));
-    if (!ws->cn || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
+        ws->seg = malloc((size_t)(S * ws->copies * ws->acc_stride) * sizeof(double));
+    if (!ws->cn || !ws->cpk || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
         (with_sums && !ws->seg)) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
@@ -503,6 +750,8 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
         }
         ws->cn[k] = s;
         ws->cnb[k] = s;
+        ws->cpk[k * (d + 1)] = s;
+        for (ptrdiff_t j = 0; j < d; ++j) ws->cpk[k * (d + 1) + 1 + j] = cb[j * KM_TK];
     }
 }
 
@@ -672,7 +921,7 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
                      double *wsum, int64_t *changed)
 {
     const ptrdiff_t d = ws->d, K = ws->K, S = ws->S, nc = ws->n_chunks,
-                    n = ws->n, stride = ws->stride;
+                    n = ws->n, stride = ws->acc_stride, rs = ws->rs;
     const int do_sums = sums != NULL;
     const ptrdiff_t copies = do_sums ? ws->copies : 0;
     FN(center_prep)(ws, C);
@@ -700,7 +949,10 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
                 FN(assign_rows)(ws, hs, Xc, i0, m, C, &sc, L, newlab);
                 for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
                 memcpy(L, newlab, (size_t)m * sizeof(int32_t));
-                if (do_sums)
+                if (do_sums && rs)
+                    ws->accum_packed(Xc, w ? w + i0 : NULL, m, newlab, acc,
+                                     copies, stride);
+                else if (do_sums)
                     FN(accum)(Xc, w ? w + i0 : NULL, m, d, newlab, acc, copies,
                               stride, K);
             }
@@ -717,6 +969,13 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     for (ptrdiff_t s = 0; s < S; ++s)
         for (ptrdiff_t c = 0; c < copies; ++c) {
             const double *a = ws->seg + (s * copies + c) * stride;
+            if (rs) {
+                for (ptrdiff_t k = 0; k < K; ++k) {
+                    for (ptrdiff_t j = 0; j < d; ++j) sums[k * d + j] += a[k * rs + j];
+                    wsum[k] += a[k * rs + d];
+                }
+                continue;
+            }
             for (ptrdiff_t t = 0; t < K * d; ++t) sums[t] += a[t];
             for (ptrdiff_t k = 0; k < K; ++k) wsum[k] += a[K * d + k];
         }
@@ -1035,6 +1294,36 @@ int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     }
 done:
     free(lab); free(dd);
+    FN(work_free)(&ws);
+    return st;
+}
+
+/* One block of Lloyd: labels of the rows (nearest center), the block's
+ * weighted per-cluster sums (K x d, float64) and weights (K), and its inertia
+ * under those labels.  The same pass as one Lloyd iteration (the same
+ * segments and fixed-order reduction), so the outputs do not depend on the
+ * thread count. */
+int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
+                                    ptrdiff_t d, const REAL *centers,
+                                    ptrdiff_t K, double *sums, double *wsum,
+                                    int64_t *labels, double *inertia,
+                                    GEMM_T gemm, int method, int n_threads)
+{
+    if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
+    FN(km_work) ws;
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, 0);
+    if (st != ML_OK) return st;
+    int32_t *lab = malloc((size_t)n * sizeof(int32_t));
+    if (!lab) { st = ML_ERR_ALLOC; goto done; }
+    for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
+    int64_t changed;
+    FN(pass)(&ws, NULL, X, w, centers, lab, sums, wsum, &changed);
+    if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
+    st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
+    if (st != ML_OK) goto done;
+    FN(lab_out)(lab, n, labels);
+done:
+    free(lab);
     FN(work_free)(&ws);
     return st;
 }

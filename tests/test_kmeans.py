@@ -341,6 +341,95 @@ def test_elkan_equals_lloyd(dtype, d, K):
         assert a.inertia == b.inertia and a.n_iter == b.n_iter
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_small_d_kernel_equals_tile(dtype, d):
+    """The small-d kernel (Lloyd's passes for d <= 8, K <= 64) and the tile
+    (which serves the pruned passes) give the same labels, bit for bit, even
+    where an integer grid makes many distances tie exactly; hence elkan's
+    result is lloyd's there too."""
+    rng = np.random.default_rng(d)
+    X = rng.integers(-3, 4, size=(3001, d)).astype(dtype)  # a partial chunk and step
+    w = rng.integers(1, 4, size=len(X)).astype(dtype)
+    for K in (1, 8, 17, 64):
+        init = rng.integers(-3, 4, size=(K, d)).astype(dtype) + dtype(0.5)
+        for max_iter in (1, 300):
+            a = _k.lloyd(X, w, init.copy(), max_iter, 0.0, "auto", 2)
+            b = _k.hamerly(X, w, init.copy(), max_iter, 0.0, "auto", 2)
+            np.testing.assert_array_equal(a[0], b[0])
+            assert a[1:] == b[1:]
+        C = init.copy()
+        lab, _ = _k.assign(X, C, "auto", 1, False)
+        D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
+        np.testing.assert_array_equal(lab, D.argmin(1))  # exact data: exact scores
+
+
+def _ref_block(X, w, C):
+    D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
+    lab = D.argmin(1)
+    K, d = C.shape
+    sums = np.zeros((K, d))
+    np.add.at(sums, lab, w[:, None] * X.astype(np.float64))
+    counts = np.bincount(lab, weights=w, minlength=K)
+    return lab, sums, counts, float(np.sum(w * D[np.arange(len(X)), lab]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d,K", [(2, 8), (3, 64), (8, 65), (16, 32), (130, 5)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_assign_accumulate_block(dtype, d, K, weighted):
+    """One block of Lloyd: labels, sums, counts and inertia against numpy; the
+    same sums as one iteration of lloyd (centers = sums / counts, bitwise);
+    the same bits on 1 and 2 threads."""
+    X = blobs(20000, d, K, d + K).astype(dtype)  # several segments
+    rng = np.random.default_rng(K)
+    w = rng.uniform(0.5, 2.0, len(X)).astype(dtype) if weighted else None
+    C0 = X[rng.choice(len(X), K, replace=False)].copy()
+    out = {}
+    for nt in (1, 2):
+        sums, counts = np.full((K, d), np.nan), np.full(K, np.nan)
+        labels = np.full(len(X), -7, dtype=np.int64)
+        inertia = _k.assign_accumulate(X, w, C0, sums, counts, labels, "auto", nt)
+        out[nt] = (sums, counts, labels, inertia)
+    sums, counts, labels, inertia = out[1]
+    assert sums.tobytes() == out[2][0].tobytes() and counts.tobytes() == out[2][1].tobytes()
+    np.testing.assert_array_equal(labels, out[2][2])
+    assert inertia == out[2][3]
+    ww = np.ones(len(X)) if w is None else w.astype(np.float64)
+    _labels_agree_off_ties(labels, X, C0, dtype)
+    assert np.mean(labels == _ref_block(X, ww, C0)[0]) > 0.999
+    esums = np.zeros((K, d))  # the sums of *our* labels (ties may differ)
+    np.add.at(esums, labels, ww[:, None] * X.astype(np.float64))
+    np.testing.assert_allclose(sums, esums, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(counts, np.bincount(labels, weights=ww, minlength=K),
+                               rtol=1e-12)
+    Xd, Cd = X.astype(np.float64), C0.astype(np.float64)
+    assert inertia == pytest.approx(float(np.sum(ww * ((Xd - Cd[labels]) ** 2).sum(1))),
+                                    rel=1e-12)
+    C1 = C0.copy()
+    lab1, _, n_iter, strict = _k.lloyd(X, w, C1, 1, 0.0, "auto", 2)
+    if counts.min() > 0 and not strict:  # no relocation: the update is sums / counts
+        assert C1.tobytes() == (sums / counts[:, None]).astype(dtype).tobytes()
+
+
+def test_assign_accumulate_errors():
+    X = blobs(50, 3, 2, 0)
+    C = X[:4].copy()
+    sums, counts, labels = np.zeros((4, 3)), np.zeros(4), np.zeros(50, dtype=np.int64)
+    with pytest.raises(ValueError, match="sums_out"):
+        _k.assign_accumulate(X, None, C, np.zeros((4, 2)), counts, labels)
+    with pytest.raises(ValueError, match="counts_out"):
+        _k.assign_accumulate(X, None, C, sums, np.zeros(3), labels)
+    with pytest.raises(ValueError, match="labels_out"):
+        _k.assign_accumulate(X, None, C, sums, counts, labels[:49])
+    with pytest.raises(ValueError, match="features"):
+        _k.assign_accumulate(X, None, C[:, :2].copy(), sums, counts, labels)
+    with pytest.raises(ValueError, match="sample_weight"):
+        _k.assign_accumulate(X, np.ones(3), C, sums, counts, labels)
+    with pytest.raises(ValueError, match="method"):
+        _k.assign_accumulate(X, None, C, sums, counts, labels, "fast")
+
+
 # iris is left out: its one-decimal values put points at exactly equal
 # distances from two of 40 centers, where any rounding picks either.
 @pytest.mark.parametrize("name", ["wine", "glass", "sonar", "blobs2", "blobs40"])

@@ -1,4 +1,5 @@
 """Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (MacQueen), assignment,
+one block of Lloyd (assign_accumulate),
 k-means++ step.
 
 Every size is checked here, before the C core touches a pointer. BLAS comes
@@ -56,6 +57,16 @@ cdef extern from "kmeans.h" nogil:
                              const float *centers, Py_ssize_t K,
                              int64_t *labels, float *dist, ml_sgemm_fn gemm,
                              int method, int n_threads)
+    int ml_kmeans_assign_accumulate_f64(const double *X, const double *w, Py_ssize_t n,
+                                        Py_ssize_t d, const double *centers, Py_ssize_t K,
+                                        double *sums, double *wsum, int64_t *labels,
+                                        double *inertia, ml_dgemm_fn gemm, int method,
+                                        int n_threads)
+    int ml_kmeans_assign_accumulate_f32(const float *X, const float *w, Py_ssize_t n,
+                                        Py_ssize_t d, const float *centers, Py_ssize_t K,
+                                        double *sums, double *wsum, int64_t *labels,
+                                        double *inertia, ml_sgemm_fn gemm, int method,
+                                        int n_threads)
     int ml_kmeans_pp_step_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
                               double *closest, Py_ssize_t *best, double *pot,
@@ -230,6 +241,61 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
     interrupt_leave(entered, status)
     _raise(status, "assign")
     return labels, dist
+
+
+def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, ::1] centers,
+                      double[:, ::1] sums_out, double[::1] counts_out, int64_t[::1] labels_out,
+                      method="auto", int n_threads=0):
+    """One block of a Lloyd iteration: labels, per-cluster sums and weights, inertia.
+
+    Fills ``labels_out`` (int64, n) with each row's nearest center (ties to
+    the lowest index), ``sums_out`` (float64, K x d) with the weighted sum of
+    the rows of each cluster and ``counts_out`` (float64, K) with their total
+    weight (both overwritten, not added to), and returns the block's inertia
+    (weighted squared distances to the assigned centers, float64). These are
+    the labels and sums of one pass of ``lloyd``, bit for bit, whatever
+    ``n_threads``; reduce several blocks' outputs in a fixed order to keep
+    that property.
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
+    cdef int code = _method_code(method)
+    if n < 1 or d < 1:
+        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
+    if centers.shape[1] != d:
+        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
+    if K < 1:
+        raise ValueError("at least one center is required")
+    if real is float and K > 16777216:
+        raise ValueError("float32 k-means supports at most 2**24 clusters")
+    if sums_out.shape[0] != K or sums_out.shape[1] != d:
+        raise ValueError(f"sums_out must have shape ({K}, {d}), got "
+                         f"({sums_out.shape[0]}, {sums_out.shape[1]})")
+    if counts_out.shape[0] != K:
+        raise ValueError(f"counts_out must have {K} entries, got {counts_out.shape[0]}")
+    if labels_out.shape[0] != n:
+        raise ValueError(f"labels_out must have {n} entries, got {labels_out.shape[0]}")
+    dtype = np.float64 if real is double else np.float32
+    w = _check_weights(sample_weight, n, dtype)
+    cdef const real[::1] wv
+    cdef const real *wp = NULL
+    if w is not None:
+        wv = w
+        wp = &wv[0]
+    cdef double inertia = 0
+    cdef int status
+    cdef bint entered = interrupt_enter()
+    with nogil:
+        if real is double:
+            status = ml_kmeans_assign_accumulate_f64(
+                &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
+                &labels_out[0], &inertia, <ml_dgemm_fn>dgemm, code, n_threads)
+        else:
+            status = ml_kmeans_assign_accumulate_f32(
+                &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
+                &labels_out[0], &inertia, <ml_sgemm_fn>sgemm, code, n_threads)
+    interrupt_leave(entered, status)
+    _raise(status, "assign_accumulate")
+    return inertia
 
 
 def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candidates,
