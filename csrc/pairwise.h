@@ -1,4 +1,4 @@
-/* Pairwise-constraint sums for MMC (Xing et al. 2002).
+/* Pairwise-constraint sums for MMC (Xing et al. 2003).
  *
  * Everything is float64 (callers convert float32). Matrices are row-major.
  * A "pair" is a row (i, j) of an int64 (m, 2) array of indices into X.
@@ -42,7 +42,7 @@ int ml_pairs_laplacian(const double *X, const double *Y, ptrdiff_t n, ptrdiff_t 
                        double *h, double *dist, double *wdeg, double *T,
                        double *G_zero, double *n_zero);
 
-/* Diagonal metric a >= 0 (Xing et al. 2002, Sec. 2.1). v_k = (x_i - x_j)^2 elementwise,
+/* Diagonal metric a >= 0 (Xing et al. 2003, Sec. 2.1). v_k = (x_i - x_j)^2 elementwise,
  * d_k = sqrt(a . v_k):  *h = sum d_k;  grad = sum v_k / (2 d_k);
  * H = sum v_k v_k^T / (4 d_k^3)  (so hess h = -H). grad and H may be NULL;
  * pairs with d_k = 0 are left out of both (their gradient is +inf along the
