@@ -139,3 +139,139 @@ def test_tsqr_matches_numpy_qr(data):
         R = bw.combine_r([bw.tsqr_partial(D[s:e]) for s, e in bw.row_blocks(len(D), b)])
         assert R.shape == (5, 5)
         np.testing.assert_allclose(R, R_ref, rtol=1e-10, atol=1e-9)
+
+
+# ---------------------------------------------------------------- KMeans
+
+from metriclust import KMeans  # noqa: E402
+from metriclust._core.streaming import kmeans_blockwise  # noqa: E402
+from metriclust._core.kmeans import kmeans, kmeans_plusplus  # noqa: E402
+
+
+def _blobs(n=3000, p=4, k=5, seed=0, dtype=np.float64, offset=50.0):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-10, 10, size=(k, p))
+    y = rng.integers(k, size=n)
+    return (centers[y] + rng.normal(size=(n, p)) + offset).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("block_rows", [None, 100, 7])
+def test_kmeans_memmap_equals_in_memory(tmp_path, dtype, rtol, block_rows):
+    X = _blobs(dtype=dtype)
+    M = _memmap(tmp_path, X)
+    ref = KMeans(5, random_state=3, tol=0).fit(X)
+    km = KMeans(5, random_state=3, tol=0).fit(M, block_rows=block_rows)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cluster_centers_.dtype == ref.cluster_centers_.dtype
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=rtol)
+    assert km.inertia_ == pytest.approx(ref.inertia_, rel=float(rtol) * 10)
+    assert km.n_iter_ == ref.n_iter_
+    np.testing.assert_array_equal(km.predict(M, block_rows=block_rows), ref.predict(X))
+    np.testing.assert_allclose(km.transform(M, block_rows=block_rows), ref.transform(X),
+                               rtol=float(rtol) * 10, atol=1e-4 if dtype == np.float32 else 1e-9)
+    assert km.score(M) == pytest.approx(ref.score(X), rel=float(rtol) * 10)
+
+
+@pytest.mark.parametrize("init", ["random", "array", "farthest"])
+def test_kmeans_memmap_inits_weights_restarts(tmp_path, init):
+    X = _blobs(n=2000, k=4, seed=1)
+    w = np.random.default_rng(2).integers(0, 4, size=len(X)).astype(float)
+    M = _memmap(tmp_path, X)
+    init_ = X[[0, 1, 2, 3]] if init == "array" else init
+    n_init = 1 if init == "array" else 3
+    kw = dict(init=init_, n_init=n_init, random_state=7, tol=1e-4)
+    ref = KMeans(4, **kw).fit(X, sample_weight=w)
+    km = KMeans(4, **kw).fit(M, sample_weight=w, block_rows=333)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert km.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
+    assert km.n_iter_ == ref.n_iter_
+
+
+def test_kmeans_row_sliceable_and_integer_data(tmp_path):
+    X = np.rint(_blobs(n=1500, k=3, seed=4) * 10).astype(np.int32)
+    ref = KMeans(3, random_state=0).fit(X)
+    km = KMeans(3, random_state=0).fit(_RowSliceable(X), block_rows=256)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cluster_centers_.dtype == np.float64
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+
+
+def test_kmeans_empty_cluster_relocation_matches(tmp_path):
+    # a far outlier group and a center placed where no point is nearest
+    X = _blobs(n=600, k=3, seed=5)
+    init = np.vstack([X[:3], np.full((1, X.shape[1]), 1e4)])
+    M = _memmap(tmp_path, X)
+    ref = KMeans(4, init=init, n_init=1).fit(X)
+    km = KMeans(4, init=init, n_init=1).fit(M, block_rows=50)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert km.n_iter_ == ref.n_iter_
+
+
+def test_kmeans_memmap_block_size_and_thread_invariant(tmp_path):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X = _blobs(n=5000, p=6, k=6, seed=6, dtype=np.float32)
+    M = _memmap(tmp_path, X)
+    fits = []
+    for b, nt in [(5000, 2), (777, 2), (777, 1), (64, 1)]:
+        with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
+            fits.append(KMeans(6, random_state=0).fit(M, block_rows=b))
+    for f in fits[1:]:
+        np.testing.assert_array_equal(f.labels_, fits[0].labels_)
+        np.testing.assert_allclose(f.cluster_centers_, fits[0].cluster_centers_, rtol=1e-6)
+    # the same block size gives the same bits whatever the thread count
+    np.testing.assert_array_equal(fits[1].cluster_centers_, fits[2].cluster_centers_)
+    assert fits[1].inertia_ == fits[2].inertia_
+
+
+def test_kmeans_memmap_bad_input(tmp_path):
+    X = _blobs(n=500)
+    X[321, 2] = np.inf
+    M = _memmap(tmp_path, X)
+    with pytest.raises(ValueError, match="infinity at row 321, column 2"):
+        KMeans(3).fit(M, block_rows=100)
+    M = _memmap(tmp_path, _blobs(n=500), "ok.npy")
+    with pytest.raises(ValueError, match="online"):
+        KMeans(3, algorithm="online").fit(M)
+    km = KMeans(3, random_state=0).fit(M)
+    with pytest.raises(ValueError, match="3 features"):
+        km.predict(_memmap(tmp_path, np.zeros((5, 3)), "narrow.npy"))
+
+
+def test_kmeans_memmap_does_not_copy_x(tmp_path):
+    import tracemalloc
+
+    X = _blobs(n=400_000, p=8, k=4, seed=8)
+    M = _memmap(tmp_path, X)
+    init = X[[0, 1, 2, 3]].copy()
+    del X
+    tracemalloc.start()
+    try:
+        km = KMeans(4, init=init, max_iter=5).fit(M, block_rows=8192)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # X is 25.6 MB; labels 1.6 MB and a few 0.5 MB blocks are all that is allowed
+    assert peak < M.nbytes / 4, peak
+    assert km.labels_.dtype == np.int32
+
+
+def test_kmeans_plusplus_on_sample_quality():
+    """Seeding from a 2% uniform sample is about as good as k-means++ on all rows."""
+    X = _blobs(n=50_000, p=5, k=12, seed=9, offset=0.0)
+    Xc = X - X.mean(axis=0)
+    pot_sample, pot_full, fit_sample, fit_full = [], [], [], []
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        idx = np.sort(rng.choice(len(X), size=1000, replace=False))
+        c_s, _ = kmeans_plusplus(Xc[idx], 12, random_state=seed)
+        c_f, _ = kmeans_plusplus(Xc, 12, random_state=seed)
+        for c, out in ((c_s, pot_sample), (c_f, pot_full)):
+            out.append(float(((Xc[:, None] - c[None]) ** 2).sum(-1).min(1).sum()))
+        fit_sample.append(kmeans_blockwise(X, 12, random_state=seed, seed_sample_size=1000,
+                                           block_rows=10_000).inertia)
+        fit_full.append(kmeans(X, 12, random_state=seed).inertia)
+    assert np.median(pot_sample) <= 1.25 * np.median(pot_full)
+    assert np.median(fit_sample) <= 1.02 * np.median(fit_full)
