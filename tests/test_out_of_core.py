@@ -275,3 +275,93 @@ def test_kmeans_plusplus_on_sample_quality():
         fit_full.append(kmeans(X, 12, random_state=seed).inertia)
     assert np.median(pot_sample) <= 1.25 * np.median(pot_full)
     assert np.median(fit_sample) <= 1.02 * np.median(fit_full)
+
+
+# ------------------------------------------------- past 2**31 elements (64-bit indexing)
+
+
+def _rss_anon_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _nearest_and_sums_reference(M, centers, n_tail, block_rows=1 << 20):
+    """numpy, one block at a time: cluster sizes and sums for the nearest of
+    ``centers``, and the labels of the last ``n_tail`` rows."""
+    k = centers.shape[0]
+    C = centers.astype(np.float64)
+    cc = (C ** 2).sum(1)
+    sums, counts = np.zeros((k, M.shape[1])), np.zeros(k)
+    for s, e in bw.row_blocks(M.shape[0], block_rows):
+        B = np.asarray(M[s:e], dtype=np.float64)
+        lab = np.argmin(cc - 2.0 * B @ C.T, axis=1)
+        sums += np.eye(k)[lab].T @ B
+        counts += np.bincount(lab, minlength=k)
+    return sums, counts, lab[-n_tail:]
+
+
+def test_nearest_and_sums_reference_is_right():
+    X = _blobs(n=1000, k=3, seed=3, offset=0.0)
+    C = X[:3]
+    sums, counts, tail = _nearest_and_sums_reference(X, C, 50, block_rows=128)
+    lab = ((X[:, None] - C[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(tail, lab[-50:])
+    np.testing.assert_array_equal(counts, np.bincount(lab, minlength=3))
+    np.testing.assert_allclose(sums, [X[lab == j].sum(0) for j in range(3)], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_fit_past_2_31_elements_on_sparse_file(tmp_path):
+    """A float32 file of 134.25M x 16 = 2.148e9 elements (> 2**31): zero rows
+    (a sparse file's holes, no disk) and three groups of distinguishable points
+    in the last rows, all past element 2**31. The C kernels run on the whole
+    memmap at once (element offsets past 2**31) and KMeans fits it by blocks;
+    both are checked against a block-wise numpy reference.
+
+    Reads the 8.6 GB of (zero) pages about five times: ~30 s on an idle
+    2-core machine, a few minutes under load. Anonymous memory stays below
+    4 GB (labels, distances); the file's pages are page cache."""
+    from metriclust._core.kmeans import assign_labels
+    from metriclust._kernels._sums import cluster_sums
+
+    n, p, per = 134_250_000, 16, 3000
+    assert n * p > 2**31 and (n - 3 * per) * p > 2**31
+    path = tmp_path / "big.npy"
+    M = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, p))
+    rng = np.random.default_rng(0)
+    truth = np.zeros((4, p), dtype=np.float32)
+    truth[1], truth[2] = 10.0, -10.0
+    truth[3, ::2], truth[3, 1::2] = 10.0, -10.0
+    tail = np.repeat(np.arange(1, 4), per)
+    M[n - 3 * per:] = truth[tail] + rng.normal(scale=0.5, size=(3 * per, p))
+    M.flush()
+    del M
+    M = np.load(path, mmap_mode="r")
+
+    # block-wise numpy reference: nearest of ``truth`` and per-cluster sums
+    ref_sums, ref_counts, ref_tail = _nearest_and_sums_reference(M, truth, 3 * per)
+    np.testing.assert_array_equal(ref_tail, tail)
+    assert ref_counts[0] == n - 3 * per
+
+    # the C kernels on all 2.148e9 elements in one call
+    labels, d2 = assign_labels(M, truth)
+    assert labels.shape == (n,)
+    np.testing.assert_array_equal(np.bincount(labels, minlength=4), ref_counts)
+    np.testing.assert_array_equal(labels[-3 * per:], tail)
+    del d2
+    sums = cluster_sums(np.asarray(M), labels, 4)
+    np.testing.assert_allclose(sums, ref_sums, rtol=1e-9, atol=1e-6)
+    del labels
+
+    # the estimator, end to end, by blocks
+    init = truth + np.float32(0.7)
+    km = KMeans(4, init=init, n_init=1, tol=0.0, max_iter=10).fit(M)
+    np.testing.assert_array_equal(np.bincount(km.labels_, minlength=4), ref_counts)
+    np.testing.assert_array_equal(km.labels_[-3 * per:], tail)
+    np.testing.assert_allclose(km.cluster_centers_, ref_sums / ref_counts[:, None],
+                               rtol=1e-5, atol=1e-5)
+    assert km.n_iter_ <= 3
+    assert _rss_anon_bytes() < 4 * 2**30
