@@ -365,3 +365,66 @@ def test_fit_past_2_31_elements_on_sparse_file(tmp_path):
                                rtol=1e-5, atol=1e-5)
     assert km.n_iter_ <= 3
     assert _rss_anon_bytes() < 4 * 2**30
+
+
+# ------------------------------------------------- command line: a CSV past memory
+
+
+def _numeric_csv(path, X, header=True):
+    with open(path, "w") as fh:
+        if header:
+            fh.write(",".join(f"f{j}" for j in range(X.shape[1])) + "\n")
+        for row in X:
+            fh.write(",".join(f"{v:.6f}" for v in row) + "\n")
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_csv_to_npy_in_small_chunks(tmp_path, header):
+    from metriclust._cli import csv_to_npy
+
+    X = _blobs(n=537, p=3, seed=2)
+    csv = tmp_path / "x.csv"
+    _numeric_csv(csv, X, header=header)
+    lines = []
+    shape = csv_to_npy(str(csv), str(tmp_path / "x.npy"), chunk_bytes=100, log=lines.append)
+    assert shape == (537, 3) and len(lines) > 10
+    M = np.load(tmp_path / "x.npy", mmap_mode="r")
+    np.testing.assert_array_equal(M, np.loadtxt(csv, delimiter=",", skiprows=int(header)))
+
+
+def test_csv_to_npy_refuses_text(tmp_path):
+    from metriclust._cli import CLIError, csv_to_npy
+
+    csv = tmp_path / "x.csv"
+    csv.write_text("a,b\n1,2\n3,x\n")
+    with pytest.raises(CLIError, match="plain finite numbers"):
+        csv_to_npy(str(csv), str(tmp_path / "x.npy"))
+    assert not list(tmp_path.glob("*.tmp")) and not (tmp_path / "x.npy").exists()
+
+
+def test_cli_cluster_out_of_core_matches_in_memory(tmp_path):
+    import subprocess
+    import sys
+
+    X = _blobs(n=2000, p=3, k=4, seed=3)
+    csv = tmp_path / "x.csv"
+    _numeric_csv(csv, X)
+
+    def cluster(out, *extra):
+        return subprocess.run([sys.executable, "-m", "metriclust", "cluster", str(csv),
+                               "--n-clusters", "4", "--random-state", "0", "--output",
+                               str(out), *extra], capture_output=True, text=True, timeout=300)
+
+    ref = cluster(tmp_path / "ref.csv")
+    assert ref.returncode == 0, ref.stderr
+    proc = cluster(tmp_path / "ooc.csv", "--out-of-core", "--verbose")
+    assert proc.returncode == 0, proc.stderr
+    assert "converting" in proc.stderr and "by blocks of rows" in proc.stderr
+    assert (tmp_path / "ooc.X.npy").exists()
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "ooc.csv", skiprows=1),
+                                  np.loadtxt(tmp_path / "ref.csv", skiprows=1))
+    assert "2000 rows in 4 clusters" in proc.stdout
+    again = cluster(tmp_path / "ooc.csv", "--out-of-core", "--verbose", "--force")
+    assert again.returncode == 0 and "reusing" in again.stderr
+    bad = cluster(tmp_path / "x2.csv", "--out-of-core", "--method", "cpcm")
+    assert bad.returncode == 2 and "--method kmeans only" in bad.stderr
