@@ -428,3 +428,18 @@ def test_cli_cluster_out_of_core_matches_in_memory(tmp_path):
     assert again.returncode == 0 and "reusing" in again.stderr
     bad = cluster(tmp_path / "x2.csv", "--out-of-core", "--method", "cpcm")
     assert bad.returncode == 2 and "--method kmeans only" in bad.stderr
+
+
+def test_readme_example_prints_what_it_says():
+    from pathlib import Path
+    import contextlib
+    import io
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## Data larger than memory"):]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {})  # noqa: S102
+    assert out.getvalue().strip() == "[5000 5000]"
