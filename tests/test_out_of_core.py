@@ -443,3 +443,38 @@ def test_readme_example_prints_what_it_says():
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {})  # noqa: S102
     assert out.getvalue().strip() == "[5000 5000]"
+
+
+# ------------------------------------------------- MMC: only the rows the pairs touch
+
+
+def test_mmc_memmap_reads_only_pair_rows(tmp_path, monkeypatch):
+    from metriclust import MMC
+    from metriclust._core import streaming
+
+    rng = np.random.default_rng(0)
+    X = _blobs(n=3000, p=4, k=3, seed=11)
+    S = rng.integers(0, 3000, size=(40, 2))
+    S = S[S[:, 0] != S[:, 1]]
+    D = rng.integers(0, 3000, size=(60, 2))
+    D = D[D[:, 0] != D[:, 1]]
+    ref = MMC(random_state=0).fit(X, similar=S, dissimilar=D)
+    M = _memmap(tmp_path, X)
+    seen = {}
+    real = streaming.gather_pair_rows
+
+    def spy(*a):
+        out = real(*a)
+        seen["rows"] = out[0].shape[0]
+        return out
+
+    monkeypatch.setattr("metriclust.mmc.gather_pair_rows", spy)
+    est = MMC(random_state=0).fit(M, similar=S, dissimilar=D)
+    assert seen["rows"] == np.unique(np.concatenate([S.ravel(), D.ravel()])).size < 300
+    np.testing.assert_allclose(est.metric_, ref.metric_, rtol=1e-7, atol=1e-10)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-9)
+    np.testing.assert_array_equal(est.similar_, S)
+    np.testing.assert_array_equal(est.dissimilar_, D)
+    np.testing.assert_allclose(est.transform(X[:5]), ref.transform(X[:5]), rtol=1e-7, atol=1e-10)
+    with pytest.raises(ValueError, match="similar"):
+        MMC().fit(M, similar=[[0, 5000]], dissimilar=D)

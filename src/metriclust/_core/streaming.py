@@ -8,6 +8,7 @@ CONTRACT (stable):
         -> KMeansResult(centers, labels int32, inertia, n_iter)
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
+    gather_pair_rows(X, similar, dissimilar) -> (rows of X, similar, dissimilar, row ids)
     lstsq_blockwise(X, Y, *, block_rows=None) -> (coef (p+1, q), rank)
 
 X is an out-of-core array (:func:`metriclust._core.blockwise.is_out_of_core`)
@@ -24,9 +25,9 @@ from .blockwise import (combine_r, default_block_rows, iter_blocks, lloyd_partia
                         read_block, row_blocks, tsqr_partial)
 from .kmeans import KMeansResult, assign_labels, farthest_first, kmeans_plusplus
 from .threads import effective_n_threads
-from .validation import check_random_state
+from .validation import check_array, check_pairs, check_random_state
 
-__all__ = ["assign_blockwise", "kmeans_blockwise", "mean_and_variance_blockwise",
+__all__ = ["assign_blockwise", "gather_pair_rows", "kmeans_blockwise", "mean_and_variance_blockwise",
            "sample_rows", "SEED_SAMPLE_SIZE"]
 
 #: Rows of the uniform sample that k-means++ seeds from on out-of-core data
@@ -331,3 +332,36 @@ def assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
         Bc = block if shift is None else block - np.asarray(shift, dtype=dtype)
         labels[s:e], d2[s:e] = assign_labels(Bc, centers, n_threads=n_threads)
     return labels, d2
+
+
+def gather_pair_rows(X, similar, dissimilar):
+    """The rows of an out-of-core X that explicit pairs touch, and the pairs renumbered.
+
+    A metric learned from pairs (MMC) depends on X only through those rows.
+    The pairs are validated against X's row count (errors name ``similar`` or
+    ``dissimilar``); a memmap is read by fancy indexing (only the touched
+    pages), another row-sliceable array one block at a time. Peak extra
+    memory: the touched rows (``n_touched * p`` values) and the pairs.
+
+    Returns
+    -------
+    X_rows : ndarray of shape (n_touched, p)
+        Validated as :func:`metriclust._core.validation.check_array` does.
+    similar, dissimilar : ndarray of shape (m, 2), int64
+        Indices into ``X_rows``.
+    rows : ndarray of shape (n_touched,), int64
+        ``X_rows[i]`` is ``X[rows[i]]``: ``rows[similar]`` gives back the pairs.
+    """
+    n, p = X.shape
+    S = check_pairs(similar, n, name="similar", allow_empty=False)
+    D = check_pairs(dissimilar, n, name="dissimilar")
+    rows, inverse = np.unique(np.concatenate([S.ravel(), D.ravel()]), return_inverse=True)
+    dtype = np.float32 if np.dtype(X.dtype) == np.float32 else np.float64
+    if isinstance(X, np.ndarray):
+        X_rows = np.asarray(X[rows], dtype=dtype)
+    else:
+        X_rows = sample_rows(X, rows, dtype)
+    X_rows = check_array(X_rows, name="X")
+    inverse = inverse.reshape(-1).astype(np.int64)
+    return (X_rows, inverse[:S.size].reshape(-1, 2), inverse[S.size:].reshape(-1, 2),
+            rows.astype(np.int64))
