@@ -478,3 +478,10 @@ def test_mmc_memmap_reads_only_pair_rows(tmp_path, monkeypatch):
     np.testing.assert_allclose(est.transform(X[:5]), ref.transform(X[:5]), rtol=1e-7, atol=1e-10)
     with pytest.raises(ValueError, match="similar"):
         MMC().fit(M, similar=[[0, 5000]], dissimilar=D)
+
+
+def test_label_counts_by_chunks():
+    from metriclust._core.streaming import label_counts
+
+    lab = np.random.default_rng(0).integers(0, 7, size=10_001).astype(np.int32)
+    np.testing.assert_array_equal(label_counts(lab, 9, chunk=1000), np.bincount(lab, minlength=9))

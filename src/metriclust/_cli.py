@@ -430,7 +430,9 @@ def _run_out_of_core(args, estimator, outputs, log):
     log.mark("fit")
     log(f"fitted in {log.marks['fit'] - log.marks['read']:.2f} s")
     outputs.write_lines("--output", "label", labels)
-    sizes = np.bincount(labels)
+    from ._core.streaming import label_counts
+
+    sizes = label_counts(labels, int(labels.max()) + 1)
     sizes = sizes[sizes > 0]
     summary = (f"{args.method}: {X.shape[0]} rows in {len(sizes)} clusters "
                f"(sizes {', '.join(map(str, sizes))}); labels written to {args.output}")

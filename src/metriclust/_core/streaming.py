@@ -27,7 +27,7 @@ from .kmeans import KMeansResult, assign_labels, farthest_first, kmeans_plusplus
 from .threads import effective_n_threads
 from .validation import check_array, check_pairs, check_random_state
 
-__all__ = ["assign_blockwise", "gather_pair_rows", "kmeans_blockwise", "mean_and_variance_blockwise",
+__all__ = ["assign_blockwise", "gather_pair_rows", "label_counts", "kmeans_blockwise", "mean_and_variance_blockwise",
            "sample_rows", "SEED_SAMPLE_SIZE"]
 
 #: Rows of the uniform sample that k-means++ seeds from on out-of-core data
@@ -81,6 +81,18 @@ def sample_rows(X, indices, dtype, *, block_rows=None):
             out[lo:hi] = block[indices[lo:hi] - s]
         lo = hi
     return out
+
+
+def label_counts(labels, n_clusters, *, chunk=1 << 20):
+    """``np.bincount(labels, minlength=n_clusters)`` a chunk at a time.
+
+    ``np.bincount`` casts int32 labels to int64 first: 8 bytes a row of
+    temporary on data past memory; by chunks it is 8 MB.
+    """
+    counts = np.zeros(n_clusters, dtype=np.int64)
+    for a in range(0, labels.shape[0], chunk):
+        counts += np.bincount(labels[a:a + chunk], minlength=n_clusters)
+    return counts
 
 
 def _check_weights(sample_weight, n, dtype):
