@@ -39,6 +39,9 @@ PUBLIC_EDGES = {
     ("selection", "metrics"): "model selection scores partitions",
     # Left to the owner of mmc.py: pairs_from_labels belongs below the estimators.
     ("mmc", "constraints"): "known sideways edge, to move into _core",
+    # Imported inside fit/predict only when X is a dask array (never at import).
+    ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
+    ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
 }
 
 

@@ -9,7 +9,7 @@ from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Transf
                          _with_sklearn_twin, check_is_fitted)
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_sample_weight, check_scalar)
+                               check_sample_weight, check_scalar, is_dask_array)
 
 __all__ = ["KMeans"]
 
@@ -44,6 +44,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         ones: the lecture's "least similar" seed; Gonzalez 1985), given
         centers, or a function ``init(X, n_clusters, random_state=rng)``
         (``rng`` a ``numpy.random.Generator``) returning them, called once per run.
+        For a dask array X: "k-means||" (Bahmani et al. 2012, a few passes
+        over the chunks) or "k-means++" on a uniform sample of about 100,000
+        rows; "farthest" is for data in memory.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
         1 for k-means++ and an array, 10 for "random" and a callable (as
@@ -134,7 +137,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self, X):
+    def _check_params(self, X, *, dask=False):
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
         check_scalar(self.max_iter, "max_iter", numbers.Integral, min_val=1)
         check_scalar(self.tol, "tol", numbers.Real, min_val=0)
@@ -144,7 +147,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                              f"got {self.algorithm!r}.")
         init = self.init
         if isinstance(init, str):
-            if init not in ("k-means++", "random", "farthest"):
+            if init == "k-means||" and not dask:
+                raise ValueError("init='k-means||' is the scalable seeding for dask arrays; "
+                                 "use 'k-means++' in memory.")
+            if init not in ("k-means++", "random", "farthest", "k-means||"):
                 raise ValueError(
                     f"init must be 'k-means++', 'random', 'farthest', an array or a "
                     f"callable, got {init!r}.")
@@ -153,7 +159,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if isinstance(self.n_init, str):
             if self.n_init != "auto":
                 raise ValueError(f"n_init must be 'auto' or an int, got {self.n_init!r}.")
-            n_init = 1 if isinstance(init, np.ndarray) or init == "k-means++" else 10
+            n_init = 1 if isinstance(init, np.ndarray) or init in ("k-means++", "k-means||") \
+                else 10
         else:
             n_init = check_scalar(self.n_init, "n_init", numbers.Integral, min_val=1)
         if isinstance(init, np.ndarray) and n_init != 1:
@@ -178,6 +185,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self : KMeans
         """
+        if is_dask_array(X):
+            return self._fit_dask(X, sample_weight)
         X = check_array(X)
         n_clusters, init, n_init = self._check_params(X)
         if sample_weight is not None:
@@ -198,6 +207,28 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                           f"n_clusters ({n_clusters}). Possibly due to duplicate points in X.",
                           _with_sklearn_twin(ConvergenceWarning), stacklevel=3)
         return self
+
+    def _fit_dask(self, X, sample_weight):
+        # each pass as Dask tasks over X's row chunks; labels_ is a dask array
+        from . import _dask
+        X = _dask.check_dask_array(X)
+        n_clusters, init, n_init = self._check_params(X, dask=True)
+        res = _dask.kmeans(X, n_clusters, sample_weight=sample_weight, init=init,
+                           n_init=n_init, max_iter=self.max_iter, tol=self.tol,
+                           random_state=self.random_state, verbose=self.verbose)
+        self.n_features_in_ = X.shape[1]
+        self.cluster_centers_ = res.centers
+        self.labels_ = res.labels
+        self.inertia_ = res.inertia
+        self.n_iter_ = res.n_iter
+        return self
+
+    def _dask_test_data(self, X):
+        from . import _dask
+        check_is_fitted(self)
+        X = _dask.check_dask_array(X)
+        check_n_features(self, X)
+        return _dask, X
 
     @property
     def _n_features_out(self):
@@ -220,7 +251,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return X - shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
 
     def predict(self, X):
-        """Index of the nearest center of each row of X (ties to the lowest index)."""
+        """Index of the nearest center of each row of X (ties to the lowest index).
+
+        A dask array gives a lazy dask array with X's row chunks.
+        """
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return _dask.predict_labels(X, self.cluster_centers_)
         X, centers = self._check_test_data(X)
         return assign_labels(X, centers)[0]
 
@@ -229,7 +266,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def transform(self, X):
-        """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters)."""
+        """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters).
+
+        A dask array gives a lazy dask array with X's row chunks.
+        """
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return _dask.transform_distances(X, self.cluster_centers_)
         X, centers = self._check_test_data(X)
         return center_distances(X, centers)
 
