@@ -181,3 +181,34 @@ def test_dask_input_errors(client):
     km = KMeans(2, random_state=0).fit(X)
     with pytest.raises(ValueError, match="features"):
         km.predict(da.zeros((4, 3), chunks=2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cpcm_linear_equals_in_memory_fit(client, dtype):
+    # above the search sample (20000 rows): the starts are searched on the same
+    # sample as in memory, the best fixed points polished on all of X by tasks
+    from metriclust import CPCM
+
+    X, _ = _blobs(24000, 4, 3, seed=8, dtype=dtype, spread=2.0)
+    ref = CPCM(3, n_init=2, random_state=0).fit(X)
+    Xd = _uneven(X, [6000, 9000, 9000])
+    got = CPCM(3, n_init=2, random_state=0).fit(Xd)
+    assert isinstance(got.labels_, da.Array)
+    np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+    assert got.n_iter_ == ref.n_iter_
+    assert got.blur_ratio_ == pytest.approx(ref.blur_ratio_, rel=RTOL[dtype])
+    tol = {np.float32: 1e-4, np.float64: 1e-9}[dtype]
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.centers_, ref.centers_, rtol=tol, atol=tol)
+    Z = got.transform(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks == (Xd.chunks[0], (3,))
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(got.predict(Xd).compute(), ref.predict(X))
+
+
+def test_cpcm_dask_refuses_what_it_cannot_run(client):
+    from metriclust import CPCM
+
+    Xd = da.from_array(np.random.default_rng(0).normal(size=(100, 3)), chunks=(50, 3))
+    with pytest.raises(ValueError, match="predictor='linear'"):
+        CPCM(2, predictor="kernel").fit(Xd)

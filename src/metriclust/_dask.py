@@ -22,6 +22,10 @@ CONTRACT (used by the estimators):
            verbose) -> KMeansResult(centers, labels (dask), inertia, n_iter)
     predict_labels(X, centers) -> lazy dask array of int64, X's row chunks
     transform_distances(X, centers) -> lazy dask array (n, k), X's row chunks
+    nearest_center(Z, centers) -> lazy labels, no shift (CPCM's prediction space)
+    affine_map(X, coef, intercept) -> lazy X @ coef + intercept, X's row chunks
+    LinearPredictor(X): CPCM's least-squares predictor (mean, tsqr R, whitening)
+    cpcm_run(model, labels, K, max_iter, tol, min_size, seed) -> the dict of cpcm._cpcm
 """
 
 import math
@@ -33,6 +37,7 @@ import numpy as np
 from ._core.blockwise import lloyd_partial, moments_partial, reduce_partials
 from ._core.kmeans import (KMeansResult, assign_labels, center_distances, kmeans as _kmeans,
                            kmeans_plusplus, _check_init_centers)
+from ._core.predictors import Linear, PredictorFit, _affine, one_hot_sums, whitening
 from ._core.validation import check_random_state
 
 __all__ = ["check_dask_array", "dask_weights", "kmeans", "predict_labels", "seed_centers",
@@ -535,3 +540,146 @@ def transform_distances(X, centers):
     return X.map_blocks(_transform_block, C, shift, dtype=X.dtype,
                         chunks=(X.chunks[0], (C.shape[0],)),
                         meta=np.empty((0, 0), dtype=X.dtype))
+
+
+def nearest_center(X, centers):
+    """Lazy labels of the nearest ``centers`` (no shift), int64, with X's row chunks."""
+    C = np.ascontiguousarray(centers, dtype=X.dtype)
+    return X.map_blocks(_predict_block, C, np.zeros(C.shape[1], dtype=X.dtype),
+                        dtype=np.int64, drop_axis=1, meta=np.empty((0,), dtype=np.int64))
+
+
+# -------------------------------------------------------------- CPCM, linear
+def _affine_block(block, B, b0):
+    return _affine(np.asarray(block), B, b0)
+
+
+def _cluster_sums_task(block, labels, n_clusters):
+    return one_hot_sums(np.ascontiguousarray(block), labels, n_clusters)
+
+
+def _scatter_task(zblock, labels, n_clusters, mean):
+    """Per-cluster sums, counts and squared norms of a block of Zhat, and its
+    scatter about ``mean`` (float64): the pieces of the blur ratio."""
+    Z = np.ascontiguousarray(zblock)
+    sums, counts = one_hot_sums(Z, labels, n_clusters)
+    sq = np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
+    dev = Z.astype(np.float64) - mean
+    return sums, counts, float(np.einsum("ij,ij->", dev, dev)), \
+        np.bincount(labels, weights=sq, minlength=n_clusters)
+
+
+def _label_blocks(labels):
+    return list(labels.to_delayed().ravel())
+
+
+class LinearPredictor:
+    """CPCM's least-squares predictor (``predictors.Linear``) for a Dask array.
+
+    The mean comes from block moments, the R factor of the centred data from
+    ``dask.array.linalg.tsqr`` (a block QR, then a QR of the stacked R's), and
+    the whitening, coefficients and intercept from the in-memory formulas
+    (:func:`metriclust._core.predictors.whitening`, ``Linear.coef_for``) on
+    the reduced ``K x p`` cluster sums. ``Zhat = X B + b0`` stays lazy.
+    """
+
+    name = "linear"
+
+    def __init__(self, X):
+        self.X = X
+        self.n_threads = _ONE_THREAD
+        self.n_samples = X.shape[0]
+        self._blocks = _blocks(X)[0]
+        total, col_sum, _ = reduce_partials(_compute(
+            [dask.delayed(_moments_task)(b, None, None) for b in self._blocks]))
+        if not np.all(np.isfinite(col_sum)):
+            raise ValueError("Input X contains NaN or infinity (or values so large that "
+                             "their sum overflows).")
+        self.mean = col_sum / total
+        if X.shape[1] > min(X.chunks[0]):
+            raise ValueError(f"X has {X.shape[1]} features and a chunk of {min(X.chunks[0])} "
+                             "rows: the chunks of a dask array must hold at least as many rows "
+                             "as features (rechunk X).")
+        _, R = da.linalg.tsqr(X.astype(np.float64) - self.mean)
+        self.R = np.asarray(R.compute())
+        self.W = whitening(self.R, self.n_samples)
+        self.rank = self.W.shape[1]
+
+    def coef_for(self, labels, n_clusters):
+        sums = reduce_partials(_compute(
+            [dask.delayed(_cluster_sums_task)(b, lb, n_clusters)
+             for b, lb in zip(self._blocks, _label_blocks(labels))]))
+        return Linear.coef_for(self, None, n_clusters, sums=sums)
+
+    def fit(self, labels, n_clusters):
+        B, b0, counts = self.coef_for(labels, n_clusters)
+        return PredictorFit(self.transform(self.X, PredictorFit(None, B, b0)), B, b0,
+                            {"counts": counts})
+
+    def transform(self, X, fit):
+        return affine_map(X, fit.coef, fit.intercept)
+
+
+def affine_map(X, coef, intercept):
+    """Lazy ``X @ coef + intercept`` in X's dtype, with X's row chunks."""
+    k = coef.shape[1]
+    return X.map_blocks(_affine_block, coef, intercept, dtype=X.dtype,
+                        chunks=(X.chunks[0], (k,)), meta=np.empty((0, 0), dtype=X.dtype))
+
+
+def _scatter(Zhat, labels, n_clusters, mean):
+    zb = list(Zhat.to_delayed().ravel())
+    return reduce_partials(_compute(
+        [dask.delayed(_scatter_task)(z, lb, n_clusters, mean)
+         for z, lb in zip(zb, _label_blocks(labels))]))
+
+
+def _blur_and_within(fit, labels, n_clusters, x_mean):
+    """Blur ratio ``SSC / SST`` (Gupta et al. 2008, Sec. 2), cluster means
+    ``theta_k`` and each cluster's share of the scatter, in one pass over Zhat.
+
+    As ``predictors.blur_ratio`` and ``cpcm._within_share``, with the scatter
+    taken about the exact mean of the affine predictions, ``x_mean B + b0``.
+    """
+    z_mean = x_mean @ fit.coef + fit.intercept
+    sums, counts, sst, sq = _scatter(fit.Zhat, labels, n_clusters, z_mean)
+    nz = counts > 0
+    dev = sums[nz] - counts[nz, None] * z_mean[None, :]
+    ssb = float(np.sum(dev * dev / counts[nz, None]))
+    br = 1.0 if not sst > 0.0 else min(1.0, max(0.0, (sst - ssb) / sst))
+    theta = sums / np.maximum(counts, 1.0)[:, None]
+    per = sq - (sums * sums).sum(1) / np.maximum(counts, 1.0)
+    within = np.maximum(per, 0.0) / sst if sst > 0 else np.ones(n_clusters)
+    return br, theta, within
+
+
+def cpcm_run(model, labels, n_clusters, max_iter, tol, min_size, seed):
+    """CPCM's Algorithm 1 (Gupta et al. 2008) from one starting partition of a
+    Dask array: the in-memory loop (``cpcm._cpcm``), each stage a pass of tasks.
+
+    ``labels`` is a dask array of int64 with X's row chunks. Returns the dict
+    of ``cpcm._cpcm`` (``labels`` a persisted dask array, ``fit.Zhat`` lazy)
+    with the cluster means ``theta`` of the final prediction space.
+    """
+    K = n_clusters
+    labels = labels.persist()
+    fit = model.fit(labels, K)                                   # prediction stage
+    br, theta, within = _blur_and_within(fit, labels, K, model.mean)
+    history = [br]
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        # clustering stage: k-means of Zhat from theta_k = current cluster means
+        new = kmeans(fit.Zhat, K, init=theta.astype(fit.Zhat.dtype), n_init=1,
+                     random_state=seed).labels
+        if int((new != labels).sum().compute()) == 0:
+            break
+        if da.bincount(new, minlength=K).compute().min() < min_size:
+            break
+        new_fit = model.fit(new, K)                              # prediction stage
+        new_br, new_theta, new_within = _blur_and_within(new_fit, new, K, model.mean)
+        if not new_br < br - tol:                               # monotone (Property 2)
+            break
+        labels, fit, br, theta, within = new, new_fit, new_br, new_theta, new_within
+        history.append(br)
+    return {"labels": labels, "fit": fit, "blur_ratio": br, "history": history,
+            "n_iter": n_iter, "within": within, "theta": theta}
