@@ -37,6 +37,7 @@ import numpy as np
 from ._core.blockwise import lloyd_partial, moments_partial, reduce_partials
 from ._core.kmeans import (KMeansResult, assign_labels, center_distances, kmeans as _kmeans,
                            kmeans_plusplus, _check_init_centers)
+from ._core.streaming import _update_centers
 from ._core.predictors import Linear, PredictorFit, _affine, one_hot_sums, whitening
 from ._core.validation import check_random_state
 
@@ -297,7 +298,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means||", n_init=1, max
             raise ValueError(f"init must be 'k-means||', 'k-means++', 'random', an array or a "
                              f"callable for a dask array, got {init!r}.")
         centers = np.ascontiguousarray(centers, dtype=dtype)
-        run = _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol, n)
+        run = _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol)
         if verbose:
             how = "strict convergence" if run["strict"] else (
                 "center shift within tolerance" if run["n_iter"] < max_iter
@@ -317,9 +318,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means||", n_init=1, max
                         int(best["n_iter"]))
 
 
-def _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol, n):
+def _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol):
     """Lloyd iterations; the labels of every block persisted on the workers."""
-    dtype = centers.dtype
     C = centers
     labels = [None] * len(blocks)
     strict = False
@@ -330,15 +330,14 @@ def _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol, n):
                                   for b, wt, lb in zip(blocks, wb, labels)])
         stats, labels = dask.persist(list(stats), list(new_labels))
         sums, counts, inertia, changed = reduce_partials(_compute(stats))
+        relocated = bool(np.any(counts == 0))
         _relocate_empty(blocks, wb, offsets, shift, C, labels, sums, counts)
-        safe = np.where(counts > 0, counts, 1.0)[:, None]
-        C_new = np.where(counts[:, None] > 0, (sums / safe).astype(dtype), C)
-        center_shift = float(np.sum((C_new.astype(np.float64) - C.astype(np.float64)) ** 2))
-        C = np.ascontiguousarray(C_new)
+        C, center_shift = _update_centers(sums, counts, C)
         if changed == 0:
             # labels unchanged: the new centers are the means of the same partition,
-            # equal to the old ones, and the last pass's inertia is theirs
-            strict = True
+            # equal to the old ones, and the last pass's inertia is theirs (unless
+            # an empty cluster moved: then a labelling pass below)
+            strict = not relocated
             break
         if center_shift <= abs_tol:
             break
@@ -348,7 +347,7 @@ def _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol, n):
         stats, labels = dask.persist(list(stats), list(new_labels))
         inertia = reduce_partials(_compute(stats))[2]
     return {"centers": C, "labels": labels, "inertia": inertia, "n_iter": it + 1,
-            "strict": strict}
+            "strict": strict or changed == 0}
 
 
 def _relocate_empty(blocks, wb, offsets, shift, C, labels, sums, counts):

@@ -1,13 +1,16 @@
 """K-means clustering: the public estimator over the one k-means core."""
 
 import numbers
+import types
 import warnings
 
 import numpy as np
 
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, TransformerMixin,
                          _with_sklearn_twin, check_is_fitted)
+from ._core.blockwise import check_out_of_core, is_out_of_core, iter_blocks
 from ._core.kmeans import assign_labels, center_distances, kmeans
+from ._core.streaming import assign_blockwise, kmeans_blockwise
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_sample_weight, check_scalar, is_dask_array)
 
@@ -105,6 +108,20 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     ``score`` subtract the centers' mean from X and the centers first, so a
     large common offset in the data costs no more digits than it does in ``fit``.
 
+    Out-of-core data: an ``np.memmap`` (a ``.npy`` opened with
+    ``mmap_mode="r"``) or a row-sliceable array such as an h5py or zarr dataset
+    is never copied whole. ``fit`` runs Lloyd's iteration with one pass over
+    blocks of rows per iteration (:func:`metriclust._core.streaming.kmeans_blockwise`:
+    the same C kernels, per-block sums reduced in block order, so the result
+    does not depend on the thread count, and on the block size only by
+    rounding); k-means++ seeds from a uniform sample of 100,000 rows (at least
+    1,000 per cluster; all of X when it has fewer rows, then the seeding is the
+    in-memory one); ``labels_`` is int32. ``predict``, ``transform`` and
+    ``score`` read blocks too. Peak extra memory: ``4 N`` bytes of labels
+    (``8 N`` with ``n_init > 1``; ``+ 8 N`` with ``sample_weight``), the seeding
+    sample, and a few copies of one block (64 MiB of input by default).
+    ``algorithm="online"`` is refused for such data.
+
     References
     ----------
     S. Lloyd, "Least squares quantization in PCM", IEEE Trans. Inf. Theory 28(2), 1982.
@@ -170,16 +187,25 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             n_init = 1
         return n_clusters, init, int(n_init)
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None, block_rows=None):
         """Compute the clustering.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data; float32 is kept, other numbers become float64.
+            Data larger than memory (an ``np.memmap``, a ``.npy`` opened with
+            ``mmap_mode="r"``, an h5py or zarr dataset) is read in blocks of
+            rows, never copied whole; see "Out-of-core data" in the Notes.
+            A ``dask.array.Array`` is fitted by Dask tasks, one per row chunk,
+            on whatever scheduler is active (``labels_`` is then a dask array).
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; an integer weight acts as repeating the row.
+        block_rows : int, default=None
+            Rows per block for out-of-core X (default: 64 MiB of input a
+            block, :func:`metriclust._core.blockwise.default_block_rows`);
+            ignored for in-memory X.
 
         Returns
         -------
@@ -187,21 +213,36 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         if is_dask_array(X):
             return self._fit_dask(X, sample_weight)
-        X = check_array(X)
+        if is_out_of_core(X):
+            n, p, dtype = check_out_of_core(X)
+            X = types.SimpleNamespace(shape=(n, p), dtype=dtype, data=X)
+        else:
+            X = check_array(X)
         n_clusters, init, n_init = self._check_params(X)
+        w = None  # (all ones is not materialized: N values for data past RAM)
         if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight)
-        w = check_sample_weight(sample_weight, X.shape[0], dtype=X.dtype)
-        res = kmeans(X, n_clusters, sample_weight=None if sample_weight is None else w,
-                     init=init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
-                     algorithm=self.algorithm, random_state=self.random_state,
-                     verbose=self.verbose)
+            w = check_sample_weight(np.asarray(sample_weight), X.shape[0], dtype=X.dtype)
+        if isinstance(X, types.SimpleNamespace):
+            # Lloyd's passes over row blocks ("elkan"/"auto" give Lloyd's result
+            # anyway; "online" has no block form and is refused).
+            if self.algorithm == "online":
+                raise ValueError("algorithm='online' is not available for out-of-core X "
+                                 "(an np.memmap or row-sliceable array); use 'lloyd'.")
+            res = kmeans_blockwise(X.data, n_clusters, sample_weight=w, init=init,
+                                   n_init=n_init, max_iter=self.max_iter, tol=self.tol,
+                                   random_state=self.random_state, verbose=self.verbose,
+                                   block_rows=block_rows)
+        else:
+            res = kmeans(X, n_clusters, sample_weight=w,
+                         init=init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
+                         algorithm=self.algorithm, random_state=self.random_state,
+                         verbose=self.verbose)
         self.n_features_in_ = X.shape[1]
         self.cluster_centers_ = res.centers
         self.labels_ = res.labels
         self.inertia_ = res.inertia
         self.n_iter_ = res.n_iter
-        n_distinct = np.unique(res.labels).size
+        n_distinct = int(np.count_nonzero(np.bincount(res.labels, minlength=n_clusters)))
         if n_distinct < n_clusters:
             warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller than "
                           f"n_clusters ({n_clusters}). Possibly due to duplicate points in X.",
@@ -250,14 +291,29 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         shift = centers.mean(axis=0, dtype=np.float64).astype(X.dtype)
         return X - shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
 
-    def predict(self, X):
+    def _out_of_core_test_data(self, X):
+        """Shift and shifted centers for block-wise predict/transform/score."""
+        check_is_fitted(self)
+        _, p, dtype = check_out_of_core(X)
+        if p != self.n_features_in_:
+            raise ValueError(f"X has {p} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        centers = np.asarray(self.cluster_centers_)
+        shift = centers.mean(axis=0, dtype=np.float64).astype(dtype)
+        return shift, np.ascontiguousarray(centers - shift, dtype=dtype)
+
+    def predict(self, X, block_rows=None):
         """Index of the nearest center of each row of X (ties to the lowest index).
 
-        A dask array gives a lazy dask array with X's row chunks.
+        Out-of-core X is read in blocks of ``block_rows`` rows. A dask array
+        gives a lazy dask array with X's row chunks.
         """
         if is_dask_array(X):
             _dask, X = self._dask_test_data(X)
             return _dask.predict_labels(X, self.cluster_centers_)
+        if is_out_of_core(X):
+            shift, centers = self._out_of_core_test_data(X)
+            return assign_blockwise(X, centers, shift=shift, block_rows=block_rows)[0]
         X, centers = self._check_test_data(X)
         return assign_labels(X, centers)[0]
 
@@ -265,14 +321,22 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """Fit and return ``labels_``."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
-    def transform(self, X):
+    def transform(self, X, block_rows=None):
         """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters).
 
-        A dask array gives a lazy dask array with X's row chunks.
+        Out-of-core X is read in blocks of ``block_rows`` rows (the result,
+        ``n_samples x n_clusters``, is in memory). A dask array gives a lazy
+        dask array with X's row chunks.
         """
         if is_dask_array(X):
             _dask, X = self._dask_test_data(X)
             return _dask.transform_distances(X, self.cluster_centers_)
+        if is_out_of_core(X):
+            shift, centers = self._out_of_core_test_data(X)
+            out = np.empty((X.shape[0], centers.shape[0]), dtype=centers.dtype)
+            for s, e, block in iter_blocks(X, centers.dtype, block_rows):
+                out[s:e] = center_distances(block - shift, centers)
+            return out
         X, centers = self._check_test_data(X)
         return center_distances(X, centers)
 
@@ -281,7 +345,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
     def score(self, X, y=None, sample_weight=None):
-        """Opposite of the inertia of X at the fitted centers."""
+        """Opposite of the inertia of X at the fitted centers (out-of-core X by blocks)."""
+        if is_out_of_core(X):
+            shift, centers = self._out_of_core_test_data(X)
+            w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
+            _, d2 = assign_blockwise(X, centers, shift=shift)
+            return -float(np.dot(w, d2))
         X, centers = self._check_test_data(X)
         w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
         _, d2 = assign_labels(X, centers)

@@ -1,0 +1,388 @@
+"""Row blocks of data larger than memory: reading, per-block partial sums, reduction.
+
+An input that lives on disk (an ``np.memmap``, a ``.npy`` opened with
+``mmap_mode="r"``, an h5py or zarr dataset) is read one block of rows at a
+time; each block gives a small *partial* result (weighted sums, a cross
+product, per-cluster sums, an R factor) computed by the same C kernels as the
+in-memory path, and the partials are reduced in block order. The reduction
+order is fixed, so the results do not depend on the thread count or on the
+order in which a scheduler (a thread pool, Dask) finished the blocks.
+
+The per-block functions are pure module-level functions of their arguments
+(no global state), so they pickle and can be shipped to workers.
+
+CONTRACT (stable; ``_dask.py`` builds on it):
+
+    is_out_of_core(X) -> bool
+    default_block_rows(n_features, itemsize) -> int
+    row_blocks(n_rows, block_rows) -> list[(start, stop)]
+    read_block(X, start, stop, dtype, *, name="X") -> C-contiguous block
+    moments_partial(block, sample_weight=None, shift=None) -> (w_sum, sum (p,), cross (p, p))
+    lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None)
+        -> (sums (k, p) f64, counts (k,) f64, inertia f64, labels int64)
+    tsqr_partial(block) -> R (p, p)
+    reduce_partials(partials) -> the fields summed (integer arrays concatenated)
+    combine_r(Rs) -> R (p, p)
+"""
+
+import contextlib
+import math
+import mmap
+import numbers
+
+import numpy as np
+
+from .._kernels import _kmeans as _k
+from .._kernels._sums import cluster_sums
+from .threads import effective_n_threads, single_blas_thread
+from .validation import max_abs_value
+
+__all__ = [
+    "check_out_of_core",
+    "combine_r",
+    "default_block_rows",
+    "is_out_of_core",
+    "iter_blocks",
+    "lloyd_partial",
+    "moments_partial",
+    "read_block",
+    "reduce_partials",
+    "row_blocks",
+    "tsqr_partial",
+    "BLOCK_BYTES",
+]
+
+#: Bytes of input read per block by default (64 MiB).
+BLOCK_BYTES = 64 * 2**20
+
+
+def _is_memmap_backed(arr):
+    # A memmap, or an ndarray view whose chain of bases ends in one (what
+    # np.asarray(memmap) and slicing give).
+    base = arr
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+def is_out_of_core(X):
+    """Whether X is read from disk in row blocks rather than loaded whole.
+
+    Parameters
+    ----------
+    X : object
+        The data given to ``fit`` (or ``predict``).
+
+    Returns
+    -------
+    bool
+        True for an ``np.memmap`` (and an ndarray view of one, e.g. a ``.npy``
+        opened with ``np.load(..., mmap_mode="r")``), and for a 2-D array-like
+        that has ``.shape``, a numpy ``.dtype`` and row slicing but is not an
+        in-memory ndarray (h5py and zarr datasets). False for in-memory
+        arrays, lists, sparse matrices, DataFrames and Dask arrays (Dask
+        arrays have their own path).
+    """
+    if isinstance(X, np.ndarray):
+        return _is_memmap_backed(X)
+    if hasattr(X, "__dask_graph__") or hasattr(X, "tocsr"):
+        return False
+    shape = getattr(X, "shape", None)
+    dtype = getattr(X, "dtype", None)
+    if shape is None or dtype is None or not hasattr(X, "__getitem__"):
+        return False
+    try:
+        dtype = np.dtype(dtype)
+        ndim = len(shape)
+    except TypeError:
+        return False
+    return ndim == 2 and dtype.kind in "biuf"
+
+
+def check_out_of_core(X, *, name="X", ensure_min_samples=1):
+    """Shape and working dtype of an out-of-core X, without reading it.
+
+    float32 stays float32 and every other number type is read as float64,
+    as :func:`metriclust._core.validation.check_array` does for in-memory data.
+
+    Returns
+    -------
+    n_samples, n_features : int
+    dtype : numpy.dtype
+    """
+    shape = tuple(int(s) for s in X.shape)
+    dtype = np.dtype(X.dtype)
+    if len(shape) != 2:
+        raise ValueError(f"Expected a 2D array for {name}, got a {len(shape)}D array of "
+                         f"shape {shape}.")
+    if dtype.kind == "c":
+        raise ValueError(f"Complex data not supported in {name}.")
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got an array of dtype {dtype}.")
+    n, p = shape
+    if n < ensure_min_samples:
+        raise ValueError(f"{name} has n_samples={n}, while a minimum of "
+                         f"{ensure_min_samples} is required.")
+    if p < 1:
+        raise ValueError(f"{name} has n_features={p}: 0 feature(s) (shape={shape}) while "
+                         "a minimum of 1 is required.")
+    work = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    return n, p, work
+
+
+def default_block_rows(n_features, itemsize, *, block_bytes=BLOCK_BYTES):
+    """Rows per block: ``max(1, block_bytes // (n_features * itemsize))``.
+
+    With the default ``block_bytes`` of 64 MiB, float32 rows of 16 features
+    come 1,048,576 to a block. The peak memory of a block pass is a small
+    multiple of one block (the block, its centered copy, the kernels' per-row
+    outputs), so this bounds it independently of the number of rows.
+    """
+    row = max(int(n_features), 1) * max(int(itemsize), 1)
+    return max(1, int(block_bytes) // row)
+
+
+def row_blocks(n_rows, block_rows):
+    """Consecutive ``(start, stop)`` row ranges covering ``range(n_rows)``.
+
+    Every block has ``block_rows`` rows except possibly the last.
+    """
+    if isinstance(block_rows, bool) or not isinstance(block_rows, numbers.Integral):
+        raise TypeError(f"block_rows must be an int, got {block_rows!r}.")
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows}.")
+    n_rows, block_rows = int(n_rows), int(block_rows)
+    return [(s, min(s + block_rows, n_rows)) for s in range(0, n_rows, block_rows)]
+
+
+def read_block(X, start, stop, dtype, *, name="X", ensure_finite=True):
+    """Rows ``start:stop`` of X as a C-contiguous array of ``dtype``.
+
+    The checks of :func:`metriclust._core.validation.check_array` are applied
+    to the block: NaN and infinity are refused (naming the row and column in
+    X), and so are values larger in magnitude than
+    :func:`metriclust._core.validation.max_abs_value` allows for X's whole
+    shape, so that every block of one X obeys the same limit as X in memory.
+
+    Parameters
+    ----------
+    X : array-like
+        An out-of-core array (see :func:`is_out_of_core`) or an ndarray.
+    start, stop : int
+        Row range.
+    dtype : numpy.dtype
+        float32 or float64.
+    name : str
+        The parameter's name, for error messages.
+    ensure_finite : bool
+        Apply the checks above.
+
+    Returns
+    -------
+    ndarray of shape (stop - start, n_features)
+    """
+    block = np.ascontiguousarray(np.asarray(X[start:stop]), dtype=dtype)
+    if ensure_finite and block.size:
+        hi, lo = float(block.max()), float(block.min())
+        if not (math.isfinite(hi) and math.isfinite(lo)):
+            bad = np.argwhere(~np.isfinite(block))
+            r, c = (int(v) for v in bad[0])
+            kind = "NaN" if np.isnan(block[r, c]) else "infinity"
+            raise ValueError(
+                f"Input {name} contains {kind} at row {start + r}, column {c} "
+                f"(in rows {start}:{stop}, {len(bad)} non-finite value(s) in that block).")
+        n_total, p = int(X.shape[0]), int(X.shape[1])
+        limit = max_abs_value(dtype, n_total, p)
+        biggest = max(hi, -lo)
+        if biggest > limit:
+            remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
+            if np.dtype(dtype) == np.float32:
+                remedy += ", or pass float64 data"
+            raise ValueError(
+                f"Input {name} has a value of magnitude {biggest:.3g} in rows {start}:{stop}; "
+                f"with its shape {(n_total, p)} and dtype {np.dtype(dtype)}, values above "
+                f"{limit:.3g} would make squared distances overflow. {remedy}.")
+    return block
+
+
+def iter_blocks(X, dtype, block_rows=None, *, name="X", ensure_finite=True):
+    """Yield ``(start, stop, block)`` over X's rows, one block in memory at a time."""
+    if block_rows is None:
+        block_rows = default_block_rows(X.shape[1], np.dtype(dtype).itemsize)
+    for start, stop in row_blocks(X.shape[0], block_rows):
+        yield start, stop, read_block(X, start, stop, dtype, name=name,
+                                      ensure_finite=ensure_finite)
+
+
+def _weights_f64(sample_weight, n):
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight has shape {w.shape}, the block has {n} rows.")
+    return w
+
+
+def moments_partial(block, sample_weight=None, shift=None):
+    """Weighted count, column sums and cross product of a block's rows.
+
+    Parameters
+    ----------
+    block : ndarray of shape (m, p)
+    sample_weight : ndarray of shape (m,), optional
+    shift : ndarray of shape (p,), optional
+        Subtracted from every row first (in float64), e.g. a rough mean, so
+        that the cross product of data with a large offset keeps its digits.
+
+    Returns
+    -------
+    weight_sum : float
+        :math:`\\sum_i w_i` (the row count without weights).
+    col_sum : ndarray of shape (p,), float64
+        :math:`\\sum_i w_i (x_i - s)`.
+    cross : ndarray of shape (p, p), float64
+        :math:`\\sum_i w_i (x_i - s)(x_i - s)^T`.
+    """
+    B = np.asarray(block, dtype=np.float64)
+    if shift is not None:
+        B = B - np.asarray(shift, dtype=np.float64)
+    w = _weights_f64(sample_weight, B.shape[0])
+    if w is None:
+        return float(B.shape[0]), B.sum(axis=0), B.T @ B
+    return float(w.sum()), w @ B, B.T @ (B * w[:, None])
+
+
+def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None):
+    """One Lloyd step on a block: nearest centers and per-cluster sums.
+
+    The assignment is the C k-means kernel's (``_kernels._kmeans.assign``:
+    ties to the lowest center index, distances from ``x - c``), the sums the
+    C cluster-sum kernel's (``_kernels._sums.cluster_sums``), as in memory.
+
+    Parameters
+    ----------
+    block : ndarray of shape (m, p), float32 or float64
+    centers : ndarray of shape (k, p)
+        Centers in the space of ``block - shift``, cast to the block's dtype.
+    sample_weight : ndarray of shape (m,), optional
+    shift : ndarray of shape (p,), optional
+        Subtracted from the block in its dtype before anything else (the
+        k-means core centers the data the same way).
+    n_threads : int, optional
+        OpenMP threads of the kernels.
+
+    Returns
+    -------
+    sums : ndarray of shape (k, p), float64
+        :math:`\\sum_{c(i)=k} w_i (x_i - s)`.
+    counts : ndarray of shape (k,), float64
+        :math:`\\sum_{c(i)=k} w_i`.
+    inertia : float
+        :math:`\\sum_i w_i \\lVert x_i - s - \\mu_{c(i)} \\rVert^2` at ``centers``.
+    labels : ndarray of shape (m,), int64
+    """
+    B = np.asarray(block)
+    if B.dtype not in (np.float32, np.float64):
+        B = B.astype(np.float64)
+    if shift is not None:
+        B = B - np.asarray(shift, dtype=B.dtype)
+    B = np.ascontiguousarray(B)
+    C = np.ascontiguousarray(centers, dtype=B.dtype)
+    k = C.shape[0]
+    nt = effective_n_threads(n_threads)
+    # BLAS held to one thread where the kernel calls it from OpenMP threads
+    # (threadpoolctl is paid only then, as in the k-means core).
+    guard = single_blas_thread() if _k.uses_gemm(B.shape[1], "auto", k) else contextlib.nullcontext()
+    with guard:
+        labels, d2 = _k.assign(B, C, "auto", nt, True)
+    w = _weights_f64(sample_weight, B.shape[0])
+    if w is None:
+        sums = cluster_sums(B, labels, k, nt)
+        counts = np.bincount(labels, minlength=k).astype(np.float64)
+        inertia = float(np.sum(d2, dtype=np.float64))
+    else:
+        sums = cluster_sums(np.ascontiguousarray(B * w[:, None].astype(B.dtype)), labels, k, nt)
+        counts = np.bincount(labels, weights=w, minlength=k)
+        inertia = float(np.dot(w, d2.astype(np.float64)))
+    return sums, counts, inertia, labels
+
+
+def _pad_r(R, p):
+    # np.linalg.qr gives min(m, p) rows; an R of p rows (zeros below) stacks uniformly.
+    if R.shape[0] == p:
+        return R
+    out = np.zeros((p, p), dtype=R.dtype)
+    out[:R.shape[0]] = R
+    return out
+
+
+def _positive_diagonal(R):
+    # QR is unique up to the signs of R's rows: fix them so that R does not
+    # depend on how the rows were blocked beyond rounding.
+    signs = np.where(np.diag(R) < 0, -1.0, 1.0)
+    return R * signs[:, None]
+
+
+def tsqr_partial(block):
+    """R factor (upper triangular, float64, shape (p, p)) of a block of rows.
+
+    The first step of a tall-skinny QR (Demmel et al., "Communication-optimal
+    parallel and sequential QR and LU factorizations", 2012): the R of the
+    whole matrix is the R of the stacked R's of its blocks
+    (:func:`combine_r`), since ``X^T X = sum_b R_b^T R_b``.
+    """
+    B = np.asarray(block, dtype=np.float64)
+    p = B.shape[1]
+    if B.shape[0] == 0:
+        return np.zeros((p, p))
+    return _positive_diagonal(_pad_r(np.linalg.qr(B, mode="r"), p))
+
+
+def combine_r(Rs):
+    """R factor of the rows of the stacked R's (the TSQR reduction), diagonal >= 0."""
+    Rs = [np.asarray(R, dtype=np.float64) for R in Rs]
+    if not Rs:
+        raise ValueError("combine_r needs at least one R factor.")
+    p = Rs[0].shape[1]
+    if len(Rs) == 1:
+        return _positive_diagonal(_pad_r(Rs[0], p))
+    return _positive_diagonal(_pad_r(np.linalg.qr(np.vstack(Rs), mode="r"), p))
+
+
+def reduce_partials(partials):
+    """Reduce per-block partial results in the given (block) order.
+
+    Each partial is a tuple (or a single value); fields are combined position
+    by position: integer arrays (per-row labels) are concatenated, everything
+    else (floats, float arrays) is summed in float64, left to right. A fixed
+    order makes the result independent of the thread count and of the order
+    in which a scheduler finished the blocks.
+
+    Parameters
+    ----------
+    partials : iterable of tuples
+        In block order.
+
+    Returns
+    -------
+    tuple (or single value) of the reduced fields
+    """
+    partials = list(partials)
+    if not partials:
+        raise ValueError("reduce_partials needs at least one partial result.")
+    single = not isinstance(partials[0], tuple)
+    rows = [(p,) if single else tuple(p) for p in partials]
+    out = []
+    for j in range(len(rows[0])):
+        fields = [r[j] for r in rows]
+        first = fields[0]
+        if isinstance(first, np.ndarray) and first.dtype.kind in "iub":
+            out.append(np.concatenate(fields))
+            continue
+        acc = np.array(first, dtype=np.float64, copy=True)
+        for f in fields[1:]:
+            acc += f
+        out.append(float(acc) if acc.ndim == 0 else acc)
+    return out[0] if single else tuple(out)

@@ -1,0 +1,277 @@
+"""Data larger than memory: row blocks, per-block partials, streaming fits (issue #11).
+
+Every streaming result is checked against the in-memory fit of the same data
+or against a numpy reference computed in one piece.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from metriclust._core import blockwise as bw
+
+
+def _memmap(tmp_path, X, name="X.npy"):
+    path = tmp_path / name
+    np.save(path, X)
+    return np.load(path, mmap_mode="r")
+
+
+class _RowSliceable:
+    """An h5py/zarr-like array: shape, dtype, row slicing, not an ndarray."""
+
+    def __init__(self, a):
+        self._a = a
+        self.shape = a.shape
+        self.dtype = a.dtype
+
+    def __getitem__(self, key):
+        return np.array(self._a[key])
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(1003, 5)) * [1.0, 2.0, 0.5, 3.0, 1.0] + 100.0
+
+
+# ---------------------------------------------------------------- blockwise
+
+
+def test_is_out_of_core(tmp_path, data):
+    M = _memmap(tmp_path, data)
+    assert bw.is_out_of_core(M)
+    assert bw.is_out_of_core(M[10:20])
+    assert bw.is_out_of_core(np.asarray(M))  # an ndarray view of the memmap
+    assert bw.is_out_of_core(_RowSliceable(data))
+    assert not bw.is_out_of_core(data)
+    assert not bw.is_out_of_core(data.tolist())
+    assert not bw.is_out_of_core(np.array(M))  # a copy in RAM
+
+
+def test_row_blocks_cover_rows_once():
+    for n, b in [(0, 3), (1, 3), (10, 3), (9, 3), (5, 100)]:
+        blocks = bw.row_blocks(n, b)
+        covered = np.concatenate([np.arange(s, e) for s, e in blocks]) if blocks else []
+        assert list(covered) == list(range(n))
+        assert all(0 < e - s <= b for s, e in blocks)
+    with pytest.raises(ValueError, match="block_rows"):
+        bw.row_blocks(10, 0)
+
+
+def test_default_block_rows_formula():
+    assert bw.default_block_rows(16, 4) == 64 * 2**20 // 64
+    assert bw.default_block_rows(10**9, 8) == 1
+    assert bw.default_block_rows(3, 8, block_bytes=48) == 2
+
+
+def test_read_block_checks_name_row_range(tmp_path, data):
+    bad = data.copy()
+    bad[507, 3] = np.nan
+    M = _memmap(tmp_path, bad)
+    assert bw.read_block(M, 0, 500, np.float64).flags.c_contiguous
+    with pytest.raises(ValueError, match=r"Xtrain contains NaN at row 507, column 3.*500:1000"):
+        bw.read_block(M, 500, 1000, np.float64, name="Xtrain")
+    huge = data.astype(np.float32)
+    huge[2, 0] = 1e30
+    M = _memmap(tmp_path, huge, "huge.npy")
+    with pytest.raises(ValueError, match=r"X has a value of magnitude 1e\+30 in rows 0:4"):
+        bw.read_block(M, 0, 4, np.float32)
+
+
+def test_moments_partial_reduce_matches_numpy(data):
+    rng = np.random.default_rng(1)
+    w = rng.uniform(0.1, 2.0, size=data.shape[0])
+    shift = data[:5].mean(axis=0)
+    parts = [bw.moments_partial(data[s:e], w[s:e], shift) for s, e in bw.row_blocks(len(data), 97)]
+    ws, s, c = bw.reduce_partials(parts)
+    D = data - shift
+    np.testing.assert_allclose(ws, w.sum(), rtol=1e-13)
+    np.testing.assert_allclose(s, w @ D, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(c, D.T @ (D * w[:, None]), rtol=1e-12)
+
+
+def test_lloyd_partial_matches_dense_step(data):
+    X = data.astype(np.float32)
+    shift = X.mean(axis=0, dtype=np.float64).astype(np.float32)
+    Xc = X - shift
+    C = Xc[[0, 100, 200, 300]].copy()
+    parts = [bw.lloyd_partial(X[s:e], C, shift=shift) for s, e in bw.row_blocks(len(X), 128)]
+    sums, counts, inertia, labels = bw.reduce_partials(parts)
+    d2 = ((Xc[:, None, :].astype(np.float64) - C[None].astype(np.float64)) ** 2).sum(-1)
+    ref = d2.argmin(axis=1)
+    np.testing.assert_array_equal(labels, ref)
+    assert labels.dtype == np.int64
+    np.testing.assert_allclose(counts, np.bincount(ref, minlength=4))
+    ref_sums = np.stack([Xc[ref == k].astype(np.float64).sum(0) for k in range(4)])
+    np.testing.assert_allclose(sums, ref_sums, rtol=1e-10, atol=1e-6)
+    np.testing.assert_allclose(inertia, d2.min(axis=1).sum(), rtol=1e-5)
+    # weighted: integer weights act as repeated rows
+    w = np.arange(len(X)) % 3
+    parts = [bw.lloyd_partial(X[s:e], C, w[s:e], shift) for s, e in bw.row_blocks(len(X), 300)]
+    sums_w, counts_w, inertia_w, _ = bw.reduce_partials(parts)
+    np.testing.assert_allclose(counts_w, np.bincount(ref, weights=w, minlength=4))
+    np.testing.assert_allclose(inertia_w, w @ d2.min(axis=1), rtol=1e-5)
+
+
+def test_partials_block_size_invariant_and_picklable(data):
+    C = data[:3] - 100.0
+    results = []
+    for b in (1003, 64, 7):
+        parts = [bw.lloyd_partial(data[s:e], C, shift=np.full(5, 100.0))
+                 for s, e in bw.row_blocks(len(data), b)]
+        results.append(bw.reduce_partials(parts))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r[3], results[0][3])
+        np.testing.assert_allclose(r[0], results[0][0], rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(r[2], results[0][2], rtol=1e-12)
+    for f in (bw.lloyd_partial, bw.moments_partial, bw.tsqr_partial, bw.reduce_partials,
+              bw.combine_r, bw.read_block):
+        assert pickle.loads(pickle.dumps(f)) is f
+
+
+def test_tsqr_matches_numpy_qr(data):
+    D = data - 100.0
+    R_ref = np.linalg.qr(D, mode="r")
+    R_ref = R_ref * np.where(np.diag(R_ref) < 0, -1.0, 1.0)[:, None]
+    for b in (1003, 100, 3):  # a 3-row block has fewer rows than features
+        R = bw.combine_r([bw.tsqr_partial(D[s:e]) for s, e in bw.row_blocks(len(D), b)])
+        assert R.shape == (5, 5)
+        np.testing.assert_allclose(R, R_ref, rtol=1e-10, atol=1e-9)
+
+
+# ---------------------------------------------------------------- KMeans
+
+from metriclust import KMeans  # noqa: E402
+from metriclust._core.streaming import kmeans_blockwise  # noqa: E402
+from metriclust._core.kmeans import kmeans, kmeans_plusplus  # noqa: E402
+
+
+def _blobs(n=3000, p=4, k=5, seed=0, dtype=np.float64, offset=50.0):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-10, 10, size=(k, p))
+    y = rng.integers(k, size=n)
+    return (centers[y] + rng.normal(size=(n, p)) + offset).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("block_rows", [None, 100, 7])
+def test_kmeans_memmap_equals_in_memory(tmp_path, dtype, rtol, block_rows):
+    X = _blobs(dtype=dtype)
+    M = _memmap(tmp_path, X)
+    ref = KMeans(5, random_state=3, tol=0).fit(X)
+    km = KMeans(5, random_state=3, tol=0).fit(M, block_rows=block_rows)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cluster_centers_.dtype == ref.cluster_centers_.dtype
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=rtol)
+    assert km.inertia_ == pytest.approx(ref.inertia_, rel=float(rtol) * 10)
+    assert km.n_iter_ == ref.n_iter_
+    np.testing.assert_array_equal(km.predict(M, block_rows=block_rows), ref.predict(X))
+    np.testing.assert_allclose(km.transform(M, block_rows=block_rows), ref.transform(X),
+                               rtol=float(rtol) * 10, atol=1e-4 if dtype == np.float32 else 1e-9)
+    assert km.score(M) == pytest.approx(ref.score(X), rel=float(rtol) * 10)
+
+
+@pytest.mark.parametrize("init", ["random", "array", "farthest"])
+def test_kmeans_memmap_inits_weights_restarts(tmp_path, init):
+    X = _blobs(n=2000, k=4, seed=1)
+    w = np.random.default_rng(2).integers(0, 4, size=len(X)).astype(float)
+    M = _memmap(tmp_path, X)
+    init_ = X[[0, 1, 2, 3]] if init == "array" else init
+    n_init = 1 if init == "array" else 3
+    kw = dict(init=init_, n_init=n_init, random_state=7, tol=1e-4)
+    ref = KMeans(4, **kw).fit(X, sample_weight=w)
+    km = KMeans(4, **kw).fit(M, sample_weight=w, block_rows=333)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert km.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
+    assert km.n_iter_ == ref.n_iter_
+
+
+def test_kmeans_row_sliceable_and_integer_data(tmp_path):
+    X = np.rint(_blobs(n=1500, k=3, seed=4) * 10).astype(np.int32)
+    ref = KMeans(3, random_state=0).fit(X)
+    km = KMeans(3, random_state=0).fit(_RowSliceable(X), block_rows=256)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cluster_centers_.dtype == np.float64
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+
+
+def test_kmeans_empty_cluster_relocation_matches(tmp_path):
+    # a far outlier group and a center placed where no point is nearest
+    X = _blobs(n=600, k=3, seed=5)
+    init = np.vstack([X[:3], np.full((1, X.shape[1]), 1e4)])
+    M = _memmap(tmp_path, X)
+    ref = KMeans(4, init=init, n_init=1).fit(X)
+    km = KMeans(4, init=init, n_init=1).fit(M, block_rows=50)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert km.n_iter_ == ref.n_iter_
+
+
+def test_kmeans_memmap_block_size_and_thread_invariant(tmp_path):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X = _blobs(n=5000, p=6, k=6, seed=6, dtype=np.float32)
+    M = _memmap(tmp_path, X)
+    fits = []
+    for b, nt in [(5000, 2), (777, 2), (777, 1), (64, 1)]:
+        with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
+            fits.append(KMeans(6, random_state=0).fit(M, block_rows=b))
+    for f in fits[1:]:
+        np.testing.assert_array_equal(f.labels_, fits[0].labels_)
+        np.testing.assert_allclose(f.cluster_centers_, fits[0].cluster_centers_, rtol=1e-6)
+    # the same block size gives the same bits whatever the thread count
+    np.testing.assert_array_equal(fits[1].cluster_centers_, fits[2].cluster_centers_)
+    assert fits[1].inertia_ == fits[2].inertia_
+
+
+def test_kmeans_memmap_bad_input(tmp_path):
+    X = _blobs(n=500)
+    X[321, 2] = np.inf
+    M = _memmap(tmp_path, X)
+    with pytest.raises(ValueError, match="infinity at row 321, column 2"):
+        KMeans(3).fit(M, block_rows=100)
+    M = _memmap(tmp_path, _blobs(n=500), "ok.npy")
+    with pytest.raises(ValueError, match="online"):
+        KMeans(3, algorithm="online").fit(M)
+    km = KMeans(3, random_state=0).fit(M)
+    with pytest.raises(ValueError, match="3 features"):
+        km.predict(_memmap(tmp_path, np.zeros((5, 3)), "narrow.npy"))
+
+
+def test_kmeans_memmap_does_not_copy_x(tmp_path):
+    import tracemalloc
+
+    X = _blobs(n=400_000, p=8, k=4, seed=8)
+    M = _memmap(tmp_path, X)
+    init = X[[0, 1, 2, 3]].copy()
+    del X
+    tracemalloc.start()
+    try:
+        km = KMeans(4, init=init, max_iter=5).fit(M, block_rows=8192)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # X is 25.6 MB; labels 1.6 MB and a few 0.5 MB blocks are all that is allowed
+    assert peak < M.nbytes / 4, peak
+    assert km.labels_.dtype == np.int32
+
+
+def test_kmeans_plusplus_on_sample_quality():
+    """Seeding from a 2% uniform sample is about as good as k-means++ on all rows."""
+    X = _blobs(n=50_000, p=5, k=12, seed=9, offset=0.0)
+    Xc = X - X.mean(axis=0)
+    pot_sample, pot_full, fit_sample, fit_full = [], [], [], []
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        idx = np.sort(rng.choice(len(X), size=1000, replace=False))
+        c_s, _ = kmeans_plusplus(Xc[idx], 12, random_state=seed)
+        c_f, _ = kmeans_plusplus(Xc, 12, random_state=seed)
+        for c, out in ((c_s, pot_sample), (c_f, pot_full)):
+            out.append(float(((Xc[:, None] - c[None]) ** 2).sum(-1).min(1).sum()))
+        fit_sample.append(kmeans_blockwise(X, 12, random_state=seed, seed_sample_size=1000,
+                                           block_rows=10_000).inertia)
+        fit_full.append(kmeans(X, 12, random_state=seed).inertia)
+    assert np.median(pot_sample) <= 1.25 * np.median(pot_full)
+    assert np.median(fit_sample) <= 1.02 * np.median(fit_full)
