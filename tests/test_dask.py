@@ -212,3 +212,45 @@ def test_cpcm_dask_refuses_what_it_cannot_run(client):
     Xd = da.from_array(np.random.default_rng(0).normal(size=(100, 3)), chunks=(50, 3))
     with pytest.raises(ValueError, match="predictor='linear'"):
         CPCM(2, predictor="kernel").fit(Xd)
+
+
+def _pairs(y, m, rng):
+    n = y.shape[0]
+    i, j = rng.integers(n, size=(2, 8 * m))
+    keep = i != j
+    i, j = i[keep], j[keep]
+    same = y[i] == y[j]
+    return (np.c_[i[same], j[same]][:m].astype(np.int64),
+            np.c_[i[~same], j[~same]][:m].astype(np.int64))
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("init", ["identity", "covariance"])
+def test_mmc_explicit_pairs_equals_in_memory_fit(client, diagonal, init):
+    from metriclust import MMC
+
+    rng = np.random.default_rng(9)
+    X, y = _blobs(4000, 4, 3, seed=9)
+    X[:, 1] *= 5.0
+    S, D = _pairs(y, 300, rng)
+    Xd = _uneven(X, [1000, 500, 2500])
+    ref = MMC(diagonal=diagonal, init=init).fit(X, similar=S, dissimilar=D)
+    got = MMC(diagonal=diagonal, init=init).fit(Xd, similar=S, dissimilar=D)
+    assert got.n_iter_ == ref.n_iter_
+    assert got.objective_ == pytest.approx(ref.objective_, rel=1e-10)
+    np.testing.assert_allclose(got.metric_, ref.metric_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(got.similar_, S)
+    Z = got.transform(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks[0] == Xd.chunks[0]
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got.pair_distances(Xd, D[:50]), ref.pair_distances(X, D[:50]),
+                               rtol=1e-8)
+
+
+def test_mmc_dask_needs_explicit_dissimilar_pairs(client):
+    from metriclust import MMC
+
+    X, y = _blobs(500, 3, 2, seed=10)
+    S, _ = _pairs(y, 20, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="dissimilar"):
+        MMC().fit(da.from_array(X, chunks=(100, 3)), similar=S)

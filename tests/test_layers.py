@@ -42,6 +42,7 @@ PUBLIC_EDGES = {
     # Imported inside fit/predict only when X is a dask array (never at import).
     ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
     ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
+    ("mmc", "_dask"): "Dask arrays: the rows of the pairs read from their chunks",
 }
 
 

@@ -26,6 +26,8 @@ CONTRACT (used by the estimators):
     affine_map(X, coef, intercept) -> lazy X @ coef + intercept, X's row chunks
     LinearPredictor(X): CPCM's least-squares predictor (mean, tsqr R, whitening)
     cpcm_run(model, labels, K, max_iter, tol, min_size, seed) -> the dict of cpcm._cpcm
+    pair_rows(X, [pairs, ...]) -> (rows of X the pairs touch, float64; pairs re-indexed)
+    covariance(X) -> sample covariance by block moments
 """
 
 import math
@@ -682,3 +684,31 @@ def cpcm_run(model, labels, n_clusters, max_iter, tol, min_size, seed):
         history.append(br)
     return {"labels": labels, "fit": fit, "blur_ratio": br, "history": history,
             "n_iter": n_iter, "within": within, "theta": theta}
+
+
+# ------------------------------------------------------------------------ MMC
+def pair_rows(X, pairs):
+    """The rows of X that ``pairs`` touch, as float64, and ``pairs`` re-indexed into them.
+
+    Each row is read from the chunk that holds it (dask's row selection reads
+    only those chunks); X is never gathered whole. ``pairs`` is a list of
+    (m, 2) int64 arrays (None stays None).
+    """
+    used = [q for q in pairs if q is not None and len(q)]
+    rows = np.unique(np.concatenate([q.ravel() for q in used])) if used else \
+        np.zeros(0, dtype=np.int64)
+    E = np.ascontiguousarray(X[rows].compute(), dtype=np.float64)
+    if not np.all(np.isfinite(E)):
+        raise ValueError("Input X contains NaN or infinity in a row of a pair.")
+    return E, [None if q is None else np.ascontiguousarray(np.searchsorted(rows, q),
+                                                           dtype=np.int64) for q in pairs]
+
+
+def covariance(X):
+    """Sample covariance (float64, ``N - 1`` in the denominator) by block moments about the mean."""
+    mean, _ = column_mean_and_variance(X)
+    blocks, _ = _blocks(X)
+    total, dev_sum, cross = reduce_partials(_compute(
+        [dask.delayed(_moments_task)(b, None, mean) for b in blocks]))
+    C = cross - np.outer(dev_sum, dev_sum) / total
+    return C / max(total - 1.0, 1.0)
