@@ -254,3 +254,20 @@ def test_mmc_dask_needs_explicit_dissimilar_pairs(client):
     S, _ = _pairs(y, 20, np.random.default_rng(0))
     with pytest.raises(ValueError, match="dissimilar"):
         MMC().fit(da.from_array(X, chunks=(100, 3)), similar=S)
+
+
+def test_cpduml_transform_and_predict_chunk_by_chunk(client):
+    # a Nystrom fit (the low-rank path) in memory; new points moved lazily per chunk
+    from metriclust import CPDUML
+
+    X, _ = _blobs(600, 3, 3, seed=11)
+    est = CPDUML(3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=40,
+                 random_state=0).fit(X)
+    Xd = _uneven(X, [100, 200, 300])
+    Z = est.transform(Xd)
+    labels = est.predict(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks == (Xd.chunks[0], (3,))
+    np.testing.assert_array_equal(Z.compute(), est.transform(X))
+    np.testing.assert_array_equal(labels.compute(), est.predict(X))
+    with pytest.raises(TypeError, match="dask array"):
+        CPDUML(3).fit(Xd)

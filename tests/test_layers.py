@@ -43,6 +43,7 @@ PUBLIC_EDGES = {
     ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
     ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
     ("mmc", "_dask"): "Dask arrays: the rows of the pairs read from their chunks",
+    ("cpduml", "_dask"): "Dask arrays: transform and predict chunk by chunk",
 }
 
 

@@ -28,6 +28,7 @@ CONTRACT (used by the estimators):
     cpcm_run(model, labels, K, max_iter, tol, min_size, seed) -> the dict of cpcm._cpcm
     pair_rows(X, [pairs, ...]) -> (rows of X the pairs touch, float64; pairs re-indexed)
     covariance(X) -> sample covariance by block moments
+    rowwise(X, estimator, method, n_columns=None, dtype) -> lazy per-chunk method calls
 """
 
 import math
@@ -712,3 +713,23 @@ def covariance(X):
         [dask.delayed(_moments_task)(b, None, mean) for b in blocks]))
     C = cross - np.outer(dev_sum, dev_sum) / total
     return C / max(total - 1.0, 1.0)
+
+
+# ------------------------------------------------------ row-wise methods of a fit
+def _method_block(block, estimator, method):
+    return getattr(estimator, method)(np.asarray(block))
+
+
+def rowwise(X, estimator, method, n_columns=None, dtype=np.float64):
+    """Lazy ``estimator.<method>(chunk)`` of every row chunk of X (a row-wise map).
+
+    For methods whose output row depends on the input row only (a fitted
+    transform or predict); the fitted estimator is shipped with the tasks.
+    ``n_columns`` None gives a 1-D result (labels), else ``(n, n_columns)``.
+    """
+    if n_columns is None:
+        return X.map_blocks(_method_block, estimator, method, dtype=dtype, drop_axis=1,
+                            meta=np.empty((0,), dtype=dtype))
+    return X.map_blocks(_method_block, estimator, method, dtype=dtype,
+                        chunks=(X.chunks[0], (int(n_columns),)),
+                        meta=np.empty((0, 0), dtype=dtype))
