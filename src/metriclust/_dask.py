@@ -7,8 +7,9 @@ row chunks of X as Dask tasks; the small partial results (``k x p`` sums and
 counts, ``p x p`` moments, ``p x p`` R factors) come back to the client and are
 reduced there in chunk order, so the result does not depend on which worker
 finished first, and equals the in-memory fit of the same data from the same
-start up to the order of the floating-point sums. Per-row results (labels,
-k-means|| distances) stay on the workers between passes (``dask.persist``).
+start up to the order of the floating-point sums. Per-row results that a
+later pass needs (k-means|| distances) stay on the workers (``dask.persist``);
+labels are returned lazily.
 
 Whatever scheduler is active runs the tasks: a ``distributed.Client`` if one
 exists, else Dask's local threads. The kernels of one task run on one OpenMP
@@ -132,11 +133,11 @@ def _weight_summary_task(weight):
             finite and bool(np.all(w >= 0)))
 
 
-def _lloyd_task(block, centers, weight, shift, prev_labels):
-    sums, counts, inertia, labels = lloyd_partial(block, centers, sample_weight=weight,
-                                                  shift=shift, n_threads=_ONE_THREAD)
-    changed = labels.size if prev_labels is None else int(np.count_nonzero(labels != prev_labels))
-    return (sums, counts, inertia, changed), labels
+def _lloyd_task(block, centers, weight, shift):
+    # the reduced part of a Lloyd step only: labels are not kept between passes
+    sums, counts, inertia, _ = lloyd_partial(block, centers, sample_weight=weight, shift=shift,
+                                             n_threads=_ONE_THREAD)
+    return sums, counts, inertia
 
 
 def _centered(block, shift):
@@ -144,13 +145,15 @@ def _centered(block, shift):
     return np.ascontiguousarray(B - np.asarray(shift, dtype=B.dtype))
 
 
-def _farthest_task(block, centers, labels, weight, shift, offset, n_top):
+def _farthest_task(block, centers, weight, shift, offset, n_top):
     """The ``n_top`` rows farthest from their own centers: (dist, index, row, weight, label).
 
-    As the k-means core's empty-cluster relocation ranks them: distance from
-    ``x - c`` in float64, rows of zero weight excluded, ties to the lowest index.
+    As the k-means core's empty-cluster relocation ranks them: labels of the
+    nearest centers (the assignment of the pass), distance from ``x - c`` in
+    float64, rows of zero weight excluded, ties to the lowest index.
     """
     B = _centered(block, shift)
+    labels = assign_labels(B, centers, n_threads=_ONE_THREAD)[0]
     diff = B.astype(np.float64) - np.asarray(centers, dtype=np.float64)[labels]
     dist = np.einsum("ij,ij->i", diff, diff)
     w = np.ones(B.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -266,7 +269,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means||", n_init=1, max
 
     Returns
     -------
-    KMeansResult(centers ndarray, labels dask array (persisted), inertia float, n_iter int)
+    KMeansResult(centers ndarray, labels lazy dask array, inertia float, n_iter int)
     """
     n, p = X.shape
     dtype = np.dtype(X.dtype)
@@ -310,8 +313,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means||", n_init=1, max
                   f"({how}), inertia {run['inertia']:.6g}")
         if best is None or run["inertia"] < best["inertia"]:
             best = run
-    labels = da.concatenate([da.from_delayed(lb, shape=(int(c),), dtype=np.int64)
-                             for lb, c in zip(best["labels"], X.chunks[0])])
+    # the labels of the final centers, lazily (the assignment kernel of the passes)
+    labels = X.map_blocks(_predict_block, best["centers"], shift, dtype=np.int64, drop_axis=1,
+                          meta=np.empty((0,), dtype=np.int64))
     inertia = float(best["inertia"]) * w_scale
     if not math.isfinite(inertia):
         raise ValueError("sample_weight is too large: the weighted inertia overflows float64. "
@@ -322,38 +326,38 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means||", n_init=1, max
 
 
 def _lloyd(blocks, wb, offsets, shift, centers, max_iter, abs_tol):
-    """Lloyd iterations; the labels of every block persisted on the workers."""
+    """Lloyd iterations, one pass of tasks each; only ``k x p`` partials come back.
+
+    The k-means core stops strictly when no label changes; then the new
+    centers, the means of the same partition summed in the same order, equal
+    the old ones bit for bit. That equality is the test here, so no labels
+    are kept between passes (two partitions with bitwise-equal sums would
+    stop it one pass early; on real data they do not occur).
+    """
     C = centers
-    labels = [None] * len(blocks)
     strict = False
     inertia = None
-    it = 0
     for it in range(max_iter):
-        stats, new_labels = zip(*[dask.delayed(_lloyd_task, nout=2)(b, C, wt, shift, lb)
-                                  for b, wt, lb in zip(blocks, wb, labels)])
-        stats, labels = dask.persist(list(stats), list(new_labels))
-        sums, counts, inertia, changed = reduce_partials(_compute(stats))
+        sums, counts, inertia = reduce_partials(_compute(
+            [dask.delayed(_lloyd_task)(b, C, wt, shift) for b, wt in zip(blocks, wb)]))
         relocated = bool(np.any(counts == 0))
-        _relocate_empty(blocks, wb, offsets, shift, C, labels, sums, counts)
-        C, center_shift = _update_centers(sums, counts, C)
-        if changed == 0:
-            # labels unchanged: the new centers are the means of the same partition,
-            # equal to the old ones, and the last pass's inertia is theirs (unless
-            # an empty cluster moved: then a labelling pass below)
-            strict = not relocated
+        if relocated:
+            _relocate_empty(blocks, wb, offsets, shift, C, sums, counts)
+        C_new, center_shift = _update_centers(sums, counts, C)
+        if np.array_equal(C_new, C):
+            # the last pass's labels and inertia are those of the final centers
+            strict = True
             break
+        C = C_new
         if center_shift <= abs_tol:
             break
-    if not strict:  # labels and inertia of the final centers
-        stats, new_labels = zip(*[dask.delayed(_lloyd_task, nout=2)(b, C, wt, shift, None)
-                                  for b, wt in zip(blocks, wb)])
-        stats, labels = dask.persist(list(stats), list(new_labels))
-        inertia = reduce_partials(_compute(stats))[2]
-    return {"centers": C, "labels": labels, "inertia": inertia, "n_iter": it + 1,
-            "strict": strict or changed == 0}
+    if not strict:  # the inertia of the final centers
+        inertia = reduce_partials(_compute(
+            [dask.delayed(_lloyd_task)(b, C, wt, shift) for b, wt in zip(blocks, wb)]))[2]
+    return {"centers": C, "inertia": inertia, "n_iter": it + 1, "strict": strict}
 
 
-def _relocate_empty(blocks, wb, offsets, shift, C, labels, sums, counts):
+def _relocate_empty(blocks, wb, offsets, shift, C, sums, counts):
     """Empty clusters take the rows farthest from their (old) centers, in place.
 
     The rule of the in-memory core (``csrc/kmeans_impl.h``, relocate_empty):
@@ -368,8 +372,8 @@ def _relocate_empty(blocks, wb, offsets, shift, C, labels, sums, counts):
     if empty.size == 0:
         return
     n_top = 2 * empty.size + C.shape[0]
-    parts = _compute([dask.delayed(_farthest_task)(b, C, lb, wt, shift, off, n_top)
-                      for b, lb, wt, off in zip(blocks, labels, wb, offsets)])
+    parts = _compute([dask.delayed(_farthest_task)(b, C, wt, shift, off, n_top)
+                      for b, wt, off in zip(blocks, wb, offsets)])
     dist = np.concatenate([q[0] for q in parts])
     index = np.concatenate([q[1] for q in parts])
     rows = np.concatenate([q[2] for q in parts])
@@ -672,7 +676,7 @@ def cpcm_run(model, labels, n_clusters, max_iter, tol, min_size, seed):
     for n_iter in range(1, max_iter + 1):
         # clustering stage: k-means of Zhat from theta_k = current cluster means
         new = kmeans(fit.Zhat, K, init=theta.astype(fit.Zhat.dtype), n_init=1,
-                     random_state=seed).labels
+                     random_state=seed).labels.persist()
         if int((new != labels).sum().compute()) == 0:
             break
         if da.bincount(new, minlength=K).compute().min() < min_size:
