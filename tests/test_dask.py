@@ -124,6 +124,9 @@ def test_predict_and_transform_are_lazy_with_the_same_chunks(client):
     assert dist.chunks == (Xd.chunks[0], (3,)) and dist.dtype == np.float32
     np.testing.assert_array_equal(labels.compute(), km.predict(X))
     np.testing.assert_array_equal(dist.compute(), km.transform(X))
+    w = np.random.default_rng(0).uniform(size=X.shape[0])
+    assert km.score(Xd, sample_weight=w) == pytest.approx(km.score(X, sample_weight=w),
+                                                          rel=1e-12)
 
 
 def _inertia(X, centers):

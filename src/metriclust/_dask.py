@@ -23,6 +23,7 @@ CONTRACT (used by the estimators):
            verbose) -> KMeansResult(centers, labels (dask), inertia, n_iter)
     predict_labels(X, centers) -> lazy dask array of int64, X's row chunks
     transform_distances(X, centers) -> lazy dask array (n, k), X's row chunks
+    inertia(X, centers, sample_weight=None) -> float (KMeans.score)
     nearest_center(Z, centers) -> lazy labels, no shift (CPCM's prediction space)
     affine_map(X, coef, intercept) -> lazy X @ coef + intercept, X's row chunks
     LinearPredictor(X): CPCM's least-squares predictor (mean, tsqr R, whitening)
@@ -546,6 +547,27 @@ def transform_distances(X, centers):
     return X.map_blocks(_transform_block, C, shift, dtype=X.dtype,
                         chunks=(X.chunks[0], (C.shape[0],)),
                         meta=np.empty((0, 0), dtype=X.dtype))
+
+
+def _inertia_task(block, centers, shift, weight):
+    d2 = assign_labels(_centered(block, shift), centers, n_threads=_ONE_THREAD)[1]
+    d2 = d2.astype(np.float64)
+    return float(d2.sum()) if weight is None else float(np.asarray(weight, np.float64) @ d2)
+
+
+def inertia(X, centers, sample_weight=None):
+    """``sum_i w_i min_k ||x_i - c_k||^2`` of a dask array (KMeans.score), one pass.
+
+    X and the centers less the centers' mean, as KMeans.score in memory.
+    """
+    shift, C = _test_shift(centers, X.dtype)
+    blocks, _ = _blocks(X)
+    w = dask_weights(sample_weight, X)
+    if w is not None:
+        _weight_summary(w, len(blocks))
+    return reduce_partials([(v,) for v in _compute(
+        [dask.delayed(_inertia_task)(b, C, shift, wt)
+         for b, wt in zip(blocks, _weight_blocks(w, len(blocks)))])])[0]
 
 
 def nearest_center(X, centers):

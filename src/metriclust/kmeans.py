@@ -346,6 +346,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the inertia of X at the fitted centers (out-of-core X by blocks)."""
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return -_dask.inertia(X, self.cluster_centers_, sample_weight)
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
