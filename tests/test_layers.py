@@ -39,6 +39,11 @@ PUBLIC_EDGES = {
     ("selection", "metrics"): "model selection scores partitions",
     # Left to the owner of mmc.py: pairs_from_labels belongs below the estimators.
     ("mmc", "constraints"): "known sideways edge, to move into _core",
+    # Imported inside fit/predict only when X is a dask array (never at import).
+    ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
+    ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
+    ("mmc", "_dask"): "Dask arrays: the rows of the pairs read from their chunks",
+    ("cpduml", "_dask"): "Dask arrays: transform and predict chunk by chunk",
 }
 
 

@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -60,3 +61,11 @@ def test_gridsearch_example(readme_namespace):
     ns = readme_namespace[4]
     assert ns["search"].best_params_ == {"lam": 0.0025, "sigma": 0.8}
     assert clustering_accuracy(ns["y"], ns["best"].labels_) >= 0.99
+
+
+def test_on_a_cluster_example(readme_namespace):
+    pytest.importorskip("distributed")
+    ns = next(ns for ns in readme_namespace if "dask_km" in ns)
+    # three groups 12 apart in every coordinate: recovered exactly
+    assert sorted(ns["sizes"].tolist()) == sorted(np.bincount(ns["y"]).tolist())
+    assert ns["dask_km"].cluster_centers_.shape == (3, 4)

@@ -24,7 +24,7 @@ from ._core.kmeans import assign_labels
 from ._core import partition, predictors, starts
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+                               check_random_state, is_dask_array)
 
 __all__ = ["CPCM"]
 
@@ -276,7 +276,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = check_array(X, name="X", ensure_min_samples=2)
+        if is_dask_array(X):
+            X = self._check_dask(X)
+        else:
+            X = check_array(X, name="X", ensure_min_samples=2)
         n, p = X.shape
         K = check_n_clusters(self.n_clusters, n)
         self._check_params()
@@ -285,6 +288,19 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         # loaded 2-core machine).
         with single_blas_thread():
             return self._search(X, n, p, K)
+
+    def _check_dask(self, X):
+        """A dask array: searched on a sample, polished by Dask tasks (see _search).
+
+        Up to the sample size the search covers all of X, so X is gathered.
+        """
+        from . import _dask
+        X = _dask.check_dask_array(X, ensure_min_samples=2)
+        if self.predictor != "linear" or not isinstance(self.init, str):
+            raise ValueError("A dask array X takes predictor='linear' and a named init "
+                             f"(got predictor={self.predictor!r}); gather X first for "
+                             "the others.")
+        return np.ascontiguousarray(X) if X.shape[0] <= _SEARCH_MAX_N else X
 
     def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
@@ -307,16 +323,22 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             sub = self._make_predictor(Xs, K, rng)
             runs = self._run_starts(Xs, K, sub, rng, self._min_size(len(idx), K), records)
             del Xs
-            model = self._make_predictor(X, K, rng)
+            if is_dask_array(X):    # the same polish, each pass as Dask tasks
+                from . import _dask
+                model, nearest, run_cpcm = _dask.LinearPredictor(X), _dask.nearest_center, \
+                    _dask.cpcm_run
+            else:
+                model = self._make_predictor(X, K, rng)
+                nearest, run_cpcm = (lambda Z, C: assign_labels(Z, C)[0]), _cpcm
             min_size = self._min_size(n, K)
             best = None
             for run in sorted(runs, key=lambda r: r["blur_ratio"])[:_N_POLISH]:
                 theta = partition.cluster_means(run["fit"].Zhat, run["labels"], K)[0]
-                Z = sub.transform(X, run["fit"])
-                labels0 = assign_labels(Z, theta.astype(Z.dtype))[0]
+                Z = (model if is_dask_array(X) else sub).transform(X, run["fit"])
+                labels0 = nearest(Z, theta.astype(Z.dtype))
                 del Z
-                full = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
-                             int(rng.integers(2**31)))
+                full = run_cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
+                                int(rng.integers(2**31)))
                 full["start"] = run["start"]
                 if best is None or full["blur_ratio"] < best["blur_ratio"]:
                     best = full
@@ -520,7 +542,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             "blur_ratio": np.array([r[2] for r in records]),
             "n_iter": np.array([r[3] for r in records], dtype=np.int64),
         }
-        self.centers_ = partition.cluster_means(fit.Zhat, self.labels_, K)[0]
+        self.centers_ = (best["theta"] if "theta" in best
+                         else partition.cluster_means(fit.Zhat, self.labels_, K)[0])
         if isinstance(model, predictors.Kernel):
             self.__dict__.pop("_metric", None)
             self.sigma_ = model.sigma
@@ -557,13 +580,27 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map X into the prediction space (``n_samples x K``; K-1 for lda)."""
         check_is_fitted(self, "labels_")
+        if is_dask_array(X):    # lazy, with X's row chunks
+            from . import _dask
+            X = _dask.check_dask_array(X)
+            check_n_features(self, X)
+            if isinstance(self._model, predictors.Kernel):
+                raise ValueError("transform of a dask array needs predictor='linear', "
+                                 "'stepwise' or 'lda'.")
+            return _dask.affine_map(X, self._pfit.coef, self._pfit.intercept)
         X = check_array(X, name="X")
         check_n_features(self, X)
         return self._model.transform(X, self._pfit)
 
     def predict(self, X):
-        """Nearest ``theta_k`` (``centers_``) in the prediction space."""
+        """Nearest ``theta_k`` (``centers_``) in the prediction space.
+
+        A dask array gives a lazy dask array with X's row chunks.
+        """
         Zhat = self.transform(X)
+        if is_dask_array(Zhat):
+            from . import _dask
+            return _dask.nearest_center(Zhat, self.centers_)
         return assign_labels(np.ascontiguousarray(Zhat),
                              self.centers_.astype(Zhat.dtype, copy=False))[0]
 

@@ -15,7 +15,7 @@ from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+                               check_random_state, is_dask_array)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
                          orthonormalize_factor, top_eigenpairs)
 
@@ -240,6 +240,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             return self._fit(X)
 
     def _fit(self, X):
+        if is_dask_array(X):
+            raise TypeError("CPDUML.fit does not take a dask array yet (transform and "
+                            "predict do); fit on X.compute() or a sample of its rows.")
         X = check_array(X, name="X", dtype=np.float64)
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
@@ -302,6 +305,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n, q)
         """
         check_is_fitted(self, "embedding_")
+        if is_dask_array(X):    # lazy, row chunk by row chunk, with X's chunks
+            from . import _dask
+            X = _dask.check_dask_array(X)
+            check_n_features(self, X)
+            return _dask.rowwise(X, self, "transform", self.embedding_.shape[1])
         X = check_array(X, name="X", dtype=np.float64)
         check_n_features(self, X)
         Z = X if self._kpca is None else self._kpca.transform(X)
@@ -320,6 +328,12 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n,), int64
         """
+        if is_dask_array(X):
+            from . import _dask
+            check_is_fitted(self, "embedding_")
+            X = _dask.check_dask_array(X)
+            check_n_features(self, X)
+            return _dask.rowwise(X, self, "predict", dtype=np.int64)
         return assign_labels(self.transform(X), self.cluster_centers_)[0]
 
     # -- label-free choice of sigma and lam -----------------------------------

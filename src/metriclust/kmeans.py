@@ -12,7 +12,7 @@ from ._core.blockwise import check_out_of_core, is_out_of_core, iter_blocks
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.streaming import assign_blockwise, kmeans_blockwise, label_counts
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_sample_weight)
+                               check_sample_weight, is_dask_array)
 
 __all__ = ["KMeans"]
 
@@ -47,6 +47,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         ones: the lecture's "least similar" seed; Gonzalez 1985), given
         centers, or a function ``init(X, n_clusters, random_state=rng)``
         (``rng`` a ``numpy.random.Generator``) returning them, called once per run.
+        For a dask array X: "k-means||" (Bahmani et al. 2012, a few passes
+        over the chunks) or "k-means++" on a uniform sample of about 100,000
+        rows; "farthest" is for data in memory.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
         1 for k-means++ and an array, 10 for "random" and a callable (as
@@ -154,7 +157,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     # each parameter alone, checked on entry to fit; _check_params adds what depends on X
     _parameter_constraints = {
         "n_clusters": [Interval(numbers.Integral, 1, None)],
-        "init": [Options("k-means++", "random", "farthest"), "array-like", callable],
+        "init": [Options("k-means++", "random", "farthest", "k-means||"), "array-like", callable],
         "n_init": [Options("auto"), Interval(numbers.Integral, 1, None)],
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None)],
@@ -163,13 +166,18 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "verbose": [Interval(numbers.Integral, 0, None)],
     }
 
-    def _check_params(self, X):
+    def _check_params(self, X, *, dask=False):
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
         init = self.init
-        if not isinstance(init, str) and not callable(init):
+        if isinstance(init, str):
+            if init == "k-means||" and not dask:
+                raise ValueError("init='k-means||' is the scalable seeding for dask arrays; "
+                                 "use 'k-means++' in memory.")
+        elif not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):
-            n_init = 1 if isinstance(init, np.ndarray) or init == "k-means++" else 10
+            n_init = 1 if isinstance(init, np.ndarray) or init in ("k-means++", "k-means||") \
+                else 10
         else:
             n_init = self.n_init
         if isinstance(init, np.ndarray) and n_init != 1:
@@ -189,6 +197,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             Data larger than memory (an ``np.memmap``, a ``.npy`` opened with
             ``mmap_mode="r"``, an h5py or zarr dataset) is read in blocks of
             rows, never copied whole; see "Out-of-core data" in the Notes.
+            A ``dask.array.Array`` is fitted by Dask tasks, one per row chunk,
+            on whatever scheduler is active (``labels_`` is then a dask array).
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; an integer weight acts as repeating the row.
@@ -201,6 +211,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self : KMeans
         """
+        if is_dask_array(X):
+            return self._fit_dask(X, sample_weight)
         if is_out_of_core(X):
             n, p, dtype = check_out_of_core(X)
             X = types.SimpleNamespace(shape=(n, p), dtype=dtype, data=X)
@@ -237,6 +249,28 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                           _with_sklearn_twin(ConvergenceWarning), stacklevel=3)
         return self
 
+    def _fit_dask(self, X, sample_weight):
+        # each pass as Dask tasks over X's row chunks; labels_ is a dask array
+        from . import _dask
+        X = _dask.check_dask_array(X)
+        n_clusters, init, n_init = self._check_params(X, dask=True)
+        res = _dask.kmeans(X, n_clusters, sample_weight=sample_weight, init=init,
+                           n_init=n_init, max_iter=self.max_iter, tol=self.tol,
+                           random_state=self.random_state, verbose=self.verbose)
+        self.n_features_in_ = X.shape[1]
+        self.cluster_centers_ = res.centers
+        self.labels_ = res.labels
+        self.inertia_ = res.inertia
+        self.n_iter_ = res.n_iter
+        return self
+
+    def _dask_test_data(self, X):
+        from . import _dask
+        check_is_fitted(self)
+        X = _dask.check_dask_array(X)
+        check_n_features(self, X)
+        return _dask, X
+
     @property
     def _n_features_out(self):
         # columns of ``transform``: one distance per center
@@ -271,8 +305,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def predict(self, X, block_rows=None):
         """Index of the nearest center of each row of X (ties to the lowest index).
 
-        Out-of-core X is read in blocks of ``block_rows`` rows.
+        Out-of-core X is read in blocks of ``block_rows`` rows. A dask array
+        gives a lazy dask array with X's row chunks.
         """
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return _dask.predict_labels(X, self.cluster_centers_)
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             return assign_blockwise(X, centers, shift=shift, block_rows=block_rows)[0]
@@ -287,8 +325,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """Euclidean distances of the rows of X to the centers, shape (n_samples, n_clusters).
 
         Out-of-core X is read in blocks of ``block_rows`` rows (the result,
-        ``n_samples x n_clusters``, is in memory).
+        ``n_samples x n_clusters``, is in memory). A dask array gives a lazy
+        dask array with X's row chunks.
         """
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return _dask.transform_distances(X, self.cluster_centers_)
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             out = np.empty((X.shape[0], centers.shape[0]), dtype=centers.dtype)
@@ -304,6 +346,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the inertia of X at the fitted centers (out-of-core X by blocks)."""
+        if is_dask_array(X):
+            _dask, X = self._dask_test_data(X)
+            return -_dask.inertia(X, self.cluster_centers_, sample_weight)
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)

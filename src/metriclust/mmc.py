@@ -55,7 +55,7 @@ from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_capped_simplex, project_spectraplex, psd_factor
-from ._core.validation import check_array, check_n_features, check_pairs
+from ._core.validation import check_array, check_n_features, check_pairs, is_dask_array
 
 __all__ = ["MMC"]
 
@@ -195,6 +195,12 @@ class MMC(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None, *, similar=None, dissimilar=None):
         """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``."""
+        if is_dask_array(X):
+            from . import _dask
+            X = _dask.check_dask_array(X, ensure_min_samples=2)
+            if X.shape[1] <= X.shape[0]:
+                return self._fit_dask(_dask, X, y, similar, dissimilar)
+            X = np.asarray(X)   # wide: fewer rows than features, gathered
         rows = None
         if (is_out_of_core(X) and similar is not None and dissimilar is not None
                 and not (isinstance(self.init, str) and self.init == "covariance")):
@@ -217,6 +223,41 @@ class MMC(TransformerMixin, BaseEstimator):
                 self._fit(X64, S, D)
         if rows is not None:
             self.similar_, self.dissimilar_ = rows[self.similar_], rows[self.dissimilar_]
+        return self
+
+    def _fit_dask(self, _dask, X, y, similar, dissimilar):
+        """A dask array X with explicit pairs: the problem on the rows the pairs touch.
+
+        With explicit S and D, Xing et al.'s problem (eq. (2)-(3)) reads X only
+        through the differences of the pairs' rows, so those rows (at most
+        ``2 (|S| + |D|)``, read from the chunks that hold them) stand for X;
+        the solver's passes over the pairs then cost ``O(|D| p^2)`` a step,
+        independent of N, with no Dask round trip per step. ``init="covariance"``
+        uses the covariance of all of X (block moments). D = all pairs not in S
+        (no ``dissimilar`` and no ``y``) would need every row: refused.
+        """
+        if y is not None and is_dask_array(y):
+            y = np.asarray(y)
+        S, D = self._side_information(X, y, similar, dissimilar)
+        if D is None:
+            raise ValueError("A dask array X needs explicit dissimilar pairs (or y): "
+                             "D = all pairs not in S reads every row at every step.")
+        E, (S_e, D_e) = _dask.pair_rows(X, [S, D])
+        init = self.init
+        if isinstance(init, str) and init == "covariance":
+            init = np.linalg.pinv(np.atleast_2d(_dask.covariance(X)), hermitian=True)
+        elif not isinstance(init, str):
+            init = self._initial_metric(E)          # checked against p as in memory
+        reduced = MMC(diagonal=self.diagonal, max_iter=self.max_iter, tol=self.tol,
+                      init=init, random_state=self.random_state, verbose=self.verbose)
+        serial = 2.0 * (len(S) + len(D)) * X.shape[1] ** 2 <= MIN_PARALLEL_WORK
+        with contextlib.nullcontext() if serial else single_blas_thread():
+            reduced._fit(E, S_e, D_e)
+        for name in ("n_iter_", "converged_", "objective_", "components_"):
+            setattr(self, name, getattr(reduced, name))
+        self.metric_ = None                                 # formed on access
+        self.n_features_in_ = X.shape[1]
+        self.similar_, self.dissimilar_ = S, D
         return self
 
     def _fit_in_span(self, X64, S, D):
@@ -445,6 +486,12 @@ class MMC(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map ``X`` into the learned space: ``X L^T`` (Euclidean there = ``d_A``)."""
         check_is_fitted(self, "components_")
+        if is_dask_array(X):            # lazy, with X's row chunks
+            from . import _dask
+            X = _dask.check_dask_array(X)
+            check_n_features(self, X)
+            L = self.components_
+            return _dask.affine_map(X, L.T, np.zeros(L.shape[0]))
         X = check_array(X)
         check_n_features(self, X)
         return X @ self.components_.T.astype(X.dtype)
@@ -455,6 +502,12 @@ class MMC(TransformerMixin, BaseEstimator):
         A row ``(i, i)`` is a valid query; its distance is 0.
         """
         check_is_fitted(self, "components_")
+        if is_dask_array(X):            # the rows of the pairs only
+            from . import _dask
+            X = _dask.check_dask_array(X)
+            check_n_features(self, X)
+            pairs = check_pairs(pairs, X.shape[0], allow_self=True)
+            X, (pairs,) = _dask.pair_rows(X, [pairs])
         X = check_array(X)
         check_n_features(self, X)
         pairs = check_pairs(pairs, X.shape[0], allow_self=True)   # d_A(x_i, x_i) = 0

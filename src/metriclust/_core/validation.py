@@ -24,6 +24,7 @@ __all__ = [
     "check_random_state",
     "check_sample_weight",
     "check_scalar",
+    "is_dask_array",
     "max_abs_value",
 ]
 
@@ -33,6 +34,15 @@ _FLOAT_DTYPES = (np.float64, np.float32)
 def _is_sparse(X):
     # Duck-typed so that scipy.sparse is not imported for dense input.
     return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
+def is_dask_array(X):
+    """Whether X is a ``dask.array.Array``, decided without importing Dask.
+
+    The estimators send such input to :mod:`metriclust._dask` (imported then).
+    """
+    return any(cls.__module__.split(".")[0] == "dask" and cls.__name__ == "Array"
+               for cls in type(X).__mro__)
 
 
 def check_array(

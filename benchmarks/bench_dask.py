@@ -1,0 +1,232 @@
+"""metriclust on Dask arrays and a LocalCluster: KMeans against dask-ml, and CPCM.
+
+KMeans (issue #12's first target): uniform float32 data in the unit cube
+(Lloyd does not converge in a few iterations there), N x d in ``--chunks``
+row chunks, persisted on a ``distributed.LocalCluster`` of 2 worker processes
+with 1 thread each. Three contenders fit from the same initial centers with
+tol=0: metriclust's KMeans on the dask array, dask-ml's KMeans on the same
+dask array, and metriclust's KMeans on the same data in memory (in the client
+process, OpenMP on every core). Each fits once with ``max_iter = 1`` and once
+with ``1 + --iters``; (t2 - t1) / iters is the time of one Lloyd iteration,
+free of the setup passes (mean, variance, seeding) and the final labelling.
+Contenders are interleaved within each repeat; medians.
+
+Per-task figures for the "scaling on paper" estimate: one chunk's Lloyd
+partial (``_core.blockwise.lloyd_partial``, one thread) timed in the client,
+the pickled size of its reduced part (sums, counts, inertia, changed), and
+the round trip of ``--chunks`` no-op tasks on the cluster.
+
+CPCM (second target): linear predictor on N x p float32 blobs with K
+clusters, fitted in memory and on the dask array (same random_state); the
+table gives both times and how far the results differ.
+
+Usage: python benchmarks/bench_dask.py [--n 2e7] [--d 8] [--k 16] [--chunks 64]
+           [--iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5]
+           [--skip-kmeans] [--skip-cpcm] [--quick]
+dask-ml is needed for the KMeans peer (pip install dask-ml); without it the
+peer's row is skipped.
+"""
+
+import argparse
+import logging
+import os
+import pickle
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402  (first: sets the OpenMP wait policy)
+
+import numpy as np  # noqa: E402
+
+
+def _uniform(n, d, chunks, seed):
+    import dask.array as da
+
+    rows = -(-n // chunks)
+    return da.random.default_rng(seed).random((n, d), dtype=np.float32, chunks=(rows, d))
+
+
+def _per_iteration(fit, iters):
+    """Callable timing one fit at max_iter=1 and one at 1 + iters.
+
+    Returns (seconds per iteration from the difference, seconds of the longer fit).
+    """
+    def run():
+        t0 = time.perf_counter()
+        fit(1)
+        t1 = time.perf_counter()
+        fit(1 + iters)
+        t2 = time.perf_counter()
+        return ((t2 - t1) - (t1 - t0)) / iters, t2 - t1
+    return run
+
+
+def bench_kmeans(args, client, lines):
+    import dask
+    import distributed
+    from metriclust import KMeans
+    from metriclust._core.blockwise import lloyd_partial
+
+    X = _uniform(int(args.n), args.d, args.chunks, 0).persist()
+    distributed.wait(X)
+    Xm = X.compute()
+    rng = np.random.default_rng(1)
+    init = np.ascontiguousarray(Xm[np.sort(rng.choice(Xm.shape[0], args.k, replace=False))])
+    fits = {
+        "metriclust (dask)": lambda m: KMeans(args.k, init=init, max_iter=m, tol=0).fit(X),
+        "metriclust (in memory)": lambda m: KMeans(args.k, init=init, max_iter=m, tol=0).fit(Xm),
+    }
+    try:
+        import dask_ml.cluster
+
+        fits["dask-ml"] = lambda m: dask_ml.cluster.KMeans(
+            n_clusters=args.k, init=init, max_iter=m, tol=0).fit(X)
+    except ImportError:
+        lines.append("(dask-ml not installed: its row is skipped)")
+
+    # the contenders agree (labels from the same init after 1 + iters iterations)
+    ours = fits["metriclust (dask)"](1 + args.iters)
+    mem = fits["metriclust (in memory)"](1 + args.iters)
+    same = bool(np.array_equal(ours.labels_.compute(), mem.labels_))
+    dc = float(np.max(np.abs(ours.cluster_centers_ - mem.cluster_centers_)))
+    peer_note = ""
+    if "dask-ml" in fits:
+        peer = fits["dask-ml"](1 + args.iters)
+        agree = float(np.mean(np.asarray(peer.labels_) == ours.labels_.compute()))
+        peer_note = f"; dask-ml's labels agree with ours on {agree:.4%} of the rows"
+    del ours, mem
+
+    load0 = _common.load_average()
+    # round-robin repeats; each call records its own seconds per iteration
+    _common.interleaved({k: _recording(k, _per_iteration(f, args.iters))
+                         for k, f in fits.items()}, args.repeats, warmup=False)
+    med = {k: float(np.median([v[0] for v in vs])) for k, vs in _PER_IT.items()}
+    whole = {k: float(np.median([v[1] for v in vs])) for k, vs in _PER_IT.items()}
+    load1 = _common.load_average()
+
+    rows_per_chunk = -(-int(args.n) // args.chunks)
+    block = Xm[:rows_per_chunk]
+    shift = block.mean(axis=0).astype(np.float32)
+    t_task = float(np.median(list(_common.interleaved(
+        {"task": lambda: lloyd_partial(block, init - shift, None, shift, 1)}, 5).values())[0]))
+    sums, counts, inertia, _ = lloyd_partial(block, init - shift, None, shift, 1)
+    partial_bytes = len(pickle.dumps((sums, counts, inertia, 0)))
+    noop = [dask.delayed(int)(0) for _ in range(args.chunks)]
+    t_noop = float(np.median(_common.interleaved({"noop": lambda: dask.compute(*noop)},
+                                                 5)["noop"]))
+
+    n = int(args.n)
+    lines.append(f"## KMeans, N = {n:.3g}, d = {args.d}, K = {args.k}, float32, "
+                 f"{args.chunks} chunks; {args.iters} iterations a fit, {args.repeats} "
+                 f"interleaved repeats; load average {load0:.1f} before, {load1:.1f} after")
+    lines.append("")
+    lines.append(_common.markdown_table(
+        ["contender", "s / Lloyd iteration (median)", "dask-ml / this",
+         f"whole fit, {1 + args.iters} iterations, s", "dask-ml / this (whole fit)"],
+        [[k, v, (med["dask-ml"] / v) if "dask-ml" in med else "-", whole[k],
+          (whole["dask-ml"] / whole[k]) if "dask-ml" in whole else "-"]
+         for k, v in med.items()]))
+    lines.append("")
+    lines.append(f"Same labels as in memory after {1 + args.iters} iterations: {same} "
+                 f"(largest center difference {dc:.3g}){peer_note}.")
+    lines.append(f"Per task: one chunk of {rows_per_chunk} rows, lloyd_partial on one thread "
+                 f"{t_task * 1e3:.1f} ms; its reduced partial {partial_bytes} bytes pickled; "
+                 f"{args.chunks} no-op tasks on the cluster {t_noop * 1e3:.1f} ms "
+                 f"({t_noop / args.chunks * 1e3:.2f} ms a task).")
+    lines.append("")
+
+
+_PER_IT = {}
+
+
+def _recording(name, fn):
+    def run():
+        _PER_IT.setdefault(name, []).append(fn())
+    return run
+
+
+def bench_cpcm(args, client, lines):
+    import dask.array as da
+    from metriclust import CPCM
+
+    n, p, K = int(args.cpcm_n), args.cpcm_p, args.cpcm_k
+    rows = -(-n // args.chunks)
+    rng = np.random.default_rng(2)
+    centers = rng.normal(scale=1.5, size=(K, p)).astype(np.float32)
+
+    def block(b, block_info=None):
+        lo, hi = block_info[0]["array-location"][0]
+        r = np.random.default_rng(1000 + lo)
+        y = r.integers(K, size=hi - lo)
+        return (centers[y] + r.standard_normal((hi - lo, p), dtype=np.float32))
+
+    X = da.zeros((n, p), dtype=np.float32, chunks=(rows, p)).map_blocks(
+        block, dtype=np.float32).persist()
+    Xm = X.compute()
+    load0 = _common.load_average()
+    t0 = time.perf_counter()
+    ref = CPCM(K, random_state=0).fit(Xm)
+    t1 = time.perf_counter()
+    got = CPCM(K, random_state=0).fit(X)
+    labels = got.labels_.compute()
+    t2 = time.perf_counter()
+    load1 = _common.load_average()
+    lines.append(f"## CPCM linear, N = {n:.3g}, p = {p}, K = {K}, float32, {args.chunks} "
+                 f"chunks; load average {load0:.1f} before, {load1:.1f} after")
+    lines.append("")
+    lines.append(_common.markdown_table(
+        ["fit", "seconds", "blur ratio", "iterations"],
+        [["in memory", t1 - t0, ref.blur_ratio_, ref.n_iter_],
+         ["dask (LocalCluster)", t2 - t1, got.blur_ratio_, got.n_iter_]]))
+    lines.append("")
+    lines.append(f"Labels equal: {bool(np.array_equal(labels, ref.labels_))}; "
+                 f"|blur ratio difference| {abs(got.blur_ratio_ - ref.blur_ratio_):.3g}; "
+                 f"largest |coef_ difference| {float(np.max(np.abs(got.coef_ - ref.coef_))):.3g}.")
+    lines.append("")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=float, default=2e7)
+    ap.add_argument("--d", type=int, default=8)
+    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--chunks", type=int, default=64)
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cpcm-n", type=float, default=1e7)
+    ap.add_argument("--cpcm-p", type=int, default=20)
+    ap.add_argument("--cpcm-k", type=int, default=5)
+    ap.add_argument("--skip-kmeans", action="store_true")
+    ap.add_argument("--skip-cpcm", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="N = 2e6 and 1e6, 2 repeats")
+    ap.add_argument("--spin", action="store_true", help="OpenMP threads spin (default passive)")
+    args = ap.parse_args()
+    if args.quick:
+        args.n, args.cpcm_n, args.repeats = 2e6, 1e6, 2
+
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    client = distributed.Client(cluster)
+    try:
+        header, _ = _common.machine_header("bench_dask", os.cpu_count(), repeats=3)
+        lines = header + ["cluster: distributed.LocalCluster, 2 worker processes x 1 thread",
+                          ""]
+        print("\n".join(lines), flush=True)
+        done = len(lines)
+        if not args.skip_kmeans:
+            bench_kmeans(args, client, lines)
+            print("\n".join(lines[done:]), flush=True)
+            done = len(lines)
+        if not args.skip_cpcm:
+            bench_cpcm(args, client, lines)
+            print("\n".join(lines[done:]), flush=True)
+    finally:
+        client.close()
+        cluster.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Dask arrays on a real distributed cluster: the same fits as in memory.
+
+A ``distributed.LocalCluster`` (2 worker processes, 1 thread each) is started
+once for the module and closed after it; every fit below runs its passes as
+tasks on those workers. The in-memory fit of the same data from the same
+start is the reference: labels equal, centers and inertia to the rounding of
+the float64 sums (their order differs: by chunk here, by OpenMP segment in
+memory).
+"""
+
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from metriclust import KMeans  # noqa: E402
+from metriclust._core.kmeans import kmeans_plusplus  # noqa: E402
+from metriclust._dask import seed_centers  # noqa: E402
+
+# centers and inertia: relative agreement with the in-memory fit, by dtype
+RTOL = {np.float32: 1e-5, np.float64: 1e-10}
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _blobs(n, p, k, seed, dtype=np.float64, spread=1.0, offset=0.0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=6.0, size=(k, p))
+    y = rng.integers(k, size=n)
+    X = centers[y] + spread * rng.normal(size=(n, p)) + offset
+    return X.astype(dtype), y
+
+
+def _uneven(X, sizes):
+    assert sum(sizes) == X.shape[0]
+    return da.from_array(X, chunks=(tuple(sizes), X.shape[1]))
+
+
+def test_import_metriclust_does_not_import_dask():
+    code = ("import sys, numpy as np, metriclust\n"
+            "from metriclust import KMeans\n"
+            "KMeans(2, random_state=0).fit(np.arange(10.0).reshape(5, 2)).predict([[0, 1]])\n"
+            "assert not any(m == 'dask' or m.startswith(('dask.', 'distributed'))\n"
+            "               for m in sys.modules), sorted(m for m in sys.modules if 'dask' in m)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_is_dask_array_without_importing_dask():
+    from metriclust._core.validation import is_dask_array
+
+    assert is_dask_array(da.zeros((4, 2), chunks=2))
+    assert not is_dask_array(np.zeros((4, 2)))
+    assert not is_dask_array([[0.0, 1.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kmeans_equals_in_memory_fit(client, dtype, weighted):
+    X, _ = _blobs(3000, 5, 6, seed=1, dtype=dtype, spread=2.0, offset=100.0)
+    rng = np.random.default_rng(2)
+    w = rng.uniform(0.5, 3.0, size=X.shape[0]) if weighted else None
+    init = X[rng.choice(X.shape[0], 6, replace=False)]
+    ref = KMeans(6, init=init, tol=0.0).fit(X, sample_weight=w)
+    Xd = _uneven(X, [700, 300, 1000, 1000])
+    wd = None if w is None else da.from_array(w, chunks=500)   # rechunked to X's rows
+    got = KMeans(6, init=init, tol=0.0).fit(Xd, sample_weight=wd)
+    assert isinstance(got.labels_, da.Array)
+    assert got.labels_.chunks == (Xd.chunks[0],)
+    np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+    assert got.n_iter_ == ref.n_iter_ > 2
+    assert got.cluster_centers_.dtype == dtype
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=RTOL[dtype],
+                               atol=RTOL[dtype] * 100)
+    assert got.inertia_ == pytest.approx(ref.inertia_, rel=RTOL[dtype])
+
+
+def test_kmeans_stops_like_in_memory(client):
+    # tol > 0 (the center-shift stop, then a labelling pass) and max_iter reached
+    X, _ = _blobs(2000, 3, 8, seed=3, spread=3.0)
+    init = X[:8].copy()
+    Xd = da.from_array(X, chunks=(450, 3))
+    for kw in ({"tol": 1e-2}, {"tol": 0.0, "max_iter": 3}):
+        ref = KMeans(8, init=init, **kw).fit(X)
+        got = KMeans(8, init=init, **kw).fit(Xd)
+        assert got.n_iter_ == ref.n_iter_
+        np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+        np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+        assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
+
+
+def test_empty_cluster_moves_to_the_same_rows_as_in_memory(client):
+    X, _ = _blobs(1500, 2, 3, seed=4)
+    init = np.vstack([X[:3], [[1e3, 1e3]], [[-1e3, 1e3]]])   # two centers nothing picks
+    ref = KMeans(5, init=init, tol=1e-3).fit(X)
+    got = KMeans(5, init=init, tol=1e-3).fit(da.from_array(X, chunks=(400, 2)))
+    assert np.unique(ref.labels_).size == 5
+    np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+
+
+def test_predict_and_transform_are_lazy_with_the_same_chunks(client):
+    X, _ = _blobs(1200, 4, 3, seed=5, dtype=np.float32, offset=50.0)
+    km = KMeans(3, random_state=0).fit(X)
+    Xd = _uneven(X, [100, 600, 500])
+    labels = km.predict(Xd)
+    dist = km.transform(Xd)
+    assert isinstance(labels, da.Array) and isinstance(dist, da.Array)
+    assert labels.chunks == (Xd.chunks[0],)
+    assert dist.chunks == (Xd.chunks[0], (3,)) and dist.dtype == np.float32
+    np.testing.assert_array_equal(labels.compute(), km.predict(X))
+    np.testing.assert_array_equal(dist.compute(), km.transform(X))
+    w = np.random.default_rng(0).uniform(size=X.shape[0])
+    assert km.score(Xd, sample_weight=w) == pytest.approx(km.score(X, sample_weight=w),
+                                                          rel=1e-12)
+
+
+def _inertia(X, centers):
+    d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1)
+    return float(d2.min(1).sum())
+
+
+@pytest.mark.parametrize("init", ["k-means||", "k-means++"])
+def test_scalable_seeding_is_as_good_as_kmeanspp_in_memory(client, init):
+    # 20 well-separated blobs: a poor seeding leaves two blobs under one center,
+    # which Lloyd does not repair. Lloyd runs in memory from each seeding.
+    X, _ = _blobs(4000, 3, 20, seed=6, spread=0.5)
+    Xd = da.from_array(X, chunks=(1000, 3))
+    seeded, fitted, ref_seeded, ref_fitted = [], [], [], []
+    for seed in range(3):
+        C = seed_centers(Xd, 20, init=init, random_state=seed)
+        seeded.append(_inertia(X, C))
+        fitted.append(KMeans(20, init=C).fit(X).inertia_)
+        C = kmeans_plusplus(X, 20, random_state=seed)[0]
+        ref_seeded.append(_inertia(X, C))
+        ref_fitted.append(KMeans(20, init=C).fit(X).inertia_)
+    assert np.median(fitted) <= 1.05 * np.median(ref_fitted)
+    assert np.median(seeded) <= 1.25 * np.median(ref_seeded)
+
+
+def test_same_random_state_same_seeding(client):
+    # the chunks' random draws are seeded from random_state, whichever worker runs them
+    X, _ = _blobs(2000, 3, 5, seed=7, dtype=np.float32)
+    Xd = da.from_array(X, chunks=(300, 3))
+    for init in ("k-means||", "k-means++"):
+        a = seed_centers(Xd, 5, init=init, random_state=3)
+        b = seed_centers(Xd.rechunk((300, 3)), 5, init=init, random_state=3)
+        assert a.dtype == np.float32
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dask_input_errors(client):
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    Xn = X.copy()
+    Xn[57, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        KMeans(2, random_state=0).fit(da.from_array(Xn, chunks=(25, 2)))
+    with pytest.raises(ValueError, match="k-means\\|\\|"):
+        KMeans(2, init="k-means||").fit(X)
+    with pytest.raises(ValueError, match="init"):
+        KMeans(2, init="farthest").fit(da.from_array(X, chunks=(25, 2)))
+    with pytest.raises(ValueError, match="2D"):
+        KMeans(2).fit(da.zeros((4, 2, 2), chunks=2))
+    Xu = da.from_array(X, chunks=(25, 2))
+    Xu = Xu[Xu[:, 0] > -10]   # unknown chunk sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        KMeans(2).fit(Xu)
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(2).fit(da.from_array(X, chunks=(25, 2)), sample_weight=-np.ones(100))
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(2).fit(da.from_array(X, chunks=(25, 2)), sample_weight=np.ones(99))
+    km = KMeans(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        km.predict(da.zeros((4, 3), chunks=2))
+
+
+@pytest.mark.parametrize("dtype", [np.float64])
+def test_cpcm_linear_equals_in_memory_fit(client, dtype):
+    # above the search sample (20000 rows): the starts are searched on the same
+    # sample as in memory, the best fixed points polished on all of X by tasks
+    from metriclust import CPCM
+
+    X, _ = _blobs(24000, 4, 3, seed=8, dtype=dtype, spread=2.0)
+    ref = CPCM(3, n_init=2, random_state=0).fit(X)
+    Xd = _uneven(X, [6000, 9000, 9000])
+    got = CPCM(3, n_init=2, random_state=0).fit(Xd)
+    assert isinstance(got.labels_, da.Array)
+    np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+    assert got.n_iter_ == ref.n_iter_
+    assert got.blur_ratio_ == pytest.approx(ref.blur_ratio_, rel=RTOL[dtype])
+    tol = {np.float32: 1e-4, np.float64: 1e-9}[dtype]
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.centers_, ref.centers_, rtol=tol, atol=tol)
+    Z = got.transform(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks == (Xd.chunks[0], (3,))
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(got.predict(Xd).compute(), ref.predict(X))
+
+
+def test_cpcm_dask_refuses_what_it_cannot_run(client):
+    from metriclust import CPCM
+
+    Xd = da.from_array(np.random.default_rng(0).normal(size=(100, 3)), chunks=(50, 3))
+    with pytest.raises(ValueError, match="predictor='linear'"):
+        CPCM(2, predictor="kernel").fit(Xd)
+
+
+def _pairs(y, m, rng):
+    n = y.shape[0]
+    i, j = rng.integers(n, size=(2, 8 * m))
+    keep = i != j
+    i, j = i[keep], j[keep]
+    same = y[i] == y[j]
+    return (np.c_[i[same], j[same]][:m].astype(np.int64),
+            np.c_[i[~same], j[~same]][:m].astype(np.int64))
+
+
+@pytest.mark.parametrize("diagonal, init", [(False, "covariance"), (True, "identity")])
+def test_mmc_explicit_pairs_equals_in_memory_fit(client, diagonal, init):
+    from metriclust import MMC
+
+    rng = np.random.default_rng(9)
+    X, y = _blobs(4000, 4, 3, seed=9)
+    X[:, 1] *= 5.0
+    S, D = _pairs(y, 300, rng)
+    Xd = _uneven(X, [1000, 500, 2500])
+    ref = MMC(diagonal=diagonal, init=init).fit(X, similar=S, dissimilar=D)
+    got = MMC(diagonal=diagonal, init=init).fit(Xd, similar=S, dissimilar=D)
+    assert got.n_iter_ == ref.n_iter_
+    assert got.objective_ == pytest.approx(ref.objective_, rel=1e-10)
+    np.testing.assert_allclose(got.metric_, ref.metric_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(got.similar_, S)
+    Z = got.transform(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks[0] == Xd.chunks[0]
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got.pair_distances(Xd, D[:50]), ref.pair_distances(X, D[:50]),
+                               rtol=1e-8)
+
+
+def test_mmc_dask_needs_explicit_dissimilar_pairs(client):
+    from metriclust import MMC
+
+    X, y = _blobs(500, 3, 2, seed=10)
+    S, _ = _pairs(y, 20, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="dissimilar"):
+        MMC().fit(da.from_array(X, chunks=(100, 3)), similar=S)
+
+
+def test_cpduml_transform_and_predict_chunk_by_chunk(client):
+    # a Nystrom fit (the low-rank path) in memory; new points moved lazily per chunk
+    from metriclust import CPDUML
+
+    X, _ = _blobs(600, 3, 3, seed=11)
+    est = CPDUML(3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=40,
+                 random_state=0).fit(X)
+    Xd = _uneven(X, [100, 200, 300])
+    Z = est.transform(Xd)
+    labels = est.predict(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks == (Xd.chunks[0], (3,))
+    np.testing.assert_array_equal(Z.compute(), est.transform(X))
+    np.testing.assert_array_equal(labels.compute(), est.predict(X))
+    with pytest.raises(TypeError, match="dask array"):
+        CPDUML(3).fit(Xd)
