@@ -266,10 +266,7 @@ class MMC(TransformerMixin, BaseEstimator):
         """
         n, p = X64.shape
         with np.errstate(over="ignore", invalid="ignore"):
-            m = np.zeros(p)
-            for a in range(0, len(S), 4096):              # diag(M_S) = sum_S (x_i - x_j)^2
-                d = X64[S[a:a + 4096, 0]] - X64[S[a:a + 4096, 1]]
-                m += np.einsum("ij,ij->j", d, d)
+            m = _scatter_diagonal(X64, S)
         if not np.all(np.isfinite(m)):
             raise ValueError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
@@ -313,7 +310,9 @@ class MMC(TransformerMixin, BaseEstimator):
         # lambda's p: the caller's, when X64 holds coordinates in a subspace
         ridge_p = p if ridge_features is None else ridge_features
         with np.errstate(over="ignore", invalid="ignore"):
-            M_S = scatter_of_pairs(X64, S)
+            # Diagonal A needs only diag(M_S) (whitening, ridge, scaling): O(|S| p), not p^2.
+            M_S = np.diag(_scatter_diagonal(X64, S)) if self.diagonal else \
+                scatter_of_pairs(X64, S)
         if not np.all(np.isfinite(M_S)):
             raise ValueError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
@@ -417,6 +416,9 @@ class MMC(TransformerMixin, BaseEstimator):
         return A0
 
     def _sum_d(self, X, S, D):
+        if self.diagonal:               # A = diag(a): the diagonal pass, no p x p product
+            a = np.einsum("ij,ij->j", self.components_, self.components_)
+            return PairSums(X, D, S).diag(a, gradient=False, hessian=False)[0]
         Lt = np.ascontiguousarray(self.components_.T)
         return PairSums(X, D, S).full(Lt, gradient=False)[0]
 
@@ -452,6 +454,15 @@ class MMC(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True   # side information is needed
         return tags
+
+
+def _scatter_diagonal(X, pairs, chunk=4096):
+    """``diag(M) = sum_k (x_i - x_j)^2`` over the pairs, in chunks of ``chunk``."""
+    m = np.zeros(X.shape[1])
+    for a in range(0, len(pairs), chunk):
+        d = X[pairs[a:a + chunk, 0]] - X[pairs[a:a + chunk, 1]]
+        m += np.einsum("ij,ij->j", d, d)
+    return m
 
 
 def _pairs_from_y(y, n, random_state):
@@ -663,7 +674,7 @@ def _face_newton(sums, B, G, tol, max_steps=50):
 
     # The pair sums over z_k (h, its gradient and Hessian in c) in one C pass
     # each, without forming the m x r(r+1)/2 matrix of the z_k.
-    steps = 0
+    steps, t_start = 0, 1.0
     for steps in range(1, max_steps + 1):
         F = np.ascontiguousarray(F0 @ Q)
         c = np.where(diag, mu[iu], 0.0)
@@ -681,7 +692,7 @@ def _face_newton(sums, B, G, tol, max_steps=50):
         dc[held] = -grad[held]
         if -grad[free] @ dc[free] < _FACE_DECREMENT * tol:
             break
-        g0, t = c @ trace_vec - np.log(h), 1.0
+        g0, t = c @ trace_vec - np.log(h), t_start
         noise = 8 * np.finfo(float).eps * (abs(g0) + 1)
         while True:
             mu_n, Q_n = np.linalg.eigh(unvec(c + t * dc))
@@ -691,11 +702,18 @@ def _face_newton(sums, B, G, tol, max_steps=50):
             hn = face_sums(F, Cn, gradient=False, hessian=False,
                            n_threads=sums.n_threads)[0]
             gn = cn @ trace_vec - np.log(hn) if hn > 0 else np.inf
-            if gn <= g0 + 1e-4 * grad @ (cn - c) + noise or t < 1e-14:
+            decrease = grad @ (cn - c)          # first-order change along the arc
+            if gn <= g0 + 1e-4 * decrease + noise or t < 1e-14:
                 break
-            t *= 0.5
+            # Safeguarded quadratic interpolation instead of halving: near a tiny
+            # eigenvalue the arc's accepted step is ~1e-5, 17 halvings (pair
+            # passes) away from 1.
+            curv = gn - g0 - decrease
+            t_q = -decrease * t / (2.0 * curv) if curv > 0 and decrease < 0 else 0.5 * t
+            t = min(0.5 * t, max(0.1 * t, t_q)) if np.isfinite(gn) else 0.1 * t
         if not gn < g0 - noise:
             break
+        t_start = min(1.0, 4.0 * t)
         mu, Q = mu_n, Q @ Q_n
     VQ = V @ Q
     Bn = (VQ * mu) @ VQ.T
