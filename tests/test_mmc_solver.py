@@ -172,3 +172,40 @@ def test_same_result_whatever_the_thread_count():
         with threadpool_limits(t, user_api="openmp"):
             out.append(MMC(tol=1e-8).fit(X, similar=S, dissimilar=D).metric_)
     np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_hostile_input_raises_or_works():
+    X, S, D = _problem()
+    for bad in (D.astype(np.int32), D.astype(float), np.asfortranarray(D)):
+        with pytest.raises((ValueError, TypeError)):
+            _mmc.FullSPG(X, "direct", bad, **SETTINGS)
+    with pytest.raises(ValueError):
+        _mmc.FullSPG(X[:, ::2], "direct", D, **SETTINGS)        # not C-contiguous
+    with pytest.raises(ValueError, match="columns"):
+        _mmc.FullSPG(np.zeros((5, 0)), "direct", D[:0], **SETTINGS)
+    # No pairs: h = 0, G = 0 (MMC's caller stops there).
+    solver = _mmc.FullSPG(X, "direct", np.zeros((0, 2), np.int64), **SETTINGS)
+    h, G, Gz, n_zero = solver.evaluate(np.eye(5) / 5)
+    assert h == 0.0 and not G.any() and n_zero == 0
+    h, gh, H = _mmc.face_sums(np.zeros((0, 3)), np.eye(3))
+    assert h == 0.0 and not gh.any() and H.shape == (6, 6)
+
+
+def test_lapack_resolves_on_first_call_without_scipy_loaded():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from metriclust._kernels import _mmc\n"
+            "assert 'scipy' not in sys.modules\n"
+            "X = np.random.default_rng(0).normal(size=(30, 4))\n"
+            "D = np.array([[i, i + 1] for i in range(29)], dtype=np.int64)\n"
+            "s = _mmc.FullSPG(X, 'direct', D, max_iter=5, tol=1e-6, memory=10, window=20,\n"
+            "                 stall_gap=100.0, face_gap=3e-2, newton_ok=False)\n"
+            "h = s.evaluate(np.eye(4) / 4)[0]\n"
+            "ref = np.linalg.norm(X[D[:, 0]] - X[D[:, 1]], axis=1).sum() / 2\n"
+            "assert abs(h - ref) < 1e-12 * ref, (h, ref)\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
