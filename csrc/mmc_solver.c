@@ -61,27 +61,40 @@ static int symmetric_part(const double *A, double *out, ptrdiff_t p) {
     return ML_OK;
 }
 
-/* Eigenvalues ascending (lam) and eigenvectors as rows of Vr (Vr[j p + i] =
- * component i of vector j) of the symmetric part of A. LAPACK's dsyevd first
- * (numpy's eigh), dsyevr if it does not converge (metric-learn issue #306). */
-static int eigh_sym(ml_mmc_spg *s, const double *A, double *lam, double *Vr) {
-    ptrdiff_t p = s->p;
+/* LAPACK workspace sizes for an n x n symmetric eigendecomposition (dsyevd
+ * with vectors, or dsyevr); iwork needs liwork + 2 n ints (dsyevr's isuppz). */
+static void eigh_workspace(ptrdiff_t n, int *lwork, int *liwork) {
+    ptrdiff_t lw = 1 + 6 * n + 2 * n * n;
+    *lwork = (int)(lw > 26 * n ? lw : 26 * n);
+    *liwork = (int)(10 * n + 3);
+}
+
+/* Eigenvalues ascending (lam) and eigenvectors as rows of Vr (Vr[j n + i] =
+ * component i of vector j) of the symmetric part of A (n x n). LAPACK's
+ * dsyevd first (numpy's eigh), dsyevr if it does not converge (metric-learn
+ * issue #306). S: n x n scratch. */
+static int eigh_ws(ml_dsyevd_fn dsyevd, ml_dsyevr_fn dsyevr, const double *A, ptrdiff_t p,
+                   double *lam, double *Vr, double *S, double *work, int lwork, int *iwork,
+                   int liwork) {
     int st = symmetric_part(A, Vr, p);
     if (st != ML_OK) return st;
     char jobz = 'V', uplo = 'L', range = 'A';
     int n = (int)p, lda = (int)p, info = 0;
-    s->pb.dsyevd(&jobz, &uplo, &n, Vr, &lda, lam, s->work, &s->lwork, s->iwork,
-                 &s->liwork, &info);
+    dsyevd(&jobz, &uplo, &n, Vr, &lda, lam, work, &lwork, iwork, &liwork, &info);
     if (info == 0) return ML_OK;
-    st = symmetric_part(A, s->S, p);
+    st = symmetric_part(A, S, p);
     if (st != ML_OK) return st;
     double vl = 0.0, vu = 0.0, abstol = 0.0;
     int il = 1, iu = n, found = 0;
-    int *isuppz = s->iwork + s->liwork;     /* 2 p ints past the LAPACK workspace */
-    s->pb.dsyevr(&jobz, &range, &uplo, &n, s->S, &lda, &vl, &vu, &il, &iu, &abstol,
-                 &found, lam, Vr, &lda, isuppz, s->work, &s->lwork, s->iwork,
-                 &s->liwork, &info);
+    int *isuppz = iwork + liwork;     /* 2 p ints past the LAPACK workspace */
+    dsyevr(&jobz, &range, &uplo, &n, S, &lda, &vl, &vu, &il, &iu, &abstol, &found, lam, Vr,
+           &lda, isuppz, work, &lwork, iwork, &liwork, &info);
     return info == 0 && found == n ? ML_OK : ML_ERR_EIGEN;
+}
+
+static int eigh_sym(ml_mmc_spg *s, const double *A, double *lam, double *Vr) {
+    return eigh_ws(s->pb.dsyevd, s->pb.dsyevr, A, s->p, lam, Vr, s->S, s->work, s->lwork,
+                   s->iwork, s->liwork);
 }
 
 /* Largest eigenvalue of the symmetric matrix A (dsyevr, one eigenvalue). */
@@ -234,9 +247,7 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
     s->p = p;
     size_t pp = (size_t)(p * p), sz = sizeof(double);
     s->cap = set->max_iter + 2;
-    s->lwork = (int)(1 + 6 * p + 2 * p * p);
-    if (s->lwork < 26 * p) s->lwork = (int)(26 * p);
-    s->liwork = (int)(10 * p + 3);
+    eigh_workspace(p, &s->lwork, &s->liwork);
     double **mats[] = {&s->B, &s->G, &s->Gz, &s->best_B, &s->best_G, &s->S, &s->V, &s->F,
                        &s->Lt, &s->P, &s->dir, &s->Bn, &s->Gn, &s->Gzn, &s->V2, &s->G2,
                        &s->Gz2};
@@ -574,5 +585,148 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
     free(idx_a);
     free(idx_b);
     free(freepos);
+    return status;
+}
+
+/* ---- face Newton ------------------------------------------------------------- */
+
+int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, double *Q,
+                       double tol, double decrement, int max_steps, int *steps_out,
+                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, ml_dsyevd_fn dsyevd,
+                       ml_dsyevr_fn dsyevr, int n_threads) {
+    if (m < 0 || r <= 0 || r > 64 || max_steps < 0 || !dgemm || !dsyrk || !dsyevd || !dsyevr)
+        return ML_ERR_ARG;
+    const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
+    const double sqrt2 = sqrt(2.0), tiny = 2.2250738585072014e-308;
+    const double eps_mach = 2.220446049250313e-16;
+    int lwork, liwork;
+    eigh_workspace(sl, &lwork, &liwork);
+    double *F = malloc((size_t)(m * r + 1) * sizeof(double));
+    double *vecs = malloc((size_t)(8 * sl + 4 * sl * sl + 6 * rr + 2 * r) * sizeof(double));
+    double *work = malloc((size_t)lwork * sizeof(double));
+    int *iwork = malloc((size_t)(liwork + 2 * sl) * sizeof(int));
+    ptrdiff_t *ia = malloc((size_t)sl * sizeof(ptrdiff_t)), *ib = malloc((size_t)sl * sizeof(ptrdiff_t));
+    ptrdiff_t *fidx = malloc((size_t)sl * sizeof(ptrdiff_t));
+    int status = ML_OK, steps = 0;
+    if (!F || !vecs || !work || !iwork || !ia || !ib || !fidx) {
+        status = ML_ERR_ALLOC;
+        goto done;
+    }
+    double *c = vecs, *dc = c + sl, *grad = dc + sl, *gh = grad + sl, *cn = gh + sl;
+    double *lamH = cn + sl, *coef = lamH + sl, *wt = coef + sl;
+    double *H = wt + sl, *hess = H + sl * sl, *UH = hess + sl * sl, *scratch = UH + sl * sl;
+    double *Cd = scratch + sl * sl, *M = Cd + rr, *Vn = M + rr, *Cn = Vn + rr, *Qt = Cn + rr;
+    double *Sr = Qt + rr, *mu_n = Sr + rr, *held_dir = mu_n + r;
+    for (ptrdiff_t a = 0, l = 0; a < r; ++a)        /* numpy's triu_indices order */
+        for (ptrdiff_t b = a; b < r; ++b, ++l) {
+            ia[l] = a;
+            ib[l] = b;
+            wt[l] = a == b ? 1.0 : sqrt2;
+        }
+    double t_start = 1.0;
+    for (steps = 1; steps <= max_steps; ++steps) {
+        gemm_rm(dgemm, F0, Q, F, m, r, r);          /* F = F0 Q: the pairs in C's eigenbasis */
+        memset(Cd, 0, (size_t)rr * sizeof(double));
+        for (ptrdiff_t a = 0; a < r; ++a) Cd[a * r + a] = mu[a];
+        double h = 0.0;
+        status = ml_mmc_face_sums(F, m, r, Cd, NULL, &h, gh, H, dsyrk, n_threads);
+        if (status != ML_OK) goto done;
+        if (!(h > 0.0)) break;
+        for (ptrdiff_t l = 0; l < sl; ++l) {
+            c[l] = ia[l] == ib[l] ? mu[ia[l]] : 0.0;
+            grad[l] = (ia[l] == ib[l] ? 1.0 : 0.0) - gh[l] / h;
+        }
+        /* Bertsekas' held set: eigen-directions at 0 whose gradient points outward */
+        double mumax = mu[0], wmax = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            mumax = mu[a] > mumax ? mu[a] : mumax;
+            ptrdiff_t l = a * r - a * (a - 1) / 2;   /* index of (a, a) */
+            double proj = mu[a] - grad[l] > 0.0 ? mu[a] - grad[l] : 0.0;
+            double w = fabs(mu[a] - proj);
+            wmax = w > wmax ? w : wmax;
+        }
+        double eps = 1e-12 * mumax < wmax ? 1e-12 * mumax : wmax;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            ptrdiff_t l = a * r - a * (a - 1) / 2;
+            held_dir[a] = (mu[a] <= eps && grad[l] > 0.0) ? 1.0 : 0.0;
+        }
+        ptrdiff_t nf = 0;
+        for (ptrdiff_t l = 0; l < sl; ++l)
+            if (held_dir[ia[l]] == 0.0 && held_dir[ib[l]] == 0.0) fidx[nf++] = l;
+        for (ptrdiff_t u = 0; u < nf; ++u)
+            for (ptrdiff_t v = 0; v < nf; ++v)
+                hess[u * nf + v] = H[fidx[u] * sl + fidx[v]] / h
+                                   + gh[fidx[u]] * gh[fidx[v]] / (h * h);
+        for (ptrdiff_t l = 0; l < sl; ++l) dc[l] = -grad[l];   /* held entries: -grad */
+        double dec = 0.0;
+        if (nf > 0) {
+            status = eigh_ws(dsyevd, dsyevr, hess, nf, lamH, UH, scratch, work, lwork, iwork,
+                             liwork);
+            if (status != ML_OK) goto done;
+            double floor_ = 1e-12 * (lamH[nf - 1] > tiny ? lamH[nf - 1] : tiny);
+            for (ptrdiff_t j = 0; j < nf; ++j) {
+                double q = 0.0;
+                for (ptrdiff_t u = 0; u < nf; ++u) q += UH[j * nf + u] * grad[fidx[u]];
+                coef[j] = q / (lamH[j] > floor_ ? lamH[j] : floor_);
+            }
+            for (ptrdiff_t u = 0; u < nf; ++u) {
+                double v = 0.0;
+                for (ptrdiff_t j = 0; j < nf; ++j) v += UH[j * nf + u] * coef[j];
+                dc[fidx[u]] = -v;
+                dec -= grad[fidx[u]] * dc[fidx[u]];
+            }
+        }
+        if (dec < decrement * tol) break;            /* Newton decrement below decrement tol */
+        double tr = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) tr += mu[a];
+        const double g0 = tr - log(h), noise = 8.0 * eps_mach * (fabs(g0) + 1.0);
+        double t = t_start, gn = INFINITY;
+        for (;;) {   /* Armijo along the projection arc onto C >= 0 */
+            for (ptrdiff_t l = 0; l < sl; ++l) {
+                double v = (c[l] + t * dc[l]) / wt[l];
+                M[ia[l] * r + ib[l]] = v;
+                M[ib[l] * r + ia[l]] = v;
+            }
+            status = eigh_ws(dsyevd, dsyevr, M, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
+            if (status != ML_OK) goto done;
+            for (ptrdiff_t j = 0; j < r; ++j) mu_n[j] = mu_n[j] > 0.0 ? mu_n[j] : 0.0;
+            for (ptrdiff_t a = 0; a < r; ++a)
+                for (ptrdiff_t b = 0; b < r; ++b) {
+                    double v = 0.0;
+                    for (ptrdiff_t j = 0; j < r; ++j) v += Vn[j * r + a] * mu_n[j] * Vn[j * r + b];
+                    Cn[a * r + b] = v;
+                }
+            double trn = 0.0, decrease = 0.0, hn = 0.0;
+            for (ptrdiff_t l = 0; l < sl; ++l) {
+                cn[l] = Cn[ia[l] * r + ib[l]] * wt[l];
+                if (ia[l] == ib[l]) trn += cn[l];
+                decrease += grad[l] * (cn[l] - c[l]);   /* first-order change along the arc */
+            }
+            status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
+            if (status != ML_OK) goto done;
+            gn = hn > 0.0 ? trn - log(hn) : INFINITY;
+            if (gn <= g0 + 1e-4 * decrease + noise || t < 1e-14) break;
+            /* safeguarded quadratic interpolation (see mmc.py's _face_newton) */
+            double curv = gn - g0 - decrease;
+            double tq = (curv > 0.0 && decrease < 0.0) ? -decrease * t / (2.0 * curv) : 0.5 * t;
+            if (!isfinite(gn)) t = 0.1 * t;
+            else t = 0.5 * t < (0.1 * t > tq ? 0.1 * t : tq) ? 0.5 * t : (0.1 * t > tq ? 0.1 * t : tq);
+        }
+        if (!(gn < g0 - noise)) break;
+        t_start = 4.0 * t < 1.0 ? 4.0 * t : 1.0;
+        /* mu <- mu_n, Q <- Q Q_n (Q_n's columns: the rows of Vn) */
+        for (ptrdiff_t i = 0; i < r; ++i)
+            for (ptrdiff_t j = 0; j < r; ++j) {
+                double v = 0.0;
+                for (ptrdiff_t a = 0; a < r; ++a) v += Q[i * r + a] * Vn[j * r + a];
+                Qt[i * r + j] = v;
+            }
+        memcpy(Q, Qt, (size_t)rr * sizeof(double));
+        memcpy(mu, mu_n, (size_t)r * sizeof(double));
+    }
+    if (steps > max_steps) steps = max_steps;
+done:
+    *steps_out = steps;
+    free(F); free(vecs); free(work); free(iwork); free(ia); free(ib); free(fidx);
     return status;
 }

@@ -116,4 +116,15 @@ const double *ml_mmc_spg_log(const ml_mmc_spg *s);                  /* 3 doubles
 int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
                      const unsigned char *free_mask, double *h, double *gh, double *H,
                      ml_dsyrk_fn dsyrk, int n_threads);
+
+/* mmc.py's _face_newton loop: projected Newton for min tr C - log h(C),
+ * h(C) = sum_k sqrt(f_k^T C f_k), over C >= 0, with f_k the rows of F0 (m x r)
+ * and C = Q diag(mu) Q^T (mu: r, Q: r x r row-major; both updated in place).
+ * Stops when the Newton decrement is below decrement * tol, when no decrease
+ * is found, or after max_steps; *steps: the steps taken (mmc.py's count).
+ * r <= 64 (the caller's faces have at most 16). */
+int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, double *Q,
+                       double tol, double decrement, int max_steps, int *steps,
+                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, ml_dsyevd_fn dsyevd,
+                       ml_dsyevr_fn dsyevr, int n_threads);
 #endif

@@ -209,3 +209,82 @@ def test_lapack_resolves_on_first_call_without_scipy_loaded():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _face_newton_reference(F0, mu, Q, tol, decrement=0.1, max_steps=50):
+    """mmc._face_newton's loop in numpy, with the explicit m x r(r+1)/2 matrix Z."""
+    r = F0.shape[1]
+    iu, ju = np.triu_indices(r)
+    diag = iu == ju
+    weight = np.where(diag, 1.0, np.sqrt(2.0))
+    trace_vec = diag.astype(float)
+
+    def unvec(c):
+        M = np.zeros((r, r))
+        M[iu, ju] = M[ju, iu] = c / weight
+        return M
+
+    steps, t_start = 0, 1.0
+    for steps in range(1, max_steps + 1):
+        F = F0 @ Q
+        Z = F[:, iu] * F[:, ju] * weight
+        c = np.where(diag, mu[iu], 0.0)
+        d = np.sqrt(np.maximum(Z @ c, 0.0))
+        pos = d > 0
+        h, w = d.sum(), 0.5 / d[pos]
+        gh = Z[pos].T @ w
+        grad = trace_vec - gh / h
+        eps = min(1e-12 * mu.max(), np.abs(mu - np.maximum(mu - grad[diag], 0)).max())
+        held_dir = (mu <= eps) & (grad[diag] > 0)
+        free = ~(held_dir[iu] | held_dir[ju])
+        Zf = Z[pos][:, free]
+        hess = (Zf * (2 * w**3)[:, None]).T @ Zf / h + np.outer(gh[free], gh[free]) / h**2
+        lam, U = np.linalg.eigh(hess)
+        lam = np.maximum(lam, 1e-12 * max(lam[-1], np.finfo(float).tiny))
+        dc = -grad.copy()
+        dc[free] = -U @ ((U.T @ grad[free]) / lam)
+        if -grad[free] @ dc[free] < decrement * tol:
+            break
+        g0, t = c @ trace_vec - np.log(h), t_start
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)
+        while True:
+            mu_n, Q_n = np.linalg.eigh(unvec(c + t * dc))
+            mu_n = np.maximum(mu_n, 0.0)
+            cn = ((Q_n * mu_n) @ Q_n.T)[iu, ju] * weight
+            hn = np.sqrt(np.maximum(Z @ cn, 0.0)).sum()
+            gn = cn @ trace_vec - np.log(hn) if hn > 0 else np.inf
+            decrease = grad @ (cn - c)
+            if gn <= g0 + 1e-4 * decrease + noise or t < 1e-14:
+                break
+            curv = gn - g0 - decrease
+            t_q = -decrease * t / (2 * curv) if curv > 0 and decrease < 0 else 0.5 * t
+            t = min(0.5 * t, max(0.1 * t, t_q)) if np.isfinite(gn) else 0.1 * t
+        if not gn < g0 - noise:
+            break
+        t_start = min(1.0, 4.0 * t)
+        mu, Q = mu_n, Q @ Q_n
+    return mu, Q, steps
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_face_newton_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    m, r = 400, 3
+    # Pair differences mostly along two directions (a rank-2 optimum with a
+    # small second eigenvalue, the case face Newton is for).
+    F0 = rng.normal(size=(m, r)) * np.array([3.0, 0.3, 0.05])
+    C0 = np.diag([0.6, 0.3, 0.1]) + np.eye(r) / (1000.0 * r)
+    mu, Q = np.linalg.eigh(C0)
+    mu_ref, Q_ref, steps_ref = _face_newton_reference(F0, mu, Q, 1e-9)
+    mu_c, Q_c, steps = _mmc.face_newton(F0, mu, Q, 1e-9, 0.1, 50)
+    assert steps == steps_ref > 1
+    C_ref, C_c = (Q_ref * mu_ref) @ Q_ref.T, (Q_c * mu_c) @ Q_c.T
+    np.testing.assert_allclose(C_c, C_ref, atol=1e-10 * np.abs(C_ref).max())
+    # It minimized g(C) = tr C - log h(C): better than its start.
+    def g(C):
+        return np.trace(C) - np.log(np.sqrt(np.einsum("ka,ab,kb->k", F0, C, F0)).sum())
+    assert g(C_c) < g(C0)
+    with pytest.raises(ValueError, match="mu must have shape"):
+        _mmc.face_newton(F0, mu[:2], Q, 1e-9, 0.1, 50)
+    with pytest.raises(ValueError, match="finite"):
+        _mmc.face_newton(F0, np.full(3, np.nan), Q, 1e-9, 0.1, 50)

@@ -71,6 +71,10 @@ cdef extern from "mmc_solver.h" nogil:
     int ml_mmc_face_sums(const double *F, Py_ssize_t m, Py_ssize_t r, const double *C,
                          const unsigned char *free_mask, double *h, double *gh, double *H,
                          ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_mmc_face_newton(const double *F0, Py_ssize_t m, Py_ssize_t r, double *mu,
+                           double *Q, double tol, double decrement, int max_steps,
+                           int *steps, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk,
+                           ml_dsyevd_fn dsyevd, ml_dsyevr_fn dsyevr, int n_threads)
 
 # What FullSPG.run returns.
 CONVERGED = ML_MMC_CONVERGED
@@ -343,3 +347,36 @@ def face_sums(const double[:, ::1] F, const double[:, ::1] C, free=None,
     interrupt_leave(entered, status)
     _raise(status, "face_sums")
     return h, gh, H
+
+
+def face_newton(const double[:, ::1] F0, mu, Q, double tol, double decrement,
+                int max_steps, int n_threads=0):
+    """Projected Newton for ``min tr C - log sum_k sqrt(f_k^T C f_k)`` over ``C >= 0``.
+
+    ``F0`` (m x r): the pair differences in the face's coordinates; the start
+    ``C = Q diag(mu) Q^T``. Returns ``(mu, Q, steps)`` at the last accepted
+    point (see ``metriclust.mmc._face_newton`` for the method).
+    """
+    cdef Py_ssize_t m = F0.shape[0], r = F0.shape[1]
+    if r < 1 or r > 64:
+        raise ValueError(f"F0 must have 1 to 64 columns, got {r}")
+    mu_out = np.array(mu, dtype=np.float64, order="C")
+    Q_out = np.array(Q, dtype=np.float64, order="C")
+    if mu_out.shape != (r,) or Q_out.shape != (r, r):
+        raise ValueError(f"mu must have shape ({r},) and Q ({r}, {r}), got "
+                         f"{mu_out.shape} and {Q_out.shape}")
+    if not (np.all(np.isfinite(mu_out)) and np.all(np.isfinite(Q_out))):
+        raise ValueError("mu and Q must be finite")
+    if max_steps < 0:
+        raise ValueError(f"max_steps must be >= 0, got {max_steps}")
+    cdef double[::1] mv = mu_out
+    cdef double[:, ::1] qv = Q_out
+    cdef int steps = 0, status
+    entered = interrupt_enter()
+    with nogil:
+        status = ml_mmc_face_newton(&F0[0, 0] if m > 0 else NULL, m, r, &mv[0], &qv[0, 0],
+                                    tol, decrement, max_steps, &steps, dgemm, dsyrk, dsyevd,
+                                    dsyevr, n_threads)
+    interrupt_leave(entered, status)
+    _raise(status, "face_newton")
+    return mu_out, Q_out, steps
