@@ -93,12 +93,13 @@ cdef ml_dsyevr_fn _dsyevr = NULL
 
 
 def load_lapack():
-    """Resolve scipy's dsyevd / dsyevr (imports ``scipy.linalg.cython_lapack``)."""
+    """Resolve scipy's dsyevd / dsyevr (``scipy.linalg.cython_lapack``, without
+    ``scipy.linalg``'s ``__init__``: see ``_blas.scipy_capi``)."""
     global _dsyevd, _dsyevr
     if _dsyevd == NULL or _dsyevr == NULL:
-        from scipy.linalg import cython_lapack
+        from metriclust._kernels._blas import scipy_capi
 
-        capi = cython_lapack.__pyx_capi__
+        capi = scipy_capi("cython_lapack")
         _dsyevr = <ml_dsyevr_fn>PyCapsule_GetPointer(capi["dsyevr"],
                                                     PyCapsule_GetName(capi["dsyevr"]))
         _dsyevd = <ml_dsyevd_fn>PyCapsule_GetPointer(capi["dsyevd"],
