@@ -4,7 +4,8 @@
  * The Python layer builds the whitened problem, starts the solver and handles
  * the rare events (a non-smooth point, a face Newton step); the iterations
  * themselves (bound, projection, line search, Barzilai-Borwein step) run here
- * without the GIL and without per-iteration allocation. The pair sums come
+ * without the GIL, on buffers allocated once per solve (the pairwise kernels
+ * keep their own per-call partial sums). The pair sums come
  * from pairwise.h's entry points, in one of three forms: explicit pairs
  * (direct kernel), explicit pairs through the pair graph's Laplacian (many
  * pairs on few points), or all pairs not in S. Matrices are row-major p x p,

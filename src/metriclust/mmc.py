@@ -25,7 +25,9 @@ space of B) h is not differentiable and its gradient is +inf along that
 difference; the bound then takes ``t = eps`` for those pairs and is minimized
 over eps (``_full_upper_bound``, ``_diagonal_gap``), and the solvers step
 towards them. Where SPG stalls near a degenerate optimum, a projected Newton
-step on the optimum's face (``_face_newton``) resolves it. Many explicit pairs
+step on the optimum's face (``_face_newton``) resolves it. Both loops run in
+compiled code without the GIL; Python sets up the
+whitened problem and handles the rare events. Many explicit pairs
 on few points (``m > 4 n``) are summed through the weighted pair graph's
 Laplacian (``PairSums``): O(n p^2) per iteration instead of O(m p^2).
 
@@ -539,7 +541,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
 
     The iterations run in C (``PairSums.full_solver``: the bound, the exact
     projection, the non-monotone Armijo search, the Barzilai-Borwein step and
-    the stopping rules, with no per-iteration allocation). This function starts
+    the stopping rules, on buffers allocated once). This function starts
     the solver and handles its two rare events: a non-smooth point
     (:func:`_nonsmooth_step`) and a stall near the optimum (:func:`_face_newton`).
     """
