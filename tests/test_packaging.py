@@ -87,12 +87,17 @@ def test_small_kmeans_fit_does_not_import_scipy():
                                                                   'threadpoolctl')))
         from metriclust._kernels import _blas
         print(_blas.loaded())
-        # Wide data takes the GEMM path: scipy's BLAS is loaded then.
+        # Wide data takes the GEMM path: scipy's BLAS is loaded then, without
+        # scipy.linalg's __init__ (_blas.scipy_capi).
         Xw = np.random.default_rng(1).normal(size=(300, 200))
         KMeans(8, random_state=0).fit(Xw)
-        print('scipy.linalg' in sys.modules, _blas.loaded())
+        print('scipy.linalg.cython_blas' in sys.modules, _blas.loaded())
+        print('scipy.linalg' in sys.modules)
+        import scipy.linalg                      # still imports, and uses the same module
+        from scipy.linalg import cython_blas
+        print(cython_blas is sys.modules['scipy.linalg.cython_blas'])
     """)
-    assert out.split("\n")[:3] == ["[]", "False", "True True"]
+    assert out.split("\n")[:5] == ["[]", "False", "True True", "False", "True"]
 
 
 def test_public_modules_import_without_scipy():

@@ -25,7 +25,9 @@ space of B) h is not differentiable and its gradient is +inf along that
 difference; the bound then takes ``t = eps`` for those pairs and is minimized
 over eps (``_full_upper_bound``, ``_diagonal_gap``), and the solvers step
 towards them. Where SPG stalls near a degenerate optimum, a projected Newton
-step on the optimum's face (``_face_newton``) resolves it. Many explicit pairs
+step on the optimum's face (``_face_newton``) resolves it. Both loops run in
+compiled code without the GIL; Python sets up the
+whitened problem and handles the rare events. Many explicit pairs
 on few points (``m > 4 n``) are summed through the weighted pair graph's
 Laplacian (``PairSums``): O(n p^2) per iteration instead of O(m p^2).
 
@@ -52,6 +54,11 @@ from ._core.base import (BaseEstimator, ConvergenceWarning, Interval, Options, T
 from ._core.blockwise import is_out_of_core
 from ._core.streaming import gather_pair_rows
 from ._core.pairsums import PairSums, scatter_of_pairs
+from ._kernels._mmc import CONVERGED as SPG_CONVERGED
+from ._kernels._mmc import MAX_ITER as SPG_MAX_ITER
+from ._kernels._mmc import NONSMOOTH as SPG_NONSMOOTH
+from ._kernels._mmc import STALLED as SPG_STALLED
+from ._kernels._mmc import face_newton
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_capped_simplex, project_spectraplex, psd_factor
@@ -323,10 +330,7 @@ class MMC(TransformerMixin, BaseEstimator):
         """
         n, p = X64.shape
         with np.errstate(over="ignore", invalid="ignore"):
-            m = np.zeros(p)
-            for a in range(0, len(S), 4096):              # diag(M_S) = sum_S (x_i - x_j)^2
-                d = X64[S[a:a + 4096, 0]] - X64[S[a:a + 4096, 1]]
-                m += np.einsum("ij,ij->j", d, d)
+            m = _scatter_diagonal(X64, S)
         if not np.all(np.isfinite(m)):
             raise ValueError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
@@ -370,7 +374,9 @@ class MMC(TransformerMixin, BaseEstimator):
         # lambda's p: the caller's, when X64 holds coordinates in a subspace
         ridge_p = p if ridge_features is None else ridge_features
         with np.errstate(over="ignore", invalid="ignore"):
-            M_S = scatter_of_pairs(X64, S)
+            # Diagonal A needs only diag(M_S) (whitening, ridge, scaling): O(|S| p), not p^2.
+            M_S = np.diag(_scatter_diagonal(X64, S)) if self.diagonal else \
+                scatter_of_pairs(X64, S)
         if not np.all(np.isfinite(M_S)):
             raise ValueError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
@@ -474,6 +480,9 @@ class MMC(TransformerMixin, BaseEstimator):
         return A0
 
     def _sum_d(self, X, S, D):
+        if self.diagonal:               # A = diag(a): the diagonal pass, no p x p product
+            a = np.einsum("ij,ij->j", self.components_, self.components_)
+            return PairSums(X, D, S).diag(a, gradient=False, hessian=False)[0]
         Lt = np.ascontiguousarray(self.components_.T)
         return PairSums(X, D, S).full(Lt, gradient=False)[0]
 
@@ -521,6 +530,15 @@ class MMC(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True   # side information is needed
         return tags
+
+
+def _scatter_diagonal(X, pairs, chunk=4096):
+    """``diag(M) = sum_k (x_i - x_j)^2`` over the pairs, in chunks of ``chunk``."""
+    m = np.zeros(X.shape[1])
+    for a in range(0, len(pairs), chunk):
+        d = X[pairs[a:a + chunk, 0]] - X[pairs[a:a + chunk, 1]]
+        m += np.einsum("ij,ij->j", d, d)
+    return m
 
 
 def _pairs_from_y(y, n, random_state):
@@ -593,100 +611,86 @@ def _full_upper_bound(h, G, G_zero, n_zero):
 
 
 def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
-    """Maximize ``h(B) = sum_D ||e||_B`` over ``{B >= 0, tr B <= 1}`` (SPG)."""
-    B, lam, V = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
-    h, G, G_zero, n_zero = sums.full(psd_factor(lam, V), zero_pairs=True)
+    """Maximize ``h(B) = sum_D ||e||_B`` over ``{B >= 0, tr B <= 1}`` (SPG).
+
+    The iterations run in C (``PairSums.full_solver``: the bound, the exact
+    projection, the non-monotone Armijo search, the Barzilai-Borwein step and
+    the stopping rules, on buffers allocated once). This function starts
+    the solver and handles its two rare events: a non-smooth point
+    (:func:`_nonsmooth_step`) and a stall near the optimum (:func:`_face_newton`).
+    """
+    B, _, _ = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
+    solver = sums.full_solver(max_iter=max_iter, tol=tol, memory=memory, window=_WINDOW,
+                              stall_gap=_STALL_GAP, face_gap=_FACE_GAP,
+                              newton_ok=not sums.implicit)   # face Newton: explicit pairs
+    h, G, G_zero, n_zero = solver.evaluate(B)
     if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
-    step = 1.0 / max(np.linalg.norm(G), np.finfo(float).tiny)
-    history = [h]
-    best = (h, B, G)                    # the search is non-monotone: keep the best
-    upper = np.inf
-    newton_ok = not sums.implicit      # the face Newton needs the explicit pairs
-    next_face, gaps = 0, []
-    it = 0
-    while it < max_iter:
-        it += 1
-        upper = min(upper, _full_upper_bound(h, G, G_zero, n_zero))   # weak duality
-        gap = (upper - best[0]) / best[0] if best[0] > 0 else np.inf
+    solver.set_point(B, h, G, G_zero, n_zero, True)
+    solver.set_counters(0, 0, np.inf)
+    logged = 0
+    while True:
+        event = solver.run()
+        info = solver.info()
         if verbose:
-            print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
-        if gap <= tol:
-            return best[1], it - 1, True
-        if n_zero:
-            # Non-smooth point: some D pairs have e_k != 0 in the null space of B, where
-            # h has slope +inf; the projected gradient cannot see them. Step towards
-            # the top eigenvector u of their scatter: B <- (1 - t) B + t u u^T.
-            u = np.linalg.eigh(G_zero)[1][:, -1]
-            t = 0.5
-            while t > 1e-14:
-                Bn = (1.0 - t) * B + t * np.outer(u, u)
-                hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
-                if hn > h:
-                    break
-                t *= 0.5
-            if not hn > h:
-                return best[1], it, False
-            B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
-            history.append(h)
-            if h > best[0]:
-                best = (h, B, G)
-            step = 1.0 / np.linalg.norm(G)
+            for it, h_it, gap in solver.log(logged):
+                print(f"MMC iter {int(it):4d}  sum_D = {h_it:.10g}  rel. gap <= {gap:.3e}")
+            logged = info["n_log"]
+        if event in (SPG_CONVERGED, SPG_STALLED, SPG_MAX_ITER):
+            if verbose:
+                print(f"MMC: {info['n_eval']} pair-sum passes in the solver loop")
+            return solver.matrix("best_B"), info["n_iter"], event == SPG_CONVERGED
+        if event == SPG_NONSMOOTH:
+            done = _nonsmooth_step(solver, info, tol, verbose)
+            if done is not None:
+                return done
             continue
-        # Objective-change rule: at a non-smooth optimum (D pairs at distance ~0 under
-        # a rank-deficient A) the bound above stays loose while J has converged. Only
-        # near the bound: the non-monotone search can also cycle below the best point
-        # for 20 iterations far from the optimum (seen at a gap of 1.1e-2).
-        if (gap <= _STALL_GAP * tol and len(history) > _WINDOW
-                and max(history) - max(history[:-_WINDOW]) <= 0.1 * tol * max(history)):
-            return best[1], it - 1, True
-        gaps.append(gap)
-        stalled = len(gaps) > 3 and gap > 0.5 * gaps[-4]
-        if newton_ok and gap < _FACE_GAP and stalled and it >= next_face and not n_zero:
-            # Near the optimum SPG oscillates between faces; Newton on the face
-            # (see _face_newton) is kept only if its point is better.
-            Bn, n_steps = _face_newton(sums, best[1], best[2], tol)
-            it += n_steps                   # n_iter_ counts the Newton steps too
-            next_face = it + 10
-            if Bn is not None:
-                hn, Gn, Gzn, nzn = sums.full(psd_factor(*eigh_robust(Bn)), zero_pairs=True)
-                if verbose:
-                    print(f"MMC face Newton: {n_steps} steps, sum_D = {hn:.10g}")
-                if hn > best[0]:
-                    B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
-                    history, step = [h], 1.0 / np.linalg.norm(G)
-                    best = (h, B, G)
-                    upper = np.inf          # recomputed at the new point
-                    next_face = it + 3
-                    continue
-        # Projection of the gradient step onto C1 ∩ C2 (exact; one eigendecomposition).
-        P, lamP, VP = project_spectraplex(B + step * G)
-        direction = P - B
-        slope = np.sum(G * direction)
-        if not slope > 1e-15 * h:       # no ascent direction left at machine precision
-            return best[1], it, True
-        ref, t = min(history[-memory:]), 1.0
-        while True:                     # non-monotone Armijo search along B + t (P - B)
-            if t == 1.0:
-                Bn, Lt = P, psd_factor(lamP, VP)
-            else:
-                Bn = B + t * direction
-                Lt = psd_factor(*eigh_robust(Bn))
-            hn, Gn, Gzn, nzn = sums.full(Lt, zero_pairs=True)
-            if hn >= ref + 1e-4 * t * slope or t < 1e-12:
-                break
-            t *= 0.5
-        s, g_diff = Bn - B, Gn - G
-        curvature = -np.sum(s * g_diff)     # h is concave: curvature >= 0
-        step = np.sum(s * s) / curvature if curvature > 0 else 10.0 * step
-        step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
-        if hn - h <= 1e-15 * abs(h) and t < 1e-12:
-            return best[1], it, False    # stalled: the search found no increase
-        B, h, G, G_zero, n_zero = Bn, hn, Gn, Gzn, nzn
-        history.append(h)
-        if h > best[0]:
-            best = (h, B, G)
-    return best[1], max_iter, False
+        # SPG_FACE: SPG oscillates between faces near the optimum; Newton on the
+        # face (see _face_newton) is kept only if its point is better.
+        Bn, n_steps = _face_newton(sums, solver.matrix("best_B"), solver.matrix("best_G"),
+                                   tol)
+        it = info["it"] + n_steps           # n_iter_ counts the Newton steps too
+        solver.set_counters(it, it + 10, info["upper"])
+        if Bn is not None:
+            hn, Gn, Gzn, nzn = solver.evaluate(Bn)
+            if verbose:
+                print(f"MMC face Newton: {n_steps} steps, sum_D = {hn:.10g}")
+            if hn > info["best_h"]:
+                solver.set_point(Bn, hn, Gn, Gzn, nzn, True)   # best; bound recomputed
+        # otherwise the solver resumes with this iteration's projection step
+
+
+def _nonsmooth_step(solver, info, tol, verbose):
+    """One iteration at a non-smooth point (``n_zero > 0``); None to go on.
+
+    Some D pairs have ``e_k != 0`` in the null space of B, where h has slope
+    +inf: the projected gradient cannot see them. The bound takes them into
+    account (:func:`_full_upper_bound`) and the step goes towards the top
+    eigenvector u of their scatter: ``B <- (1 - t) B + t u u^T``. Returns
+    ``(B, n_iter, converged)`` when the solve ends here.
+    """
+    it = info["it"] + 1
+    B, G, G_zero = solver.matrix("B"), solver.matrix("G"), solver.matrix("G_zero")
+    h, n_zero, best_h = info["h"], info["n_zero"], info["best_h"]
+    upper = min(info["upper"], _full_upper_bound(h, G, G_zero, n_zero))   # weak duality
+    gap = (upper - best_h) / best_h if best_h > 0 else np.inf
+    if verbose:
+        print(f"MMC iter {it:4d}  sum_D = {h:.10g}  rel. gap <= {gap:.3e}")
+    if gap <= tol:
+        return solver.matrix("best_B"), it - 1, True
+    u = np.linalg.eigh(G_zero)[1][:, -1]
+    t = 0.5
+    while t > 1e-14:
+        Bn = (1.0 - t) * B + t * np.outer(u, u)
+        hn, Gn, Gzn, nzn = solver.evaluate(Bn)
+        if hn > h:
+            break
+        t *= 0.5
+    if not hn > h:
+        return solver.matrix("best_B"), it, False
+    solver.set_point(Bn, hn, Gn, Gzn, nzn, False)
+    solver.set_counters(it, info["next_face"], upper)
+    return None
 
 
 # The face Newton step: tried when SPG has stalled (the gap did not halve in three
@@ -732,57 +736,13 @@ def _face_newton(sums, B, G, tol, max_steps=50):
     EV = sums.E @ V
     F0 = EV[sums.D[:, 0]] - EV[sums.D[:, 1]]
     mu, Q = np.linalg.eigh(0.5 * (C0 + C0.T))
-    mu = np.maximum(mu, 0.0)
-    iu, ju = np.triu_indices(r)
-    diag = iu == ju
-    weight = np.where(diag, 1.0, np.sqrt(2.0))
-    trace_vec = diag.astype(np.float64)
-
-    def unvec(c):
-        M = np.zeros((r, r))
-        M[iu, ju] = c / weight
-        M[ju, iu] = c / weight
-        return M
-
-    steps = 0
-    for steps in range(1, max_steps + 1):
-        F = F0 @ Q
-        Z = F[:, iu] * F[:, ju] * weight
-        c = np.where(diag, mu[iu], 0.0)
-        d = np.sqrt(np.maximum(Z @ c, 0.0))
-        pos = d > 0
-        h = d.sum()
-        w = 0.5 / d[pos]
-        Zp = Z[pos]
-        gh = Zp.T @ w
-        grad = trace_vec - gh / h
-        eps = min(1e-12 * mu.max(), np.abs(mu - np.maximum(mu - grad[diag], 0)).max())
-        held_dir = (mu <= eps) & (grad[diag] > 0)
-        held = held_dir[iu] | held_dir[ju]
-        free = ~held
-        Zf = Zp[:, free]
-        hess = ((Zf * (2.0 * w**3)[:, None]).T @ Zf) / h + np.outer(gh[free], gh[free]) / h**2
-        lam, U = np.linalg.eigh(hess)
-        lam = np.maximum(lam, 1e-12 * max(lam[-1], np.finfo(float).tiny))
-        dc = np.zeros_like(c)
-        dc[free] = -U @ ((U.T @ grad[free]) / lam)
-        dc[held] = -grad[held]
-        if -grad[free] @ dc[free] < _FACE_DECREMENT * tol:
-            break
-        g0, t = c @ trace_vec - np.log(h), 1.0
-        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)
-        while True:
-            mu_n, Q_n = np.linalg.eigh(unvec(c + t * dc))
-            mu_n = np.maximum(mu_n, 0.0)
-            cn = ((Q_n * mu_n) @ Q_n.T)[iu, ju] * weight
-            hn = np.sqrt(np.maximum(Z @ cn, 0.0)).sum()
-            gn = cn @ trace_vec - np.log(hn) if hn > 0 else np.inf
-            if gn <= g0 + 1e-4 * grad @ (cn - c) + noise or t < 1e-14:
-                break
-            t *= 0.5
-        if not gn < g0 - noise:
-            break
-        mu, Q = mu_n, Q @ Q_n
+    # The steps run in C (face_newton): one pass over the pairs for h, its
+    # gradient and Hessian in c, one per line-search trial for h. The search
+    # starts at 4x the last accepted step and interpolates (safeguarded
+    # quadratic) instead of halving: near a tiny eigenvalue the projection
+    # arc accepts steps of ~1e-5, 17 halvings from 1.
+    mu, Q, steps = face_newton(np.ascontiguousarray(F0), np.maximum(mu, 0.0), Q, tol,
+                               _FACE_DECREMENT, max_steps, n_threads=sums.n_threads)
     VQ = V @ Q
     Bn = (VQ * mu) @ VQ.T
     return Bn / np.trace(Bn), steps

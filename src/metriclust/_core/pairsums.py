@@ -10,7 +10,7 @@ once, not per call (threadpoolctl costs milliseconds per entry).
 
 import numpy as np
 
-from .._kernels import _pairwise
+from .._kernels import _mmc, _pairwise
 from .threads import effective_n_threads
 
 __all__ = ["PairSums", "scatter_of_pairs", "unique_pairs"]
@@ -131,6 +131,21 @@ class PairSums:
         if zero_pairs:
             return h - hs, G - Gs, None, 0
         return h - hs, (G - Gs if gradient else None)
+
+    def full_solver(self, **settings):
+        """MMC's full-A projected-gradient loop in C over these pairs.
+
+        A :class:`metriclust._kernels._mmc.FullSPG` in the form ``full`` uses
+        (direct kernel, Laplacian form, or all pairs not in S); ``settings``
+        are its keyword arguments (``max_iter``, ``tol``, ...).
+        """
+        if self.implicit:
+            return _mmc.FullSPG(self.E, "allpairs", self.S, n_threads=self.n_threads,
+                                **settings)
+        if self.laplacian:
+            return _mmc.FullSPG(self.E, "laplacian", self.D_far, self.D_close,
+                                n_threads=self.n_threads, **settings)
+        return _mmc.FullSPG(self.E, "direct", self.D, n_threads=self.n_threads, **settings)
 
     def diag(self, a, gradient=True, hessian=True, zero_pairs=False):
         """``h = sum_D sqrt(a . v)``, ``grad h``, and ``H = -hess h`` (Xing et al. 2003, Sec. 2.1).

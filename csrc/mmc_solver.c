@@ -1,0 +1,732 @@
+/* MMC's full-A solver loop; see mmc_solver.h and metriclust/mmc.py. */
+#include "mmc_solver.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ML_FACE_BLOCK 2048   /* pairs per deterministic partial sum (face Newton) */
+#define ML_FACE_CHUNK 256    /* rows gathered per dsyrk call */
+
+struct ml_mmc_spg {
+    ml_mmc_problem pb;
+    ml_mmc_settings set;
+    ptrdiff_t p;
+    /* current and best points */
+    double *B, *G, *Gz, h, nz;
+    double *best_B, *best_G, best_h;
+    double step, upper, gap;
+    double *hist;            /* h over the iterations since the last reset */
+    ptrdiff_t n_hist, cap;
+    double *gaps;
+    ptrdiff_t n_gaps;
+    double *log;             /* (it, h, gap) per iteration run here */
+    ptrdiff_t n_log;
+    ptrdiff_t it, n_iter, next_face;
+    ptrdiff_t n_eval;        /* pair-sum passes (evaluations) so far */
+    int resume_projection;   /* a FACE event left this iteration before its projection */
+    /* scratch, p x p unless noted */
+    double *S, *lam, *V, *F, *Lt, *P, *dir, *Bn, *Gn, *Gzn, *lam2, *V2, *G2, *Gz2;
+    double *work;
+    int *iwork, lwork, liwork;
+    /* LAPLACIAN / ALLPAIRS: n x p, n x p, n, n x p */
+    double *Y, *T, *wdeg, *EW;
+};
+
+/* ---- small dense helpers ------------------------------------------------ */
+
+static double frob_dot(const double *A, const double *B, ptrdiff_t len) {
+    double s = 0.0;
+    for (ptrdiff_t t = 0; t < len; ++t) s += A[t] * B[t];
+    return s;
+}
+
+/* C (a x c) = A (a x b) B (b x c), all row-major. */
+static void gemm_rm(ml_dgemm_fn dgemm, const double *A, const double *B, double *C,
+                    ptrdiff_t a, ptrdiff_t b, ptrdiff_t c) {
+    char nn = 'N';
+    int ai = (int)a, bi = (int)b, ci = (int)c;
+    double one = 1.0, zero = 0.0;
+    dgemm(&nn, &nn, &ci, &ai, &bi, &one, (double *)B, &ci, (double *)A, &bi, &zero, C, &ci);
+}
+
+/* Symmetric part of A into out; ML_ERR_NUMERIC if not finite. */
+static int symmetric_part(const double *A, double *out, ptrdiff_t p) {
+    for (ptrdiff_t a = 0; a < p; ++a)
+        for (ptrdiff_t b = 0; b < p; ++b) {
+            double v = 0.5 * (A[a * p + b] + A[b * p + a]);
+            if (!isfinite(v)) return ML_ERR_NUMERIC;
+            out[a * p + b] = v;
+        }
+    return ML_OK;
+}
+
+/* LAPACK workspace sizes for an n x n symmetric eigendecomposition (dsyevd
+ * with vectors, or dsyevr); iwork needs liwork + 2 n ints (dsyevr's isuppz). */
+static void eigh_workspace(ptrdiff_t n, int *lwork, int *liwork) {
+    ptrdiff_t lw = 1 + 6 * n + 2 * n * n;
+    *lwork = (int)(lw > 26 * n ? lw : 26 * n);
+    *liwork = (int)(10 * n + 3);
+}
+
+/* Eigenvalues ascending (lam) and eigenvectors as rows of Vr (Vr[j n + i] =
+ * component i of vector j) of the symmetric part of A (n x n). LAPACK's
+ * dsyevd first (numpy's eigh), dsyevr if it does not converge (metric-learn
+ * issue #306). S: n x n scratch. */
+static int eigh_ws(ml_dsyevd_fn dsyevd, ml_dsyevr_fn dsyevr, const double *A, ptrdiff_t p,
+                   double *lam, double *Vr, double *S, double *work, int lwork, int *iwork,
+                   int liwork) {
+    int st = symmetric_part(A, Vr, p);
+    if (st != ML_OK) return st;
+    char jobz = 'V', uplo = 'L', range = 'A';
+    int n = (int)p, lda = (int)p, info = 0;
+    dsyevd(&jobz, &uplo, &n, Vr, &lda, lam, work, &lwork, iwork, &liwork, &info);
+    if (info == 0) return ML_OK;
+    st = symmetric_part(A, S, p);
+    if (st != ML_OK) return st;
+    double vl = 0.0, vu = 0.0, abstol = 0.0;
+    int il = 1, iu = n, found = 0;
+    int *isuppz = iwork + liwork;     /* 2 p ints past the LAPACK workspace */
+    dsyevr(&jobz, &range, &uplo, &n, S, &lda, &vl, &vu, &il, &iu, &abstol, &found, lam, Vr,
+           &lda, isuppz, work, &lwork, iwork, &liwork, &info);
+    return info == 0 && found == n ? ML_OK : ML_ERR_EIGEN;
+}
+
+static int eigh_sym(ml_mmc_spg *s, const double *A, double *lam, double *Vr) {
+    return eigh_ws(s->pb.dsyevd, s->pb.dsyevr, A, s->p, lam, Vr, s->S, s->work, s->lwork,
+                   s->iwork, s->liwork);
+}
+
+/* Largest eigenvalue of the symmetric matrix A (dsyevr, one eigenvalue). */
+static int top_eigenvalue(ml_mmc_spg *s, const double *A, double *top) {
+    ptrdiff_t p = s->p;
+    int st = symmetric_part(A, s->S, p);
+    if (st != ML_OK) return st;
+    char jobz = 'N', range = 'I', uplo = 'L';
+    int n = (int)p, lda = (int)p, ldz = 1, il = n, iu = n, found = 0, info = 0;
+    double vl = 0.0, vu = 0.0, abstol = 0.0, z = 0.0;
+    int *isuppz = s->iwork + s->liwork;
+    s->pb.dsyevr(&jobz, &range, &uplo, &n, s->S, &lda, &vl, &vu, &il, &iu, &abstol,
+                 &found, s->lam2, &z, &ldz, isuppz, s->work, &s->lwork, s->iwork,
+                 &s->liwork, &info);
+    if (info == 0 && found == 1) {
+        *top = s->lam2[0];
+        return ML_OK;
+    }
+    st = eigh_sym(s, A, s->lam2, s->V2);
+    if (st == ML_OK) *top = s->lam2[p - 1];
+    return st;
+}
+
+/* F (p x r, row-major) with F F^T = sum over kept j of lam_j v_j v_j^T;
+ * lam ascending (as eigh_sym and the capped-simplex projection leave it),
+ * columns by decreasing eigenvalue, kept: lam_j > rtol * top, at least one
+ * (mmc.py's psd_factor). Returns r. */
+static ptrdiff_t psd_factor(const double *lam, const double *Vr, ptrdiff_t p, double rtol,
+                            double *F) {
+    double top = lam[p - 1] > 0.0 ? lam[p - 1] : 0.0;
+    ptrdiff_t r = 0;
+    if (top > 0.0)
+        while (r < p && lam[p - 1 - r] > rtol * top) ++r;
+    if (r == 0) r = 1;
+    for (ptrdiff_t c = 0; c < r; ++c) {
+        ptrdiff_t j = p - 1 - c;
+        double sq = lam[j] > 0.0 ? sqrt(lam[j]) : 0.0;
+        const double *v = Vr + j * p;
+        for (ptrdiff_t i = 0; i < p; ++i) F[i * r + c] = v[i] * sq;
+    }
+    return r;
+}
+
+/* Projection of ascending lam onto {x >= 0, sum x <= 1} (Duchi et al. 2008). */
+static void project_capped_simplex(const double *lam, double *out, ptrdiff_t p) {
+    double pos = 0.0;
+    for (ptrdiff_t j = 0; j < p; ++j) pos += lam[j] > 0.0 ? lam[j] : 0.0;
+    if (pos <= 1.0) {
+        for (ptrdiff_t j = 0; j < p; ++j) out[j] = lam[j] > 0.0 ? lam[j] : 0.0;
+        return;
+    }
+    double css = -1.0, tau = 0.0;
+    for (ptrdiff_t k = 0; k < p; ++k) {        /* descending: lam[p - 1 - k] */
+        double u = lam[p - 1 - k];
+        css += u;
+        if (u - css / (double)(k + 1) > 0.0) tau = css / (double)(k + 1);
+    }
+    for (ptrdiff_t j = 0; j < p; ++j) out[j] = lam[j] - tau > 0.0 ? lam[j] - tau : 0.0;
+}
+
+/* ---- the pair sums in the problem's form --------------------------------- */
+
+static int eval_factor(ml_mmc_spg *s, const double *Lt, ptrdiff_t r, double *h, double *G,
+                       double *Gz, double *nz) {
+    const ml_mmc_problem *pb = &s->pb;
+    ptrdiff_t n = pb->n, p = pb->p, pp = p * p;
+    int st;
+    s->n_eval += 1;
+    if (pb->form == ML_MMC_DIRECT)
+        return ml_pairs_full(pb->E, n, p, pb->pairs, pb->m, Lt, r, h, G, NULL, Gz, nz,
+                             pb->dgemm, pb->dsyrk, pb->n_threads);
+    gemm_rm(pb->dgemm, pb->E, Lt, s->Y, n, p, r);               /* Y = E Lt */
+    if (pb->form == ML_MMC_LAPLACIAN) {
+        double h1 = 0.0, h2 = 0.0, nz1 = 0.0, nz2 = 0.0;
+        st = ml_pairs_laplacian(pb->E, s->Y, n, p, r, pb->pairs, pb->m, &h1, NULL,
+                                s->wdeg, s->T, Gz, &nz1);
+        if (st != ML_OK) return st;
+        st = ml_pairs_full(pb->E, n, p, pb->close, pb->m_close, Lt, r, &h2, s->G2, NULL,
+                           s->Gz2, &nz2, pb->dgemm, pb->dsyrk, pb->n_threads);
+        if (st != ML_OK) return st;
+        /* G = E^T diag(wdeg) E - E^T T, symmetrized, plus the close pairs' sum */
+        for (ptrdiff_t i = 0; i < n; ++i)
+            for (ptrdiff_t t = 0; t < p; ++t) s->EW[i * p + t] = pb->E[i * p + t] * s->wdeg[i];
+        char nc = 'N', tc = 'T';
+        int pi = (int)p, ni = (int)n;
+        double one = 1.0, mone = -1.0, zero = 0.0;
+        pb->dgemm(&nc, &tc, &pi, &pi, &ni, &one, s->EW, &pi, (double *)pb->E, &pi, &zero,
+                  s->S, &pi);
+        pb->dgemm(&nc, &tc, &pi, &pi, &ni, &mone, (double *)pb->E, &pi, s->T, &pi, &one,
+                  s->S, &pi);
+        for (ptrdiff_t a = 0; a < p; ++a)
+            for (ptrdiff_t b = 0; b < p; ++b)
+                G[a * p + b] = 0.5 * (s->S[a * p + b] + s->S[b * p + a]) + s->G2[a * p + b];
+        for (ptrdiff_t t = 0; t < pp; ++t) Gz[t] += s->Gz2[t];
+        *h = h1 + h2;
+        *nz = nz1 + nz2;
+        return ML_OK;
+    }
+    /* ALLPAIRS: all pairs i < j, minus S's own terms */
+    double h1 = 0.0, hs = 0.0;
+    if (n >= 2) {
+        st = ml_allpairs_full(pb->E, s->Y, n, p, r, &h1, G, pb->dgemm, pb->dsyrk,
+                              pb->n_threads);
+        if (st != ML_OK) return st;
+    } else {
+        memset(G, 0, (size_t)pp * sizeof(double));
+    }
+    st = ml_pairs_full(pb->E, n, p, pb->pairs, pb->m, Lt, r, &hs, s->G2, NULL, NULL, NULL,
+                       pb->dgemm, pb->dsyrk, pb->n_threads);
+    if (st != ML_OK) return st;
+    for (ptrdiff_t t = 0; t < pp; ++t) G[t] -= s->G2[t];
+    memset(Gz, 0, (size_t)pp * sizeof(double));
+    *h = h1 - hs;
+    *nz = 0.0;
+    return ML_OK;
+}
+
+int ml_mmc_spg_evaluate(ml_mmc_spg *s, const double *B, double *h, double *G,
+                        double *G_zero, double *n_zero) {
+    int st = eigh_sym(s, B, s->lam2, s->V2);
+    if (st != ML_OK) return st;
+    ptrdiff_t r = psd_factor(s->lam2, s->V2, s->p, 1e-13, s->Lt);
+    return eval_factor(s, s->Lt, r, h, G, G_zero, n_zero);
+}
+
+/* ---- life cycle and state ------------------------------------------------ */
+
+void ml_mmc_spg_free(ml_mmc_spg *s) {
+    if (!s) return;
+    double *bufs[] = {s->B, s->G, s->Gz, s->best_B, s->best_G, s->hist, s->gaps, s->log,
+                      s->S, s->lam, s->V, s->F, s->Lt, s->P, s->dir, s->Bn, s->Gn, s->Gzn,
+                      s->lam2, s->V2, s->G2, s->Gz2, s->work, s->Y, s->T, s->wdeg, s->EW};
+    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) free(bufs[k]);
+    free(s->iwork);
+    free(s);
+}
+
+ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set) {
+    ptrdiff_t p = pb->p, n = pb->n;
+    /* LAPACK takes int sizes: 2 p^2 + 6 p + 1 must fit */
+    if (p <= 0 || p > 20000 || n < 0 || pb->m < 0 || set->max_iter < 1 || set->memory < 1
+        || set->window < 1 || pb->form < ML_MMC_DIRECT || pb->form > ML_MMC_ALLPAIRS
+        || !pb->dgemm || !pb->dsyrk || !pb->dsyevd || !pb->dsyevr)
+        return NULL;
+    if (pb->form == ML_MMC_LAPLACIAN && pb->m_close < 0) return NULL;
+    ml_mmc_spg *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->pb = *pb;
+    s->set = *set;
+    s->p = p;
+    size_t pp = (size_t)(p * p), sz = sizeof(double);
+    s->cap = set->max_iter + 2;
+    eigh_workspace(p, &s->lwork, &s->liwork);
+    double **mats[] = {&s->B, &s->G, &s->Gz, &s->best_B, &s->best_G, &s->S, &s->V, &s->F,
+                       &s->Lt, &s->P, &s->dir, &s->Bn, &s->Gn, &s->Gzn, &s->V2, &s->G2,
+                       &s->Gz2};
+    int ok = 1;
+    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; ++k)
+        ok &= (*mats[k] = calloc(pp, sz)) != NULL;
+    ok &= (s->lam = calloc((size_t)p, sz)) != NULL;
+    ok &= (s->lam2 = calloc((size_t)p, sz)) != NULL;
+    ok &= (s->hist = calloc((size_t)s->cap, sz)) != NULL;
+    ok &= (s->gaps = calloc((size_t)s->cap, sz)) != NULL;
+    ok &= (s->log = calloc((size_t)(3 * s->cap), sz)) != NULL;
+    ok &= (s->work = calloc((size_t)s->lwork, sz)) != NULL;
+    ok &= (s->iwork = calloc((size_t)(s->liwork + 2 * p), sizeof(int))) != NULL;
+    if (ok && pb->form != ML_MMC_DIRECT) {
+        size_t np = (size_t)(n * p) + 1;
+        ok &= (s->Y = calloc(np, sz)) != NULL;
+        ok &= (s->T = calloc(np, sz)) != NULL;
+        ok &= (s->EW = calloc(np, sz)) != NULL;
+        ok &= (s->wdeg = calloc((size_t)n + 1, sz)) != NULL;
+    }
+    if (!ok) {
+        ml_mmc_spg_free(s);
+        return NULL;
+    }
+    s->upper = INFINITY;
+    s->gap = INFINITY;
+    return s;
+}
+
+static double inv_frob(const double *G, ptrdiff_t len) {
+    double nrm = sqrt(frob_dot(G, G, len));
+    return nrm > 0.0 ? 1.0 / nrm : 1.0 / 2.2250738585072014e-308;
+}
+
+int ml_mmc_spg_set_point(ml_mmc_spg *s, const double *B, double h, const double *G,
+                         const double *G_zero, double n_zero, int reset) {
+    size_t bytes = (size_t)(s->p * s->p) * sizeof(double);
+    memcpy(s->B, B, bytes);
+    memcpy(s->G, G, bytes);
+    memcpy(s->Gz, G_zero, bytes);
+    s->h = h;
+    s->nz = n_zero;
+    s->step = inv_frob(G, s->p * s->p);
+    s->resume_projection = 0;
+    if (reset) {
+        s->n_hist = 0;
+        s->upper = INFINITY;
+        s->next_face = s->it + 3;
+    }
+    if (s->n_hist >= s->cap) return ML_ERR_ARG;
+    s->hist[s->n_hist++] = h;
+    if (reset || s->n_hist == 1 || h > s->best_h) {
+        s->best_h = h;
+        memcpy(s->best_B, B, bytes);
+        memcpy(s->best_G, G, bytes);
+    }
+    return ML_OK;
+}
+
+void ml_mmc_spg_get_info(const ml_mmc_spg *s, ml_mmc_spg_info *info) {
+    info->it = s->it;
+    info->n_iter = s->n_iter;
+    info->next_face = s->next_face;
+    info->h = s->h;
+    info->n_zero = s->nz;
+    info->best_h = s->best_h;
+    info->upper = s->upper;
+    info->gap = s->gap;
+    info->n_log = s->n_log;
+    info->n_eval = s->n_eval;
+}
+
+void ml_mmc_spg_set_counters(ml_mmc_spg *s, ptrdiff_t it, ptrdiff_t next_face, double upper) {
+    s->it = it;
+    s->next_face = next_face;
+    s->upper = upper;
+}
+
+const double *ml_mmc_spg_current(const ml_mmc_spg *s, int which) {
+    switch (which) {
+    case 0: return s->B;
+    case 1: return s->G;
+    case 2: return s->Gz;
+    case 3: return s->best_B;
+    default: return s->best_G;
+    }
+}
+
+const double *ml_mmc_spg_log(const ml_mmc_spg *s) { return s->log; }
+
+/* ---- the iteration --------------------------------------------------------- */
+
+int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
+    const ml_mmc_settings *set = &s->set;
+    ptrdiff_t p = s->p, pp = p * p;
+    int st;
+    while (s->it < set->max_iter) {
+        if (ml_interrupted()) return ML_ERR_INTERRUPTED;
+        if (!s->resume_projection) {
+            if (s->nz > 0.0) {          /* the bound and the step need G_zero: caller */
+                *event = ML_MMC_NONSMOOTH;
+                return ML_OK;
+            }
+            s->it += 1;
+            double top;
+            st = top_eigenvalue(s, s->G, &top);              /* weak duality */
+            if (st != ML_OK) return st;
+            if (top + 0.5 * s->h < s->upper) s->upper = top + 0.5 * s->h;
+            double gap = s->best_h > 0.0 ? (s->upper - s->best_h) / s->best_h : INFINITY;
+            s->gap = gap;
+            if (s->n_log < s->cap) {
+                double *e = s->log + 3 * s->n_log++;
+                e[0] = (double)s->it;
+                e[1] = s->h;
+                e[2] = gap;
+            }
+            if (gap <= set->tol) {
+                s->n_iter = s->it - 1;
+                *event = ML_MMC_CONVERGED;
+                return ML_OK;
+            }
+            /* objective-change rule (mmc.py): near the bound, J flat over the window */
+            if (gap <= set->stall_gap * set->tol && s->n_hist > set->window) {
+                double all = s->hist[0], old;
+                ptrdiff_t cut = s->n_hist - set->window;
+                for (ptrdiff_t k = 1; k < cut; ++k) all = s->hist[k] > all ? s->hist[k] : all;
+                old = all;
+                for (ptrdiff_t k = cut; k < s->n_hist; ++k)
+                    all = s->hist[k] > all ? s->hist[k] : all;
+                if (all - old <= 0.1 * set->tol * all) {
+                    s->n_iter = s->it - 1;
+                    *event = ML_MMC_CONVERGED;
+                    return ML_OK;
+                }
+            }
+            if (s->n_gaps < s->cap) s->gaps[s->n_gaps++] = gap;
+            int stalled = s->n_gaps > 3 && gap > 0.5 * s->gaps[s->n_gaps - 4];
+            if (set->newton_ok && gap < set->face_gap && stalled && s->it >= s->next_face) {
+                s->resume_projection = 1;
+                *event = ML_MMC_FACE;
+                return ML_OK;
+            }
+        }
+        s->resume_projection = 0;
+
+        /* Projection of the gradient step onto {B >= 0, tr B <= 1}. */
+        for (ptrdiff_t t = 0; t < pp; ++t) s->P[t] = s->B[t] + s->step * s->G[t];
+        st = eigh_sym(s, s->P, s->lam, s->V);
+        if (st != ML_OK) return st;
+        project_capped_simplex(s->lam, s->lam, p);
+        ptrdiff_t r0 = psd_factor(s->lam, s->V, p, 0.0, s->F);
+        {   /* P = F F^T */
+            char tc = 'T', nc = 'N';
+            int pi = (int)p, ri = (int)r0;
+            double one = 1.0, zero = 0.0;
+            s->pb.dgemm(&tc, &nc, &pi, &pi, &ri, &one, s->F, &ri, s->F, &ri, &zero, s->P, &pi);
+        }
+        for (ptrdiff_t t = 0; t < pp; ++t) s->dir[t] = s->P[t] - s->B[t];
+        double slope = frob_dot(s->G, s->dir, pp);
+        if (!(slope > 1e-15 * s->h)) {     /* no ascent direction left at machine precision */
+            s->n_iter = s->it;
+            *event = ML_MMC_CONVERGED;
+            return ML_OK;
+        }
+        ptrdiff_t first = s->n_hist > set->memory ? s->n_hist - set->memory : 0;
+        double ref = s->hist[first];
+        for (ptrdiff_t k = first + 1; k < s->n_hist; ++k) ref = s->hist[k] < ref ? s->hist[k] : ref;
+        double t = 1.0, hn = 0.0, nzn = 0.0;
+        for (;;) {   /* non-monotone Armijo search along B + t (P - B) */
+            ptrdiff_t r;
+            if (t == 1.0) {
+                memcpy(s->Bn, s->P, (size_t)pp * sizeof(double));
+                /* the factor of P without its eigenvalues below 1e-13 of the top */
+                double top = s->lam[p - 1];
+                r = 0;
+                while (r < r0 && s->lam[p - 1 - r] > 1e-13 * top) ++r;
+                if (r == 0) r = 1;
+                for (ptrdiff_t i = 0; i < p; ++i)
+                    for (ptrdiff_t c = 0; c < r; ++c) s->Lt[i * r + c] = s->F[i * r0 + c];
+            } else {
+                for (ptrdiff_t k = 0; k < pp; ++k) s->Bn[k] = s->B[k] + t * s->dir[k];
+                st = eigh_sym(s, s->Bn, s->lam2, s->V2);
+                if (st != ML_OK) return st;
+                r = psd_factor(s->lam2, s->V2, p, 1e-13, s->Lt);
+            }
+            st = eval_factor(s, s->Lt, r, &hn, s->Gn, s->Gzn, &nzn);
+            if (st != ML_OK) return st;
+            if (hn >= ref + 1e-4 * t * slope || t < 1e-12) break;
+            t *= 0.5;
+        }
+        /* Barzilai-Borwein step; h is concave, so the curvature is >= 0 */
+        double ss = 0.0, sy = 0.0;
+        for (ptrdiff_t k = 0; k < pp; ++k) {
+            double sk = s->Bn[k] - s->B[k];
+            ss += sk * sk;
+            sy += sk * (s->Gn[k] - s->G[k]);
+        }
+        double curvature = -sy;
+        s->step = curvature > 0.0 ? ss / curvature : 10.0 * s->step;
+        double ig = inv_frob(s->Gn, pp);
+        if (s->step < 1e-12 * ig) s->step = 1e-12 * ig;
+        if (s->step > 1e12 * ig) s->step = 1e12 * ig;
+        if (hn - s->h <= 1e-15 * fabs(s->h) && t < 1e-12) {
+            s->n_iter = s->it;        /* stalled: the search found no increase */
+            *event = ML_MMC_STALLED;
+            return ML_OK;
+        }
+        double *tmp;
+        tmp = s->B; s->B = s->Bn; s->Bn = tmp;
+        tmp = s->G; s->G = s->Gn; s->Gn = tmp;
+        tmp = s->Gz; s->Gz = s->Gzn; s->Gzn = tmp;
+        s->h = hn;
+        s->nz = nzn;
+        if (s->n_hist >= s->cap) return ML_ERR_ARG;
+        s->hist[s->n_hist++] = hn;
+        if (hn > s->best_h) {
+            s->best_h = hn;
+            memcpy(s->best_B, s->B, (size_t)pp * sizeof(double));
+            memcpy(s->best_G, s->G, (size_t)pp * sizeof(double));
+        }
+    }
+    s->n_iter = set->max_iter;
+    *event = ML_MMC_MAX_ITER;
+    return ML_OK;
+}
+
+/* ---- face Newton sums -------------------------------------------------------- */
+
+int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
+                     const unsigned char *free_mask, double *h, double *gh, double *H,
+                     ml_dsyrk_fn dsyrk, int n_threads) {
+    if (m < 0 || r <= 0 || r > 4096 || (H && !gh)) return ML_ERR_ARG;
+    ptrdiff_t s_len = r * (r + 1) / 2, nf = 0;
+    ptrdiff_t *idx_a = malloc((size_t)s_len * sizeof(ptrdiff_t));
+    ptrdiff_t *idx_b = malloc((size_t)s_len * sizeof(ptrdiff_t));
+    ptrdiff_t *freepos = malloc((size_t)s_len * sizeof(ptrdiff_t));
+    if (!idx_a || !idx_b || !freepos) {
+        free(idx_a); free(idx_b); free(freepos);
+        return ML_ERR_ALLOC;
+    }
+    for (ptrdiff_t a = 0, l = 0; a < r; ++a)   /* numpy's triu_indices order */
+        for (ptrdiff_t b = a; b < r; ++b, ++l) {
+            idx_a[l] = a;
+            idx_b[l] = b;
+            if (!free_mask || free_mask[l]) freepos[nf++] = l;
+        }
+    ptrdiff_t nb = m > 0 ? (m + ML_FACE_BLOCK - 1) / ML_FACE_BLOCK : 1;
+    size_t part = (size_t)(1 + (gh ? s_len : 0) + (H ? nf * nf : 0));
+    double *parts = calloc((size_t)nb * part, sizeof(double));
+    if (!parts) {
+        free(idx_a); free(idx_b); free(freepos);
+        return ML_ERR_ALLOC;
+    }
+    int status = ML_OK;
+    const double sqrt2 = sqrt(2.0);
+    const double work = (double)m * (double)(r * r + (gh ? s_len : 0) + (H ? nf * nf : 0));
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
+    {
+        double *Zc = H ? malloc((size_t)(ML_FACE_CHUNK * (nf > 0 ? nf : 1)) * sizeof(double)) : NULL;
+        if (H && !Zc) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t b = 0; b < nb; ++b) {
+            if ((H && !Zc) || ml_interrupted()) continue;
+            double *acc = parts + (size_t)b * part;
+            double *gacc = gh ? acc + 1 : NULL;
+            double *Hacc = H ? acc + 1 + s_len : NULL;
+            ptrdiff_t start = b * ML_FACE_BLOCK;
+            ptrdiff_t end = start + ML_FACE_BLOCK < m ? start + ML_FACE_BLOCK : m;
+            ptrdiff_t filled = 0;
+            for (ptrdiff_t k = start; k < end; ++k) {
+                const double *f = F + k * r;
+                double q = 0.0;
+                for (ptrdiff_t a = 0; a < r; ++a) {
+                    double ca = 0.0;
+                    for (ptrdiff_t c = 0; c < r; ++c) ca += C[a * r + c] * f[c];
+                    q += f[a] * ca;
+                }
+                double d = q > 0.0 ? sqrt(q) : 0.0;
+                acc[0] += d;
+                if (!gacc || !(d > 0.0)) continue;
+                double w = 0.5 / d;
+                for (ptrdiff_t l = 0; l < s_len; ++l) {
+                    double z = f[idx_a[l]] * f[idx_b[l]] * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
+                    gacc[l] += w * z;
+                }
+                if (Hacc && nf > 0) {   /* row z_F sqrt(2 w^3), then Z^T Z by dsyrk */
+                    double sw = sqrt(2.0 * w * w * w);
+                    double *zr = Zc + filled * nf;
+                    for (ptrdiff_t u = 0; u < nf; ++u) {
+                        ptrdiff_t l = freepos[u];
+                        zr[u] = sw * f[idx_a[l]] * f[idx_b[l]]
+                                * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
+                    }
+                    if (++filled == ML_FACE_CHUNK) {
+                        char uplo = 'U', trans = 'N';
+                        int ni = (int)nf, ki = (int)filled;
+                        double one = 1.0;
+                        dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+                        filled = 0;
+                    }
+                }
+            }
+            if (Hacc && filled > 0) {
+                char uplo = 'U', trans = 'N';
+                int ni = (int)nf, ki = (int)filled;
+                double one = 1.0;
+                dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+            }
+        }
+        free(Zc);
+    }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
+    if (status == ML_OK) {
+        double hs = 0.0;
+        if (gh) memset(gh, 0, (size_t)s_len * sizeof(double));
+        if (H) memset(H, 0, (size_t)(nf * nf) * sizeof(double));
+        for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
+            const double *acc = parts + (size_t)b * part;
+            hs += acc[0];
+            if (gh)
+                for (ptrdiff_t l = 0; l < s_len; ++l) gh[l] += acc[1 + l];
+            if (H)
+                for (ptrdiff_t t = 0; t < nf * nf; ++t) H[t] += acc[1 + s_len + t];
+        }
+        if (H)   /* dsyrk 'U' column-major = lower triangle row-major */
+            for (ptrdiff_t a = 0; a < nf; ++a)
+                for (ptrdiff_t b = a + 1; b < nf; ++b) H[a * nf + b] = H[b * nf + a];
+        *h = hs;
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+    }
+    free(parts);
+    free(idx_a);
+    free(idx_b);
+    free(freepos);
+    return status;
+}
+
+/* ---- face Newton ------------------------------------------------------------- */
+
+int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, double *Q,
+                       double tol, double decrement, int max_steps, int *steps_out,
+                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, ml_dsyevd_fn dsyevd,
+                       ml_dsyevr_fn dsyevr, int n_threads) {
+    if (m < 0 || r <= 0 || r > 64 || max_steps < 0 || !dgemm || !dsyrk || !dsyevd || !dsyevr)
+        return ML_ERR_ARG;
+    const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
+    const double sqrt2 = sqrt(2.0), tiny = 2.2250738585072014e-308;
+    const double eps_mach = 2.220446049250313e-16;
+    int lwork, liwork;
+    eigh_workspace(sl, &lwork, &liwork);
+    double *F = malloc((size_t)(m * r + 1) * sizeof(double));
+    double *vecs = malloc((size_t)(8 * sl + 4 * sl * sl + 6 * rr + 2 * r) * sizeof(double));
+    double *work = malloc((size_t)lwork * sizeof(double));
+    int *iwork = malloc((size_t)(liwork + 2 * sl) * sizeof(int));
+    ptrdiff_t *ia = malloc((size_t)sl * sizeof(ptrdiff_t)), *ib = malloc((size_t)sl * sizeof(ptrdiff_t));
+    ptrdiff_t *fidx = malloc((size_t)sl * sizeof(ptrdiff_t));
+    int status = ML_OK, steps = 0;
+    if (!F || !vecs || !work || !iwork || !ia || !ib || !fidx) {
+        status = ML_ERR_ALLOC;
+        goto done;
+    }
+    double *c = vecs, *dc = c + sl, *grad = dc + sl, *gh = grad + sl, *cn = gh + sl;
+    double *lamH = cn + sl, *coef = lamH + sl, *wt = coef + sl;
+    double *H = wt + sl, *hess = H + sl * sl, *UH = hess + sl * sl, *scratch = UH + sl * sl;
+    double *Cd = scratch + sl * sl, *M = Cd + rr, *Vn = M + rr, *Cn = Vn + rr, *Qt = Cn + rr;
+    double *Sr = Qt + rr, *mu_n = Sr + rr, *held_dir = mu_n + r;
+    for (ptrdiff_t a = 0, l = 0; a < r; ++a)        /* numpy's triu_indices order */
+        for (ptrdiff_t b = a; b < r; ++b, ++l) {
+            ia[l] = a;
+            ib[l] = b;
+            wt[l] = a == b ? 1.0 : sqrt2;
+        }
+    double t_start = 1.0;
+    for (steps = 1; steps <= max_steps; ++steps) {
+        gemm_rm(dgemm, F0, Q, F, m, r, r);          /* F = F0 Q: the pairs in C's eigenbasis */
+        memset(Cd, 0, (size_t)rr * sizeof(double));
+        for (ptrdiff_t a = 0; a < r; ++a) Cd[a * r + a] = mu[a];
+        double h = 0.0;
+        status = ml_mmc_face_sums(F, m, r, Cd, NULL, &h, gh, H, dsyrk, n_threads);
+        if (status != ML_OK) goto done;
+        if (!(h > 0.0)) break;
+        for (ptrdiff_t l = 0; l < sl; ++l) {
+            c[l] = ia[l] == ib[l] ? mu[ia[l]] : 0.0;
+            grad[l] = (ia[l] == ib[l] ? 1.0 : 0.0) - gh[l] / h;
+        }
+        /* Bertsekas' held set: eigen-directions at 0 whose gradient points outward */
+        double mumax = mu[0], wmax = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            mumax = mu[a] > mumax ? mu[a] : mumax;
+            ptrdiff_t l = a * r - a * (a - 1) / 2;   /* index of (a, a) */
+            double proj = mu[a] - grad[l] > 0.0 ? mu[a] - grad[l] : 0.0;
+            double w = fabs(mu[a] - proj);
+            wmax = w > wmax ? w : wmax;
+        }
+        double eps = 1e-12 * mumax < wmax ? 1e-12 * mumax : wmax;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            ptrdiff_t l = a * r - a * (a - 1) / 2;
+            held_dir[a] = (mu[a] <= eps && grad[l] > 0.0) ? 1.0 : 0.0;
+        }
+        ptrdiff_t nf = 0;
+        for (ptrdiff_t l = 0; l < sl; ++l)
+            if (held_dir[ia[l]] == 0.0 && held_dir[ib[l]] == 0.0) fidx[nf++] = l;
+        for (ptrdiff_t u = 0; u < nf; ++u)
+            for (ptrdiff_t v = 0; v < nf; ++v)
+                hess[u * nf + v] = H[fidx[u] * sl + fidx[v]] / h
+                                   + gh[fidx[u]] * gh[fidx[v]] / (h * h);
+        for (ptrdiff_t l = 0; l < sl; ++l) dc[l] = -grad[l];   /* held entries: -grad */
+        double dec = 0.0;
+        if (nf > 0) {
+            status = eigh_ws(dsyevd, dsyevr, hess, nf, lamH, UH, scratch, work, lwork, iwork,
+                             liwork);
+            if (status != ML_OK) goto done;
+            double floor_ = 1e-12 * (lamH[nf - 1] > tiny ? lamH[nf - 1] : tiny);
+            for (ptrdiff_t j = 0; j < nf; ++j) {
+                double q = 0.0;
+                for (ptrdiff_t u = 0; u < nf; ++u) q += UH[j * nf + u] * grad[fidx[u]];
+                coef[j] = q / (lamH[j] > floor_ ? lamH[j] : floor_);
+            }
+            for (ptrdiff_t u = 0; u < nf; ++u) {
+                double v = 0.0;
+                for (ptrdiff_t j = 0; j < nf; ++j) v += UH[j * nf + u] * coef[j];
+                dc[fidx[u]] = -v;
+                dec -= grad[fidx[u]] * dc[fidx[u]];
+            }
+        }
+        if (dec < decrement * tol) break;            /* Newton decrement below decrement tol */
+        double tr = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) tr += mu[a];
+        const double g0 = tr - log(h), noise = 8.0 * eps_mach * (fabs(g0) + 1.0);
+        double t = t_start, gn = INFINITY;
+        for (;;) {   /* Armijo along the projection arc onto C >= 0 */
+            for (ptrdiff_t l = 0; l < sl; ++l) {
+                double v = (c[l] + t * dc[l]) / wt[l];
+                M[ia[l] * r + ib[l]] = v;
+                M[ib[l] * r + ia[l]] = v;
+            }
+            status = eigh_ws(dsyevd, dsyevr, M, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
+            if (status != ML_OK) goto done;
+            for (ptrdiff_t j = 0; j < r; ++j) mu_n[j] = mu_n[j] > 0.0 ? mu_n[j] : 0.0;
+            for (ptrdiff_t a = 0; a < r; ++a)
+                for (ptrdiff_t b = 0; b < r; ++b) {
+                    double v = 0.0;
+                    for (ptrdiff_t j = 0; j < r; ++j) v += Vn[j * r + a] * mu_n[j] * Vn[j * r + b];
+                    Cn[a * r + b] = v;
+                }
+            double trn = 0.0, decrease = 0.0, hn = 0.0;
+            for (ptrdiff_t l = 0; l < sl; ++l) {
+                cn[l] = Cn[ia[l] * r + ib[l]] * wt[l];
+                if (ia[l] == ib[l]) trn += cn[l];
+                decrease += grad[l] * (cn[l] - c[l]);   /* first-order change along the arc */
+            }
+            status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
+            if (status != ML_OK) goto done;
+            gn = hn > 0.0 ? trn - log(hn) : INFINITY;
+            if (gn <= g0 + 1e-4 * decrease + noise || t < 1e-14) break;
+            /* safeguarded quadratic interpolation (see mmc.py's _face_newton) */
+            double curv = gn - g0 - decrease;
+            double tq = (curv > 0.0 && decrease < 0.0) ? -decrease * t / (2.0 * curv) : 0.5 * t;
+            if (!isfinite(gn)) t = 0.1 * t;
+            else t = 0.5 * t < (0.1 * t > tq ? 0.1 * t : tq) ? 0.5 * t : (0.1 * t > tq ? 0.1 * t : tq);
+        }
+        if (!(gn < g0 - noise)) break;
+        t_start = 4.0 * t < 1.0 ? 4.0 * t : 1.0;
+        /* mu <- mu_n, Q <- Q Q_n (Q_n's columns: the rows of Vn) */
+        for (ptrdiff_t i = 0; i < r; ++i)
+            for (ptrdiff_t j = 0; j < r; ++j) {
+                double v = 0.0;
+                for (ptrdiff_t a = 0; a < r; ++a) v += Q[i * r + a] * Vn[j * r + a];
+                Qt[i * r + j] = v;
+            }
+        memcpy(Q, Qt, (size_t)rr * sizeof(double));
+        memcpy(mu, mu_n, (size_t)r * sizeof(double));
+    }
+    if (steps > max_steps) steps = max_steps;
+done:
+    *steps_out = steps;
+    free(F); free(vecs); free(work); free(iwork); free(ia); free(ib); free(fidx);
+    return status;
+}

@@ -1,0 +1,290 @@
+"""MMC's full-A solver loop in C (csrc/mmc_solver.c, _kernels/_mmc.pyx): its pair
+sums against numpy references, bad input, and the loop against a numpy SPG."""
+import numpy as np
+import pytest
+
+from metriclust import MMC
+from metriclust._core.pairsums import PairSums
+from metriclust._core.psd import eigh_robust, project_spectraplex, psd_factor
+from metriclust._kernels import _mmc
+
+SETTINGS = dict(max_iter=200, tol=1e-9, memory=10, window=20, stall_gap=100.0,
+                face_gap=3e-2, newton_ok=False)
+
+
+def _problem(n=60, p=5, m=150, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * np.linspace(1, 3, p)
+    D = rng.integers(n, size=(m, 2))
+    D = np.ascontiguousarray(D[D[:, 0] != D[:, 1]], dtype=np.int64)
+    S = rng.integers(n, size=(m // 3, 2))
+    S = np.ascontiguousarray(S[S[:, 0] != S[:, 1]], dtype=np.int64)
+    return X, S, D
+
+
+def _random_psd(p, rank, seed):
+    L = np.random.default_rng(seed).normal(size=(p, rank))
+    B = L @ L.T
+    return B / np.trace(B)
+
+
+def _sums_of_every_form(X, S, D):
+    direct = PairSums(X, D, None)
+    assert not direct.laplacian
+    # Many pairs on few points: the Laplacian form.
+    n = 12
+    rng = np.random.default_rng(7)
+    Dl = rng.integers(n, size=(400, 2))
+    Dl = np.ascontiguousarray(Dl[Dl[:, 0] != Dl[:, 1]], dtype=np.int64)
+    Xl = np.random.default_rng(8).normal(size=(n, 9))
+    lap = PairSums(Xl, Dl, None)
+    assert lap.laplacian
+    allpairs = PairSums(X, None, S)
+    return [(direct, X), (lap, Xl), (allpairs, X)]
+
+
+def test_evaluate_matches_pair_sums_in_every_form():
+    X, S, D = _problem()
+    for sums, Xf in _sums_of_every_form(X, S, D):
+        solver = sums.full_solver(**SETTINGS)
+        B = _random_psd(Xf.shape[1], 3, 1)
+        h, G, Gz, n_zero = solver.evaluate(B)
+        ref = sums.full(psd_factor(*eigh_robust(B)), zero_pairs=True)
+        assert h == pytest.approx(ref[0], rel=1e-12)
+        np.testing.assert_allclose(G, ref[1], rtol=1e-9, atol=1e-12 * np.abs(ref[1]).max())
+        assert n_zero == ref[3] == 0
+
+
+def _spg_reference(sums, B0, max_iter, tol, memory=10):
+    """The projected-gradient loop in numpy (mmc.py before the C loop), smooth points only."""
+    B, lam, V = project_spectraplex(B0 / np.trace(B0))
+    h, G = sums.full(psd_factor(lam, V))
+    step, history, best, upper = 1.0 / np.linalg.norm(G), [h], (h, B), np.inf
+    for it in range(1, max_iter + 1):
+        upper = min(upper, np.linalg.eigvalsh(G)[-1] + 0.5 * h)
+        if (upper - best[0]) / best[0] <= tol:
+            return best[1], it - 1
+        if (len(history) > 20 and (upper - best[0]) / best[0] <= 100 * tol
+                and max(history) - max(history[:-20]) <= 0.1 * tol * max(history)):
+            return best[1], it - 1
+        P, lamP, VP = project_spectraplex(B + step * G)
+        direction = P - B
+        slope = np.sum(G * direction)
+        if not slope > 1e-15 * h:
+            return best[1], it
+        ref, t = min(history[-memory:]), 1.0
+        while True:
+            Bn = P if t == 1.0 else B + t * direction
+            Lt = psd_factor(lamP, VP) if t == 1.0 else psd_factor(*eigh_robust(Bn))
+            hn, Gn = sums.full(Lt)
+            if hn >= ref + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        s, y = Bn - B, Gn - G
+        step = np.sum(s * s) / -np.sum(s * y) if -np.sum(s * y) > 0 else 10.0 * step
+        step = min(max(step, 1e-12 / np.linalg.norm(Gn)), 1e12 / np.linalg.norm(Gn))
+        B, h, G = Bn, hn, Gn
+        history.append(h)
+        if h > best[0]:
+            best = (h, B)
+    return best[1], max_iter
+
+
+def test_loop_follows_the_numpy_reference():
+    X, S, D = _problem(seed=3)
+    for sums, Xf in _sums_of_every_form(X, S, D):
+        p = Xf.shape[1]
+        B0 = np.eye(p)
+        B_ref, it_ref = _spg_reference(sums, B0, 200, 1e-9)
+        solver = sums.full_solver(**SETTINGS)
+        B, _, _ = project_spectraplex(B0 / p)
+        solver.set_point(B, *solver.evaluate(B), True)
+        solver.set_counters(0, 0, np.inf)
+        event = solver.run()
+        assert event == _mmc.CONVERGED
+        assert solver.info()["n_iter"] == it_ref
+        np.testing.assert_allclose(solver.matrix("best_B"), B_ref, atol=1e-9)
+
+
+def test_face_sums_match_reference():
+    rng = np.random.default_rng(2)
+    m, r = 300, 4
+    F = rng.normal(size=(m, r))
+    F[:5] = 0.0                                  # pairs at distance 0 are left out
+    L = rng.normal(size=(r, r))
+    C = L @ L.T
+    iu, ju = np.triu_indices(r)
+    Z = F[:, iu] * F[:, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))
+    c = C[iu, ju] * np.where(iu == ju, 1.0, np.sqrt(2.0))
+    d = np.sqrt(Z @ c)
+    pos = d > 0
+    w = 0.5 / d[pos]
+    free = np.ones(len(iu), dtype=bool)
+    free[[1, 4]] = False
+    for mask in (None, free):
+        h, gh, H = _mmc.face_sums(F, C, mask)
+        sel = np.ones(len(iu), dtype=bool) if mask is None else mask
+        Zf = Z[pos][:, sel]
+        assert h == pytest.approx(d.sum(), rel=1e-13)
+        np.testing.assert_allclose(gh, Z[pos].T @ w, rtol=1e-12)
+        np.testing.assert_allclose(H, (Zf * (2 * w**3)[:, None]).T @ Zf, rtol=1e-10)
+    h_only = _mmc.face_sums(F, C, gradient=False, hessian=False)
+    assert h_only[0] == pytest.approx(d.sum(), rel=1e-13) and h_only[1] is None
+    # Fixed-order blocks: the thread count does not change a bit.
+    big = np.ascontiguousarray(np.tile(F, (60, 1)))
+    one = _mmc.face_sums(big, C, n_threads=1)
+    two = _mmc.face_sums(big, C, n_threads=2)
+    assert one[0] == two[0]
+    np.testing.assert_array_equal(one[2], two[2])
+
+
+def test_bad_input_raises():
+    X, S, D = _problem()
+    bad = D.copy()
+    bad[3, 1] = 60
+    with pytest.raises(ValueError, match=r"pairs\[3\]"):
+        _mmc.FullSPG(X, "direct", bad, **SETTINGS)
+    with pytest.raises(ValueError, match="form"):
+        _mmc.FullSPG(X, "sparse", D, **SETTINGS)
+    with pytest.raises(ValueError, match="close pairs"):
+        _mmc.FullSPG(X, "laplacian", D, **SETTINGS)
+    with pytest.raises(ValueError, match="max_iter"):
+        _mmc.FullSPG(X, "direct", D, **dict(SETTINGS, max_iter=0))
+    solver = _mmc.FullSPG(X, "direct", D, **SETTINGS)
+    with pytest.raises(ValueError, match=r"B must have shape \(5, 5\)"):
+        solver.evaluate(np.eye(4))
+    with pytest.raises(FloatingPointError):
+        solver.evaluate(np.full((5, 5), np.nan))
+    with pytest.raises(ValueError, match="which"):
+        solver.matrix("A")
+    with pytest.raises(ValueError, match=r"C must have shape"):
+        _mmc.face_sums(np.ones((3, 2)), np.eye(3))
+    with pytest.raises(ValueError, match="free"):
+        _mmc.face_sums(np.ones((3, 2)), np.eye(2), np.ones(2))
+
+
+def test_same_result_whatever_the_thread_count():
+    X, S, D = _problem(n=400, p=8, m=3000, seed=4)
+    from threadpoolctl import threadpool_limits
+
+    out = []
+    for t in (1, 2):
+        with threadpool_limits(t, user_api="openmp"):
+            out.append(MMC(tol=1e-8).fit(X, similar=S, dissimilar=D).metric_)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_hostile_input_raises_or_works():
+    X, S, D = _problem()
+    for bad in (D.astype(np.int32), D.astype(float), np.asfortranarray(D)):
+        with pytest.raises((ValueError, TypeError)):
+            _mmc.FullSPG(X, "direct", bad, **SETTINGS)
+    with pytest.raises(ValueError):
+        _mmc.FullSPG(X[:, ::2], "direct", D, **SETTINGS)        # not C-contiguous
+    with pytest.raises(ValueError, match="columns"):
+        _mmc.FullSPG(np.zeros((5, 0)), "direct", D[:0], **SETTINGS)
+    # No pairs: h = 0, G = 0 (MMC's caller stops there).
+    solver = _mmc.FullSPG(X, "direct", np.zeros((0, 2), np.int64), **SETTINGS)
+    h, G, Gz, n_zero = solver.evaluate(np.eye(5) / 5)
+    assert h == 0.0 and not G.any() and n_zero == 0
+    h, gh, H = _mmc.face_sums(np.zeros((0, 3)), np.eye(3))
+    assert h == 0.0 and not gh.any() and H.shape == (6, 6)
+
+
+def test_lapack_resolves_on_first_call_without_scipy_loaded():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from metriclust._kernels import _mmc\n"
+            "assert 'scipy' not in sys.modules\n"
+            "X = np.random.default_rng(0).normal(size=(30, 4))\n"
+            "D = np.array([[i, i + 1] for i in range(29)], dtype=np.int64)\n"
+            "s = _mmc.FullSPG(X, 'direct', D, max_iter=5, tol=1e-6, memory=10, window=20,\n"
+            "                 stall_gap=100.0, face_gap=3e-2, newton_ok=False)\n"
+            "h = s.evaluate(np.eye(4) / 4)[0]\n"
+            "ref = np.linalg.norm(X[D[:, 0]] - X[D[:, 1]], axis=1).sum() / 2\n"
+            "assert abs(h - ref) < 1e-12 * ref, (h, ref)\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _face_newton_reference(F0, mu, Q, tol, decrement=0.1, max_steps=50):
+    """mmc._face_newton's loop in numpy, with the explicit m x r(r+1)/2 matrix Z."""
+    r = F0.shape[1]
+    iu, ju = np.triu_indices(r)
+    diag = iu == ju
+    weight = np.where(diag, 1.0, np.sqrt(2.0))
+    trace_vec = diag.astype(float)
+
+    def unvec(c):
+        M = np.zeros((r, r))
+        M[iu, ju] = M[ju, iu] = c / weight
+        return M
+
+    steps, t_start = 0, 1.0
+    for steps in range(1, max_steps + 1):
+        F = F0 @ Q
+        Z = F[:, iu] * F[:, ju] * weight
+        c = np.where(diag, mu[iu], 0.0)
+        d = np.sqrt(np.maximum(Z @ c, 0.0))
+        pos = d > 0
+        h, w = d.sum(), 0.5 / d[pos]
+        gh = Z[pos].T @ w
+        grad = trace_vec - gh / h
+        eps = min(1e-12 * mu.max(), np.abs(mu - np.maximum(mu - grad[diag], 0)).max())
+        held_dir = (mu <= eps) & (grad[diag] > 0)
+        free = ~(held_dir[iu] | held_dir[ju])
+        Zf = Z[pos][:, free]
+        hess = (Zf * (2 * w**3)[:, None]).T @ Zf / h + np.outer(gh[free], gh[free]) / h**2
+        lam, U = np.linalg.eigh(hess)
+        lam = np.maximum(lam, 1e-12 * max(lam[-1], np.finfo(float).tiny))
+        dc = -grad.copy()
+        dc[free] = -U @ ((U.T @ grad[free]) / lam)
+        if -grad[free] @ dc[free] < decrement * tol:
+            break
+        g0, t = c @ trace_vec - np.log(h), t_start
+        noise = 8 * np.finfo(float).eps * (abs(g0) + 1)
+        while True:
+            mu_n, Q_n = np.linalg.eigh(unvec(c + t * dc))
+            mu_n = np.maximum(mu_n, 0.0)
+            cn = ((Q_n * mu_n) @ Q_n.T)[iu, ju] * weight
+            hn = np.sqrt(np.maximum(Z @ cn, 0.0)).sum()
+            gn = cn @ trace_vec - np.log(hn) if hn > 0 else np.inf
+            decrease = grad @ (cn - c)
+            if gn <= g0 + 1e-4 * decrease + noise or t < 1e-14:
+                break
+            curv = gn - g0 - decrease
+            t_q = -decrease * t / (2 * curv) if curv > 0 and decrease < 0 else 0.5 * t
+            t = min(0.5 * t, max(0.1 * t, t_q)) if np.isfinite(gn) else 0.1 * t
+        if not gn < g0 - noise:
+            break
+        t_start = min(1.0, 4.0 * t)
+        mu, Q = mu_n, Q @ Q_n
+    return mu, Q, steps
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_face_newton_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    m, r = 400, 3
+    # Pair differences mostly along two directions (a rank-2 optimum with a
+    # small second eigenvalue, the case face Newton is for).
+    F0 = rng.normal(size=(m, r)) * np.array([3.0, 0.3, 0.05])
+    C0 = np.diag([0.6, 0.3, 0.1]) + np.eye(r) / (1000.0 * r)
+    mu, Q = np.linalg.eigh(C0)
+    mu_ref, Q_ref, steps_ref = _face_newton_reference(F0, mu, Q, 1e-9)
+    mu_c, Q_c, steps = _mmc.face_newton(F0, mu, Q, 1e-9, 0.1, 50)
+    assert steps == steps_ref > 1
+    C_ref, C_c = (Q_ref * mu_ref) @ Q_ref.T, (Q_c * mu_c) @ Q_c.T
+    np.testing.assert_allclose(C_c, C_ref, atol=1e-10 * np.abs(C_ref).max())
+    # It minimized g(C) = tr C - log h(C): better than its start.
+    def g(C):
+        return np.trace(C) - np.log(np.sqrt(np.einsum("ka,ab,kb->k", F0, C, F0)).sum())
+    assert g(C_c) < g(C0)
+    with pytest.raises(ValueError, match="mu must have shape"):
+        _mmc.face_newton(F0, mu[:2], Q, 1e-9, 0.1, 50)
+    with pytest.raises(ValueError, match="finite"):
+        _mmc.face_newton(F0, np.full(3, np.nan), Q, 1e-9, 0.1, 50)
