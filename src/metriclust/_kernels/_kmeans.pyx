@@ -1,4 +1,4 @@
-"""Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (MacQueen), assignment,
+"""Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (sequential), assignment,
 k-means++ step.
 
 Every size is checked here, before the C core touches a pointer. BLAS comes
@@ -197,7 +197,7 @@ def hamerly(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, in
 
 def online(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
            double tol, method="auto", int n_threads=0):
-    """MacQueen's online k-means from ``centers`` (updated in place); as ``lloyd``."""
+    """Sequential (online) k-means from ``centers`` (updated in place); as ``lloyd``."""
     return _run(_ONLINE, X, sample_weight, centers, max_iter, tol, method, n_threads)
 
 
