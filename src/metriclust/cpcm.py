@@ -141,9 +141,13 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         whitened k-means -- starts that do not depend on the basis of the
         features, so the whole search keeps the paper's Property 1 (the same
         partition for ``X`` and ``X A + b``, ``A`` invertible; exactly for
-        ``"linear"``, up to the ridge for ``"lda"``); for ``"kernel"`` and
-        ``"stepwise"`` (not affine-invariant predictors), random, features,
-        components and k-means. The lowest blur ratio wins, ``best_start_``
+        ``"linear"``, up to the ridge for ``"lda"``). The other predictors are
+        not affine-invariant, and their starts keep exactly the invariances the
+        predictor has: ``"kernel"`` (rotations, translations and, with
+        ``sigma="auto"``, a common scale): random, directions of the input,
+        kernel-PCA components and k-means; ``"stepwise"`` (rescaling and
+        shifting single features): random, features, directions and whitened
+        k-means. Directions: at most ``10 * n_init``. The lowest blur ratio wins, ``best_start_``
         says which. Random starts alone often miss the structure (on the
         paper's Sec. 5.1 data 20 random starts reach ARI 0.02 while the true
         partition has a lower blur ratio). Duplicate starting partitions are
@@ -439,13 +443,19 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             yield "given", 0, np.ascontiguousarray(labels, dtype=np.int64)
             return
         if self.init == "auto":
-            # The least-squares and LDA predictors are affine-invariant (Property 1),
-            # so their default starts are too. The kernel and stepwise predictors are
-            # not (a Gaussian kernel, a choice of features); per-feature and
-            # principal-component starts serve them better (stepwise: the Sec. 5.1
-            # clouds, where a start along the informative feature is what finds them).
-            kinds = ("random", "direction", "kmeans") if self.predictor in ("linear", "lda") \
-                else ("random", "feature", "component", "kmeans")
+            # Every default start is computed from quantities that the predictor's own
+            # invariances leave unchanged, so the search adds no dependence on the
+            # basis: least squares and LDA are affine-invariant (Property 1), and so
+            # are directions and whitened k-means. The Gaussian kernel (median width)
+            # is invariant to rotations, translations and a common scale: input
+            # directions and kernel-PCA starts are too. Stepwise selects original
+            # features, so it is invariant to rescaling, shifting (and reordering)
+            # them: per-feature starts are too, and on the Sec. 5.1 clouds a start
+            # along the informative feature is what finds them.
+            kinds = {"linear": ("random", "direction", "kmeans"),
+                     "lda": ("random", "direction", "kmeans"),
+                     "kernel": ("random", "direction", "component", "kmeans"),
+                     "stepwise": ("random", "feature", "direction", "kmeans")}[self.predictor]
         else:
             kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
                      "components": ("component",), "directions": ("direction",)}[self.init]
@@ -475,10 +485,12 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                     count += 1
                     yield "feature", j, labels
         if "direction" in kinds:
-            Q = model.whitened()
+            # the kernel predictor's whitened() is kernel PCA: directions of the input
+            Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
             F = starts.kurtosis_directions(Q)
             del Q
-            for j in range(F.shape[1]):
+            # most non-Gaussian first; wide data would give up to N - 1 of them
+            for j in range(min(F.shape[1], _WIDE_FEATURE_STARTS * self.n_init)):
                 labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
                                                   seed=int(rng.integers(2**31)))
                 if admissible(labels):
