@@ -135,7 +135,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         circles one of them is the radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
-        direction of the whitened data, most non-Gaussian first
+        direction of the whitened data refined to a kurtosis extremum (FastICA's
+        fixed point), most non-Gaussian first
         (:func:`metriclust._core.partitions.kurtosis_directions`).
         ``"auto"``: for ``"linear"`` and ``"lda"``, random, directions and
         whitened k-means -- starts that do not depend on the basis of the
@@ -487,10 +488,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         if "direction" in kinds:
             # the kernel predictor's whitened() is kernel PCA: directions of the input
             Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
-            F = starts.kurtosis_directions(Q)
-            del Q
             # most non-Gaussian first; wide data would give up to N - 1 of them
-            for j in range(min(F.shape[1], _WIDE_FEATURE_STARTS * self.n_init)):
+            F = starts.kurtosis_directions(Q, _WIDE_FEATURE_STARTS * self.n_init)
+            del Q
+            for j in range(F.shape[1]):
                 labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
                                                   seed=int(rng.integers(2**31)))
                 if admissible(labels):
