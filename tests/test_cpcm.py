@@ -354,13 +354,32 @@ def test_kurtosis_directions_are_basis_free():
     X = np.column_stack([np.repeat([-2.0, 0.0, 2.0], 50) + 0.2 * rng.standard_normal(150),
                          rng.standard_normal((150, 3))])
     Q = np.linalg.qr(X - X.mean(0))[0]
-    F = partitions.kurtosis_directions(Q)
+    F = partitions.kurtosis_directions(Q, n_refined=2)
+    assert F.shape == (150, 4 + 2)
     # the trimodal column is the most non-Gaussian direction
     assert abs(np.corrcoef(F[:, 0], X[:, 0])[0, 1]) > 0.95
     A = rng.standard_normal((4, 4))
     Q2 = np.linalg.qr(X @ A + 5.0 - (X @ A).mean(0) - 5.0)[0]
-    F2 = partitions.kurtosis_directions(Q2)
+    F2 = partitions.kurtosis_directions(Q2, n_refined=2)
     np.testing.assert_allclose(np.abs(F2), np.abs(F), atol=1e-8)
+
+
+def test_refined_directions_find_the_lines_fobi_mixes():
+    # Three parallel lines: across and along the lines are both platykurtic and FOBI
+    # can mix them (this draw: 1-D k-means along its first direction, ARI 0.55); the
+    # FastICA kurtosis fixed point from that direction finds the across-lines one.
+    X, y = datasets.make_parallel_lines(300, n_lines=3, random_state=8)
+    Q = P.whitened_input(X)
+    F = partitions.kurtosis_directions(Q, n_refined=1)
+    fobi = partitions.feature_partition(np.ascontiguousarray(F[:, :1]), 3, seed=0)
+    refined = partitions.feature_partition(np.ascontiguousarray(F[:, 2:3]), 3, seed=0)
+    assert adjusted_rand_index(y, fobi) < 0.7
+    assert adjusted_rand_index(y, refined) == 1.0
+    # a fixed point: w is (to rounding) an eigen-direction of E[u (w^T u)^3] - 3 w
+    u = np.sqrt(len(X)) * Q
+    w = np.linalg.lstsq(Q, F[:, 2], rcond=None)[0]
+    step = u.T @ (u @ w) ** 3 / len(X) - 3 * w
+    assert abs(step @ w) / np.linalg.norm(step) == pytest.approx(1.0, abs=1e-8)
 
 
 @pytest.mark.parametrize("predictor", ["linear", "kernel", "stepwise", "lda"])

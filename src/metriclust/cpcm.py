@@ -135,8 +135,9 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         circles one of them is the radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
-        direction of the whitened data refined to a kurtosis extremum (FastICA's
-        fixed point), most non-Gaussian first
+        direction of the whitened data, most non-Gaussian first (at most
+        ``10 * n_init``), and along the first ``n_init`` of them refined to a
+        kurtosis extremum (FastICA's fixed point)
         (:func:`metriclust._core.partitions.kurtosis_directions`).
         ``"auto"``: for ``"linear"`` and ``"lda"``, random, directions and
         whitened k-means -- starts that do not depend on the basis of the
@@ -148,7 +149,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         ``sigma="auto"``, a common scale): random, directions of the input,
         kernel-PCA components and k-means; ``"stepwise"`` (rescaling and
         shifting single features): random, features, directions and whitened
-        k-means. Directions: at most ``10 * n_init``. The lowest blur ratio wins, ``best_start_``
+        k-means. The lowest blur ratio wins, ``best_start_``
         says which. Random starts alone often miss the structure (on the
         paper's Sec. 5.1 data 20 random starts reach ARI 0.02 while the true
         partition has a lower blur ratio). Duplicate starting partitions are
@@ -489,7 +490,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             # the kernel predictor's whitened() is kernel PCA: directions of the input
             Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
             # most non-Gaussian first; wide data would give up to N - 1 of them
-            F = starts.kurtosis_directions(Q, _WIDE_FEATURE_STARTS * self.n_init)
+            F = starts.kurtosis_directions(Q, _WIDE_FEATURE_STARTS * self.n_init,
+                                           n_refined=self.n_init)
             del Q
             for j in range(F.shape[1]):
                 labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
