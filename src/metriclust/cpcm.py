@@ -201,7 +201,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         Blur ratio of the winning start's starting partition and after each
         accepted iteration (non-increasing).
     start_kinds_ : dict
-        Number of starts of each kind (``random``, ``feature``, ``kmeans``, ``given``).
+        Number of starts of each kind (``random``, ``feature``, ``direction``,
+        ``component``, ``kmeans``, ``given``).
     best_start_ : str
         The winning start, e.g. ``"feature 2"``, ``"random 5"``, ``"kmeans 0"``.
     search_ : dict of arrays

@@ -5,7 +5,8 @@ Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 - ``random``: balanced random partitions, the paper's protocol (Algorithm 1);
 - ``feature``: 1-D k-means on each single feature, from its quantiles;
 - ``direction``: 1-D k-means along the fourth-moment (FOBI) directions of the
-  whitened data, which do not depend on the basis (affine-invariant);
+  whitened data, and along the leading ones refined to a kurtosis extremum
+  (FastICA's fixed point), which do not depend on the basis (affine-invariant);
 - ``kmeans``: k-means++ on a whitened space (for the linear predictors the
   least-squares basis ``(X - mean) W``, shared with the predictor's QR, so these
   starts keep CPCM's affine invariance; for the kernel predictor the leading
