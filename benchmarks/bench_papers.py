@@ -29,11 +29,18 @@ Sections (printed as markdown tables; ``--only a,b``):
              beaten significantly, 0.5 per tie, 0 per loss). Only Breast is in the paper's
              tables; the other data sets we hold get our rows only.
 
+``cpcm_starts`` CPCM's default starts (issue #14): Sec. 5.1 clouds (stepwise) and Fig. 1(d, e)
+             lines and circles (kernel) over ``--seeds`` seeds; fits on X against fits on
+             images of X under the maps each predictor is invariant to.
+``cpd_cost`` CPD-UML: time of the label-free default against one fixed-parameter fit
+             (interleaved repeats, medians, benchmarks/_common.py).
+
 Not reproduced here: MMC Figs. 2, 3 (learned diagonal / full A on the 3-D data of
 Fig. 2, whose distribution the paper does not give), Fig. 7(a) (protein data, not held),
 and CPCM Sec. 5.1 (in tests/test_cpcm.py).
 
-Usage: ``python benchmarks/bench_papers.py [--runs R] [--only cpcm_t1,mmc45,mmc7,cpd_fig2,cpd_tab]``.
+Usage: ``python benchmarks/bench_papers.py [--runs R] [--seeds S] [--only cpcm_t1,mmc45,mmc7,
+cpd_fig2,cpd_tab,cpcm_starts,cpd_cost]``.
 """
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
@@ -291,10 +298,73 @@ def cpd_tab(args):
             print(f"| {m} | " + " | ".join(cells) + f" | {pap} |")
 
 
+def cpcm_starts(args):
+    from metriclust import CPCM, datasets
+    from metriclust.metrics import adjusted_rand_index
+
+    print("\n### CPCM default starts: reliability over seeds and invariance (issue #14)\n")
+    print("| data, predictor | seeds with ARI >= 0.95 | lowest ARI |")
+    print("|---|---:|---:|")
+    cases = [("Sec. 5.1 clouds, stepwise", "stepwise",
+              lambda s: datasets.make_parallel_clouds(300, random_state=s)),
+             ("Fig. 1(e) three circles, kernel", "kernel",
+              lambda s: datasets.make_concentric_circles(300, random_state=s)),
+             ("Fig. 1(d) three lines, kernel", "kernel",
+              lambda s: datasets.make_parallel_lines(300, n_lines=3, random_state=s))]
+    for label, pred, make in cases:
+        aris = []
+        for seed in range(args.seeds):
+            X, y = make(seed)
+            aris.append(adjusted_rand_index(y, CPCM(3, predictor=pred,
+                                                     random_state=seed).fit(X).labels_))
+        print(f"| {label} | {sum(a >= 0.95 for a in aris)} of {args.seeds} | {min(aris):.3f} |")
+    print("\n| data | predictor, map | ARI(fit on X, fit on the image), 3 maps |")
+    print("|---|---|---|")
+    rng = np.random.default_rng(7)
+    for name in ("glass", "sonar", "iris", "wine"):
+        X, y = load(name)
+        K, p = len(np.unique(y)), X.shape[1]
+        for pred in ("kernel", "stepwise"):
+            ref = CPCM(K, predictor=pred, random_state=0).fit(X).labels_
+            out = []
+            for _ in range(3):
+                if pred == "kernel":   # rotation, common scale, shift
+                    R = np.linalg.qr(rng.standard_normal((p, p)))[0]
+                    Xt = rng.uniform(0.1, 10) * X @ R + 50 * rng.standard_normal(p)
+                else:                  # per-feature scale (any sign) and shift
+                    Xt = X * (rng.uniform(0.01, 100, p) * rng.choice([-1.0, 1.0], p)) \
+                        + 100 * rng.standard_normal(p)
+                out.append(adjusted_rand_index(ref, CPCM(K, predictor=pred,
+                                                         random_state=0).fit(Xt).labels_))
+            what = "s X R + b" if pred == "kernel" else "X D + b"
+            print(f"| {name} | {pred}, {what} | " + ", ".join(f"{a:.3f}" for a in out) + " |")
+
+
+def cpd_cost(args):
+    import _common
+    from metriclust import CPDUML
+
+    print("\n### CPD-UML: cost of the label-free default against one fixed-parameter fit\n")
+    print(f"load average before: {_common.load_average()}\n")
+    print("| data | default (s, median) | sigma=0.8, lam=0.0025 (s, median) | ratio |")
+    print("|---|---:|---:|---:|")
+    for name in ("breast_cancer_wdbc", "breast_cancer_wisconsin_original", "two_moons"):
+        X, y = load(name)
+        K = len(np.unique(y))
+        t = _common.interleaved({
+            "default": lambda: CPDUML(K, random_state=0).fit(X),
+            "fixed": lambda: CPDUML(K, sigma=0.8, lam=0.0025, random_state=0).fit(X)}, 5)
+        m = _common.medians(t)
+        print(f"| {name} | {m['default']:.2f} | {m['fixed']:.2f} | "
+              f"{m['default'] / m['fixed']:.1f}x |")
+    print(f"\nload average after: {_common.load_average()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="cpcm_t1,mmc45,mmc7,cpd_fig2,cpd_tab")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--only", default="cpcm_t1,mmc45,mmc7,cpd_fig2,cpd_tab,cpcm_starts,cpd_cost")
     ap.add_argument("--sets", default="breast_cancer_wisconsin_original,breast_cancer_wdbc,"
                                       "iris,wine,glass,two_moons")
     args = ap.parse_args()

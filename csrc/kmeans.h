@@ -1,4 +1,4 @@
-/* The one k-means core (SPEC 0.1): Lloyd, MacQueen's online update,
+/* The one k-means core (SPEC 0.1): Lloyd, the sequential (online) update,
  * nearest-center assignment and the k-means++ seeding step.
  *
  * Data layout: X is n x d row-major (C order), centers K x d row-major,
@@ -141,10 +141,11 @@ int ml_kmeans_hamerly_f32(const float *X, const float *w, ptrdiff_t n,
                           double *inertia, int *n_iter, int *strict,
                           ml_sgemm_fn gemm, int method, int n_threads);
 
-/* Online k-means (MacQueen 1967): passes over the rows in data order; each
- * row moves its nearest center c_k += (w_i / W_k) (x_i - c_k) right away,
- * W_k the total weight the center has received so far (kept across passes,
- * so the first row to reach a center replaces the initial value).  Stops
+/* Online k-means, the sequential form of the lecture notes (4.1): passes
+ * over the rows in data order; a row whose nearest center changed joins it,
+ * c_k += (w_i / W_k) (x_i - c_k), and leaves its old center, which becomes
+ * the mean of its remaining members (W_k: the weight of the members, so the
+ * first row to reach a center replaces the initial value).  Stops
  * when a pass changes no label or moves the centers by <= tol (squared,
  * absolute), or after max_iter passes; then labels and inertia are those of
  * the final centers, as for Lloyd.  Sequential by nature (one thread),

@@ -1188,12 +1188,15 @@ int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
                          inertia, n_iter, strict, gemm, method, n_threads, 1);
 }
 
-/* One MacQueen pass in data order over float64 centers Cd (updated in place,
- * cnt the weight each center has received); returns the labels changed, or
- * -1 when interrupted (Ctrl-C, polled every 4096 rows). */
+/* One pass of the sequential k-means of the lecture notes, in data order:
+ * each row joins its nearest center and a row that moves leaves its old one,
+ * so every center stays the weighted mean of its current members (cnt their
+ * weight, members their number; an emptied center stays where it was).
+ * Returns the labels changed, or -1 when interrupted (Ctrl-C, polled every
+ * 4096 rows). */
 static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
                                ptrdiff_t d, ptrdiff_t K, double *Cd,
-                               double *cnt, int32_t *lab)
+                               double *cnt, int64_t *members, int32_t *lab)
 {
     int64_t changed = 0;
     for (ptrdiff_t i = 0; i < n; ++i) {
@@ -1210,10 +1213,21 @@ static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
             }
             if (s < bs) { bs = s; bk = (int32_t)k; }
         }
-        changed += bk != lab[i];
+        const int32_t old = lab[i];
+        if (bk == old) continue;
+        ++changed;
         lab[i] = bk;
         const double wi = w ? (double)w[i] : 1.0;
         if (!(wi > 0)) continue;
+        if (old >= 0 && --members[old] > 0) {   /* mu <- (W mu - w x) / (W - w) */
+            cnt[old] -= wi;
+            const double eta = wi / cnt[old];
+            double *c = Cd + (ptrdiff_t)old * d;
+            for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * (c[j] - (double)x[j]);
+        } else if (old >= 0) {
+            cnt[old] = 0;
+        }
+        ++members[bk];
         cnt[bk] += wi;
         const double eta = wi / cnt[bk];
         double *c = Cd + (ptrdiff_t)bk * d;
@@ -1234,16 +1248,17 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     double *cnt = calloc((size_t)K, sizeof(double));
+    int64_t *members = calloc((size_t)K, sizeof(int64_t));
     double *Cd = malloc((size_t)(K * d) * sizeof(double));
     double *Cprev = malloc((size_t)(K * d) * sizeof(double));
-    if (!lab || !cnt || !Cd || !Cprev) { st = ML_ERR_ALLOC; goto done; }
+    if (!lab || !cnt || !members || !Cd || !Cprev) { st = ML_ERR_ALLOC; goto done; }
     for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
     /* Centers are kept in float64 during the passes and rounded at the end. */
     for (ptrdiff_t t = 0; t < K * d; ++t) Cd[t] = (double)centers[t];
     int it, is_strict = 0;
     for (it = 0; it < max_iter; ++it) {
         memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
-        const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, lab);
+        const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, members, lab);
         if (changed < 0) { st = ML_ERR_INTERRUPTED; goto done; }
         double shift = 0;
         for (ptrdiff_t t = 0; t < K * d; ++t) {
@@ -1266,7 +1281,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     *n_iter = it + 1;
     *strict = is_strict;
 done:
-    free(lab); free(cnt); free(Cd); free(Cprev);
+    free(lab); free(cnt); free(members); free(Cd); free(Cprev);
     FN(work_free)(&ws);
     return st;
 }

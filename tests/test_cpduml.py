@@ -289,6 +289,26 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
     assert np.mean(auto) >= 0.95
 
 
+def test_wdbc_three_fold_protocol_not_below_kmeans(load_dataset):
+    # The issue's miss: under the paper's protocol (fit on two folds, label the third)
+    # the default fell 5 points below k-means on WDBC (79.9 vs 85.2 over 5 runs),
+    # picking deformations that cut fewer edges of a kNN graph ruled by one
+    # wide-range feature. Scored on the standardized graph as well, it keeps k-means
+    # there (5 runs: 84.85 vs 85.17; benchmarks/RESULTS.md). One run here.
+    X, y = load_dataset("breast_cancer_wdbc")
+    rng = np.random.default_rng(1000)
+    folds = np.array_split(rng.permutation(len(X)), 3)
+    km, auto = [], []
+    for f in range(3):
+        test = folds[f]
+        train = np.concatenate([folds[g] for g in range(3) if g != f])
+        centers = kmeans(X[train], 2, n_init=10, random_state=0).centers
+        km.append(accuracy(y[test], assign_labels(X[test], centers)[0]))
+        model = CPDUML(2, random_state=0).fit(X[train])
+        auto.append(accuracy(y[test], model.predict(X[test])))
+    assert np.mean(auto) >= np.mean(km) - 0.01
+
+
 # -- label-free choice of sigma and lam ------------------------------------------------
 
 def test_normalized_cut_matches_a_dense_reference():
@@ -324,6 +344,33 @@ def test_default_never_more_than_a_point_below_kmeans(load_dataset, name):
     assert len(model.selection_) == 1 + 3 * 4
     if name == "two_moons":
         assert accuracy(y, model.labels_) >= 0.99
+
+
+@pytest.mark.parametrize("name", ["breast_cancer_wdbc", "iris", "two_moons"])
+def test_deformation_kept_only_when_it_cuts_both_graphs_clearly_less(load_dataset, name):
+    # The guard: the default deforms only if its partition cuts at most
+    # (1 - SELECT_MARGIN) of k-means' normalized cut in the input's kNN graph AND in
+    # the kNN graph of the standardized input; otherwise the k-means candidate (the
+    # largest lam from k-means' partition) is kept.
+    from metriclust.cpduml import (SELECT_MARGIN, SELECT_NEIGHBORS, _knn_graph,
+                                   _normalized_cut, _standardized)
+
+    X, y = load_dataset(name)
+    K = len(np.unique(y))
+    assert len(X) <= 1000      # the selection saw all the points: its fits are the final one
+    model = CPDUML(K, random_state=0).fit(X)
+    rec = model.selection_
+    assert rec[0][2] == "kmeans" and rec[0][3] == 1.0
+    best = min(rec, key=lambda r: r[3])
+    lam = model.lam_ / len(X) ** 2
+    if best[3] > 1.0 - SELECT_MARGIN:
+        assert lam == pytest.approx(rec[0][1])
+        return
+    assert (best[2], lam) == ("spectral", pytest.approx(best[1]))
+    km = kmeans(X, K, n_init=10, random_state=0).labels
+    for G in (_knn_graph(X, SELECT_NEIGHBORS), _knn_graph(_standardized(X), SELECT_NEIGHBORS)):
+        assert _normalized_cut(G, model.labels_, K) <= (
+            (1 - SELECT_MARGIN) * _normalized_cut(G, km, K))
 
 
 def test_selection_is_label_free_scale_free_and_partial():

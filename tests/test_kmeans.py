@@ -3,7 +3,7 @@
 Checked against scikit-learn's Lloyd (same init array -> same labels, centers
 to 1e-10), against slow numpy / pure-Python references kept here (Lloyd with
 the documented empty-cluster rule, k-means++ with the same random draws,
-MacQueen's online update), and for invariances: weights == repeated rows,
+the notes' sequential update), and for invariances: weights == repeated rows,
 1 thread == 2 threads bitwise, dtype preserved, no NaN on degenerate input.
 """
 
@@ -81,23 +81,29 @@ def ref_kmeans_plusplus(X, k, w, rng):
     return np.array(idx)
 
 
-def ref_macqueen(X, C, w, max_iter, tol):
-    """MacQueen's online k-means, one row at a time, in plain Python."""
+def ref_sequential(X, C, w, max_iter, tol):
+    """The lecture notes' sequential k-means, one row at a time, in plain Python:
+    each row joins its nearest centroid, leaves its old one, and both centroids
+    are recomputed as the weighted means of their members (an emptied one stays)."""
     C = [list(map(float, c)) for c in C]
     K, d = len(C), X.shape[1]
-    cnt = [0.0] * K
+    rows = X.tolist()
     lab = [-1] * len(X)
     for it in range(max_iter):
         prev = [c[:] for c in C]
         changed = 0
-        for i, x in enumerate(X.tolist()):
+        for i, x in enumerate(rows):
             dists = [sum((x[j] - C[k][j]) ** 2 for j in range(d)) for k in range(K)]
             k = dists.index(min(dists))
-            changed += k != lab[i]
-            lab[i] = k
-            if w[i] > 0:
-                cnt[k] += w[i]
-                C[k] = [C[k][j] + w[i] / cnt[k] * (x[j] - C[k][j]) for j in range(d)]
+            if k == lab[i]:
+                continue
+            changed += 1
+            old, lab[i] = lab[i], k
+            for c in {old, k} - {-1}:
+                mem = [r for r in range(len(rows)) if lab[r] == c and w[r] > 0]
+                if mem:
+                    W = sum(w[r] for r in mem)
+                    C[c] = [sum(w[r] * rows[r][j] for r in mem) / W for j in range(d)]
         shift = sum((C[k][j] - prev[k][j]) ** 2 for k in range(K) for j in range(d))
         if changed == 0 or shift <= tol:
             break
@@ -263,19 +269,15 @@ def test_integer_weights_equal_repeated_rows(algorithm):
     X = blobs(400, 3, 4, 13)
     reps = np.random.default_rng(0).integers(1, 4, size=len(X))
     init = X[[0, 100, 200, 300]].copy()
+    # np.repeat keeps the copies consecutive: in the sequential form the copies
+    # of a row all join (and leave) the same centroid, as the weighted row does.
     Xr = np.repeat(X, reps, axis=0)
     a = kmeans(X, 4, init=init, sample_weight=reps.astype(float), tol=0, algorithm=algorithm)
-    b = kmeans(Xr, 4, init=init, tol=0, algorithm=algorithm) if algorithm == "lloyd" else None
-    if algorithm == "lloyd":
-        assert a.n_iter == b.n_iter
-        np.testing.assert_array_equal(np.repeat(a.labels, reps), b.labels)
-        np.testing.assert_allclose(a.centers, b.centers, rtol=0, atol=1e-10)
-        assert a.inertia == pytest.approx(b.inertia, rel=1e-10)
-    else:
-        # MacQueen with weight r equals r consecutive copies of the row only
-        # in the first step; the weighted reference is the pure-Python one.
-        ref, _ = ref_macqueen(X, init, reps.astype(float), 300, 0.0)
-        np.testing.assert_allclose(a.centers, ref, rtol=0, atol=1e-9)
+    b = kmeans(Xr, 4, init=init, tol=0, algorithm=algorithm)
+    assert a.n_iter == b.n_iter
+    np.testing.assert_array_equal(np.repeat(a.labels, reps), b.labels)
+    np.testing.assert_allclose(a.centers, b.centers, rtol=0, atol=1e-10)
+    assert a.inertia == pytest.approx(b.inertia, rel=1e-10)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -499,21 +501,41 @@ def test_float32_preserved_and_close_to_float64(algorithm):
 
 
 # --------------------------------------------------------------------------
-# Online (MacQueen)
+# Online (the lecture notes' sequential k-means)
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("weighted", [False, True])
-def test_online_matches_python_macqueen(weighted):
-    X = blobs(300, 2, 3, 17)
+def test_online_matches_python_sequential(weighted):
+    X = blobs(120, 2, 3, 17)
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(X)) if weighted else np.ones(len(X))
     init = X[[0, 1, 2]].copy()
     C = init.copy()
     lab, inertia, n_iter, _ = _k.online(X, w if weighted else None, C, 30, 1e-12, "auto", 1)
-    ref, ref_iter = ref_macqueen(X, init, w, 30, 1e-12)
+    ref, ref_iter = ref_sequential(X, init, w, 30, 1e-12)
     assert n_iter == ref_iter
     np.testing.assert_allclose(C, ref, rtol=0, atol=1e-12)
     rlab = ref_sq_dist(X, ref).argmin(1)
     np.testing.assert_array_equal(lab, rlab)
     assert inertia == pytest.approx(float((w * ((X - ref[rlab]) ** 2).sum(1)).sum()), rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_online_converged_centers_are_member_means(seed):
+    # A row that moves leaves its old centroid: once a pass changes no label,
+    # every centroid is the weighted mean of its members, so the result is a
+    # fixed point of Lloyd (MacQueen's running mean, which never forgets the
+    # rows that left, is not).
+    X = blobs(600, 3, 5, 30 + seed)
+    w = np.random.default_rng(seed).uniform(0.2, 3.0, len(X))
+    w[::7] = 0.0
+    r = kmeans(X, 5, sample_weight=w, tol=0, max_iter=500, algorithm="online",
+               random_state=seed)
+    assert r.n_iter < 500
+    means = np.array([w[r.labels == k] @ X[r.labels == k] / w[r.labels == k].sum()
+                      for k in range(5)])
+    np.testing.assert_allclose(r.centers, means, rtol=0, atol=1e-9)
+    lloyd = kmeans(X, 5, sample_weight=w, init=r.centers, tol=0, algorithm="lloyd")
+    np.testing.assert_array_equal(lloyd.labels, r.labels)
+    np.testing.assert_allclose(lloyd.centers, r.centers, rtol=0, atol=1e-9)
 
 
 # --------------------------------------------------------------------------

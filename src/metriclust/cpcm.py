@@ -137,15 +137,21 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         circles one of them is the radial function). ``"kmeans"``: ``n_init`` k-means++ runs on the
         whitened data (kernel: on the K leading kernel-PCA coordinates).
         ``"directions"``: 1-D k-means along each fourth-moment (FOBI)
-        direction of the whitened data, most non-Gaussian first
+        direction of the whitened data, most non-Gaussian first (at most
+        ``10 * n_init``), and along the first ``n_init`` of them refined to a
+        kurtosis extremum (FastICA's fixed point)
         (:func:`metriclust._core.starts.kurtosis_directions`).
         ``"auto"``: for ``"linear"`` and ``"lda"``, random, directions and
         whitened k-means -- starts that do not depend on the basis of the
         features, so the whole search keeps the paper's Property 1 (the same
         partition for ``X`` and ``X A + b``, ``A`` invertible; exactly for
-        ``"linear"``, up to the ridge for ``"lda"``); for ``"kernel"`` and
-        ``"stepwise"`` (not affine-invariant predictors), random, features,
-        components and k-means. The lowest blur ratio wins, ``best_start_``
+        ``"linear"``, up to the ridge for ``"lda"``). The other predictors are
+        not affine-invariant, and their starts keep exactly the invariances the
+        predictor has: ``"kernel"`` (rotations, translations and, with
+        ``sigma="auto"``, a common scale): random, directions of the input,
+        kernel-PCA components and k-means; ``"stepwise"`` (rescaling and
+        shifting single features): random, features, directions and whitened
+        k-means. The lowest blur ratio wins, ``best_start_``
         says which. Random starts alone often miss the structure (on the
         paper's Sec. 5.1 data 20 random starts reach ARI 0.02 while the true
         partition has a lower blur ratio). Duplicate starting partitions are
@@ -197,7 +203,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         Blur ratio of the winning start's starting partition and after each
         accepted iteration (non-increasing).
     start_kinds_ : dict
-        Number of starts of each kind (``random``, ``feature``, ``kmeans``, ``given``).
+        Number of starts of each kind (``random``, ``feature``, ``direction``,
+        ``component``, ``kmeans``, ``given``).
     best_start_ : str
         The winning start, e.g. ``"feature 2"``, ``"random 5"``, ``"kmeans 0"``.
     search_ : dict of arrays
@@ -460,13 +467,19 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             yield "given", 0, np.ascontiguousarray(labels, dtype=np.int64)
             return
         if self.init == "auto":
-            # The least-squares and LDA predictors are affine-invariant (Property 1),
-            # so their default starts are too. The kernel and stepwise predictors are
-            # not (a Gaussian kernel, a choice of features); per-feature and
-            # principal-component starts serve them better (stepwise: the Sec. 5.1
-            # clouds, where a start along the informative feature is what finds them).
-            kinds = ("random", "direction", "kmeans") if self.predictor in ("linear", "lda") \
-                else ("random", "feature", "component", "kmeans")
+            # Every default start is computed from quantities that the predictor's own
+            # invariances leave unchanged, so the search adds no dependence on the
+            # basis: least squares and LDA are affine-invariant (Property 1), and so
+            # are directions and whitened k-means. The Gaussian kernel (median width)
+            # is invariant to rotations, translations and a common scale: input
+            # directions and kernel-PCA starts are too. Stepwise selects original
+            # features, so it is invariant to rescaling, shifting (and reordering)
+            # them: per-feature starts are too, and on the Sec. 5.1 clouds a start
+            # along the informative feature is what finds them.
+            kinds = {"linear": ("random", "direction", "kmeans"),
+                     "lda": ("random", "direction", "kmeans"),
+                     "kernel": ("random", "direction", "component", "kmeans"),
+                     "stepwise": ("random", "feature", "direction", "kmeans")}[self.predictor]
         else:
             kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
                      "components": ("component",), "directions": ("direction",)}[self.init]
@@ -496,8 +509,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                     count += 1
                     yield "feature", j, labels
         if "direction" in kinds:
-            Q = model.whitened()
-            F = starts.kurtosis_directions(Q)
+            # the kernel predictor's whitened() is kernel PCA: directions of the input
+            Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
+            # most non-Gaussian first; wide data would give up to N - 1 of them
+            F = starts.kurtosis_directions(Q, _WIDE_FEATURE_STARTS * self.n_init,
+                                           n_refined=self.n_init)
             del Q
             for j in range(F.shape[1]):
                 labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,

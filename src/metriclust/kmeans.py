@@ -18,7 +18,7 @@ __all__ = ["KMeans"]
 
 
 class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
-    r"""K-means clustering (Lloyd's batch algorithm or MacQueen's online update).
+    r"""K-means clustering (Lloyd's batch algorithm or the sequential online update).
 
     Minimizes the weighted within-cluster sum of squares
 
@@ -28,9 +28,15 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     Lloyd alternates the assignment :math:`c(i) = \arg\min_k \lVert x_i - \mu_k\rVert^2`
     and the update :math:`\mu_k = \sum_{c(i)=k} w_i x_i / \sum_{c(i)=k} w_i`; each step
-    cannot increase :math:`J`. The online variant moves the winning center after
-    every sample, :math:`\mu_k \leftarrow \mu_k + (w_i / W_k)(x_i - \mu_k)` with
-    :math:`W_k` the weight the center has received so far (MacQueen 1967).
+    cannot increase :math:`J`. The online variant is the sequential k-means of
+    the course notes (Sec. 4.1; MacQueen 1967): the rows are visited in data
+    order (``random_state`` only seeds the centers); a row whose nearest center
+    changed joins it, :math:`\mu_k \leftarrow \mu_k + (w_i / W_k)(x_i - \mu_k)`,
+    and leaves its old center :math:`j`, :math:`\mu_j \leftarrow \mu_j + (w_i / W_j)
+    (\mu_j - x_i)`, with :math:`W` the weight of the members after the move (the
+    learning rate :math:`1/n_k` for unit weights). Every center is thus the mean of its
+    current members (an emptied center stays put; the first row to reach a center
+    replaces its seed), and a pass that changes no label leaves a fixed point of Lloyd.
     Both run in C with OpenMP (``csrc/kmeans.c``); results do not depend on the
     number of threads.
 
@@ -61,7 +67,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         of the centers :math:`\sum_k \lVert \mu_k' - \mu_k \rVert^2` is at most
         ``tol`` times the mean feature variance of X.
     algorithm : {"lloyd", "elkan", "auto", "online"}, default="lloyd"
-        Batch (Lloyd 1982) or sequential (MacQueen 1967) updates. "elkan" is
+        Batch (Lloyd 1982) or sequential (above) updates. "elkan" is
         Lloyd with exact triangle-inequality pruning (the name scikit-learn
         users know; the bounds are Hamerly's (2010): one upper and one lower
         bound per row instead of Elkan's K): the same labels, centers and

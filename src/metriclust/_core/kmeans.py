@@ -233,7 +233,7 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
 
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
-    (assignment, then weighted means) or MacQueen's online update.
+    (assignment, then weighted means) or the sequential (online) update.
     ``algorithm`` is "lloyd", "elkan" (Lloyd with exact triangle-inequality
     pruning, Hamerly's bounds: the same labels, centers and n_iter), "auto"
     (pruning for many clusters in enough dimensions, where it was measured to

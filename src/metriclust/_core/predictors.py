@@ -115,6 +115,15 @@ def whitening(R, n_samples, rtol=None):
 # LSR (the paper's default predictor)
 # ---------------------------------------------------------------------------
 
+def whitened_input(X):
+    """``(X - mean) W`` with orthonormal columns (:func:`whitening`): the input in
+    coordinates that do not depend on its basis, for the kernel predictor's
+    search starts (the linear predictors keep theirs in :class:`_Centered`)."""
+    mean = X.mean(axis=0, dtype=np.float64)
+    W = whitening(thin_r(X, mean), X.shape[0])
+    return _affine(X, W, -(mean @ W))
+
+
 class _Centered:
     """Shared by the linear predictors: mean, thin R and whitening of X, once."""
 

@@ -5,7 +5,8 @@ Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 - ``random``: balanced random partitions, the paper's protocol (Algorithm 1);
 - ``feature``: 1-D k-means on each single feature, from its quantiles;
 - ``direction``: 1-D k-means along the fourth-moment (FOBI) directions of the
-  whitened data, which do not depend on the basis (affine-invariant);
+  whitened data, and along the leading ones refined to a kurtosis extremum
+  (FastICA's fixed point), which do not depend on the basis (affine-invariant);
 - ``kmeans``: k-means++ on a whitened space (for the linear predictors the
   least-squares basis ``(X - mean) W``, shared with the predictor's QR, so these
   starts keep CPCM's affine invariance; for the kernel predictor the leading
@@ -88,20 +89,31 @@ def kmeans_partition(F, n_clusters, *, seed):
                   n_threads=nt).labels
 
 
-def kurtosis_directions(Q):
-    r"""Projections of whitened data on its fourth-moment directions, most non-Gaussian first.
+def kurtosis_directions(Q, n_directions=None, *, n_refined=0, max_iter=50, tol=1e-10):
+    r"""Projections of whitened data on directions of extreme kurtosis, most non-Gaussian first.
 
     ``Q`` (N x r) is a whitened basis of the centered data (orthonormal columns,
     e.g. ``(X - mean) W``). The eigenvectors ``v`` of
     ``M = \sum_i \|q_i\|^2 q_i q_i^T`` (Cardoso's FOBI, 1989) are the directions
     along which the kurtosis is stationary; clusters show as directions of low
     kurtosis (multimodal), a small far cluster as high kurtosis. For a Gaussian
-    every eigenvalue is about ``(r + 2) / N``; directions are returned in order of
-    ``|N lambda - (r + 2)|``, largest first, as the columns of ``Q V``.
+    every eigenvalue is about ``(r + 2) / N``; the first ``n_directions`` (default
+    all) are returned in order of ``|N lambda - (r + 2)|``, largest first.
+
+    FOBI separates directions only as far as their kurtoses differ (three
+    parallel lines: the across-lines and the along-lines directions are both
+    platykurtic, and FOBI can mix them). So the first ``n_refined`` of them are
+    also returned refined, after the others, by the kurtosis fixed point of
+    FastICA (Hyvarinen & Oja 1997), ``w <- E[u (w^T u)^3] - 3 w`` with
+    ``u = sqrt(N) q``, normalized, which climbs to a local extremum of the
+    kurtosis (``max_iter`` steps at most, or until ``1 - |w_new^T w| <= tol``).
+    The refined ones do not replace the FOBI ones: several can climb to the same
+    extremum, and the FOBI set is the more varied.
 
     ``Q`` of an affine image ``X A + b`` is ``Q R`` for an orthogonal ``R``, so
-    ``M`` becomes ``R^T M R`` and the projections ``Q V`` are the same up to sign:
-    partitions built from them do not depend on the basis of the features.
+    ``M`` becomes ``R^T M R``, the fixed-point step commutes with ``R``, and the
+    projections are the same up to sign: partitions built from them do not
+    depend on the basis of the features.
     """
     n, r = Q.shape
     if r == 0:
@@ -110,4 +122,23 @@ def kurtosis_directions(Q):
     M = (Q * sq[:, None]).T @ Q
     lam, V = np.linalg.eigh(M)
     order = np.argsort(-np.abs(n * lam - (r + 2)), kind="stable")
-    return np.ascontiguousarray(Q @ V[:, order])
+    m = r if n_directions is None else max(0, min(int(n_directions), r))
+    k = max(0, min(int(n_refined), m))
+    W = np.array(V[:, order[:m]], dtype=np.float64)
+    refined = np.array(W[:, :k])
+    U = np.asarray(Q, dtype=np.float64) * np.sqrt(n)          # unit variance coordinates
+    for j in range(k):
+        w = refined[:, j]
+        for _ in range(max_iter):
+            w_new = U.T @ (U @ w) ** 3 / n - 3.0 * w
+            norm = np.linalg.norm(w_new)
+            if not norm > 0:
+                break
+            w_new /= norm
+            done = 1.0 - abs(float(w_new @ w)) <= tol
+            w = w_new
+            if done:
+                break
+        refined[:, j] = w
+    W = np.hstack([W, refined]).astype(Q.dtype, copy=False)
+    return np.ascontiguousarray(Q @ W)

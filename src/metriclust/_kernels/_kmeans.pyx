@@ -1,6 +1,5 @@
-"""Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (MacQueen), assignment,
-one block of Lloyd (assign_accumulate),
-k-means++ step.
+"""Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (sequential), assignment,
+one block of Lloyd (assign_accumulate), k-means++ step.
 
 Every size is checked here, before the C core touches a pointer. BLAS comes
 from scipy.linalg.cython_blas as a function pointer (the C core links none);
@@ -201,7 +200,7 @@ def hamerly(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, in
 
 def online(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int max_iter,
            double tol, method="auto", int n_threads=0):
-    """MacQueen's online k-means from ``centers`` (updated in place); as ``lloyd``."""
+    """Sequential (online) k-means from ``centers`` (updated in place); as ``lloyd``."""
     return _run(_ONLINE, X, sample_weight, centers, max_iter, tol, method, n_threads)
 
 
