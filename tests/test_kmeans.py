@@ -597,3 +597,83 @@ def test_huge_max_iter_is_a_valid_cap():
     X = np.random.default_rng(6).normal(size=(50, 2))
     res = kmeans(X, 2, max_iter=2**40, random_state=0)
     assert res.n_iter < 100
+
+
+# --------------------------------------------------------------------------
+# Stopping on the objective's relative change (convergence="objective")
+# --------------------------------------------------------------------------
+def _objective_run(X, init, max_iter, tol):
+    from metriclust import KMeans
+
+    return KMeans(len(init), init=init, n_init=1, max_iter=max_iter, tol=tol,
+                  convergence="objective").fit(X)
+
+
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-5])
+def test_objective_stop_is_the_first_small_relative_decrease(tol):
+    # Runs from the same centers follow one trajectory, so max_iter = m gives
+    # the objective J_m after m iterations: the fit must stop at the first m
+    # with (J_{m-1} - J_m) <= tol * J_{m-1}, labels unchanged aside.
+    X = blobs(3000, 2, 12, 3, spread=1.5)
+    init = X[:12].copy()
+    fit = _objective_run(X, init, 300, tol)
+    n = fit.n_iter_
+    assert 2 <= n < 300
+    J = [_objective_run(X, init, m, 0.0).inertia_ for m in range(1, n + 1)]
+    assert J[-1] == pytest.approx(fit.inertia_, rel=1e-12)
+    assert all(a >= b for a, b in zip(J, J[1:]))          # Lloyd never increases J
+    assert J[-2] - J[-1] <= tol * J[-2]
+    assert all(a - b > tol * a for a, b in zip(J[:-2], J[1:-1]))
+    np.testing.assert_array_equal(fit.labels_, ref_sq_dist(X, fit.cluster_centers_).argmin(1))
+
+
+def test_objective_stop_tol_zero_is_the_fixed_point_and_iterations_shrink_with_tol():
+    from metriclust import KMeans
+
+    X = blobs(2000, 3, 8, 4, spread=1.5)
+    init = X[:8].copy()
+    shift = KMeans(8, init=init, n_init=1, tol=0.0).fit(X)
+    exact = _objective_run(X, init, 300, 0.0)
+    np.testing.assert_array_equal(exact.labels_, shift.labels_)
+    np.testing.assert_allclose(exact.cluster_centers_, shift.cluster_centers_, rtol=0, atol=0)
+    assert exact.n_iter_ == shift.n_iter_
+    iters = [_objective_run(X, init, 300, tol).n_iter_ for tol in (0.0, 1e-6, 1e-4, 1e-2)]
+    assert iters == sorted(iters, reverse=True) and iters[-1] < iters[0]
+
+
+def test_objective_stop_float32_weights_and_errors():
+    from metriclust import KMeans
+
+    X = blobs(1500, 4, 6, 5, spread=2.0)
+    w = np.random.default_rng(0).integers(1, 4, size=len(X)).astype(float)
+    for Xd in (X, X.astype(np.float32)):
+        # integer weights act as repeated rows: the same iterations and stop
+        est = KMeans(6, init=Xd[:6], n_init=1, convergence="objective", tol=1e-4)
+        km = est.fit(Xd, sample_weight=w)
+        assert km.cluster_centers_.dtype == Xd.dtype
+        rep = KMeans(6, init=Xd[:6], n_init=1, convergence="objective",
+                     tol=1e-4).fit(np.repeat(Xd, w.astype(int), axis=0))
+        assert rep.n_iter_ == km.n_iter_
+        np.testing.assert_allclose(rep.cluster_centers_, km.cluster_centers_, rtol=1e-5)
+        assert rep.inertia_ == pytest.approx(km.inertia_, rel=1e-5)
+    with pytest.raises(ValueError, match="convergence"):
+        KMeans(3, convergence="inertia").fit(X)
+    with pytest.raises(ValueError, match="convergence"):
+        kmeans(X, 3, convergence=None)
+    with pytest.raises(ValueError, match="batch algorithm"):
+        KMeans(3, convergence="objective", algorithm="online").fit(X)
+    # elkan prunes with bounds rebuilt at every call: the same result as lloyd
+    a, b = (KMeans(6, init=X[:6], n_init=1, convergence="objective", algorithm=alg).fit(X)
+            for alg in ("lloyd", "elkan"))
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.n_iter_ == b.n_iter_
+
+
+def test_check_estimator_objective_stop():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from metriclust import KMeans
+
+    est = KMeans(convergence="objective")
+    with pytest.warns(UserWarning, match="does not inherit"):
+        check_estimator(est, expected_failed_checks=_expected_failed_checks(est))

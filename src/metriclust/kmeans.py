@@ -53,7 +53,17 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-4
         A run stops when the labels no longer change or when the squared shift
         of the centers :math:`\sum_k \lVert \mu_k' - \mu_k \rVert^2` is at most
-        ``tol`` times the mean feature variance of X.
+        ``tol`` times the mean feature variance of X. With
+        ``convergence="objective"``, ``tol`` bounds the objective's relative
+        decrease instead.
+    convergence : {"center_shift", "objective"}, default="center_shift"
+        The stopping rule. "center_shift" is scikit-learn's (above).
+        "objective" stops a run when the relative decrease of :math:`J` in an
+        iteration, :math:`(J_{t-1} - J_t) / J_{t-1}`, is at most ``tol`` (the
+        lecture notes' rule, and the meaning of ``tol`` in :class:`FuzzyCMeans`);
+        :math:`J_t` is the objective at the iteration's new centers, so each
+        iteration costs one more assignment pass than under "center_shift".
+        Batch algorithms only (not "online").
     algorithm : {"lloyd", "elkan", "auto", "online"}, default="lloyd"
         Batch (Lloyd 1982) or sequential (MacQueen 1967) updates. "elkan" is
         Lloyd with exact triangle-inequality pruning (the name scikit-learn
@@ -124,12 +134,14 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, algorithm="lloyd", random_state=None, verbose=0):
+                 tol=1e-4, convergence="center_shift", algorithm="lloyd", random_state=None,
+                 verbose=0):
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.convergence = convergence
         self.algorithm = algorithm
         self.random_state = random_state
         self.verbose = verbose
@@ -142,6 +154,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if self.algorithm not in ("lloyd", "elkan", "auto", "online"):
             raise ValueError("algorithm must be 'lloyd', 'elkan', 'auto' or 'online', "
                              f"got {self.algorithm!r}.")
+        if self.convergence not in ("center_shift", "objective"):
+            raise ValueError("convergence must be 'center_shift' or 'objective', "
+                             f"got {self.convergence!r}.")
         init = self.init
         if isinstance(init, str):
             if init not in ("k-means++", "random", "farthest"):
@@ -185,7 +200,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         w = check_sample_weight(sample_weight, X.shape[0], dtype=X.dtype)
         res = kmeans(X, n_clusters, sample_weight=None if sample_weight is None else w,
                      init=init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
-                     algorithm=self.algorithm, random_state=self.random_state,
+                     convergence=self.convergence, algorithm=self.algorithm, random_state=self.random_state,
                      verbose=self.verbose)
         self.n_features_in_ = X.shape[1]
         self.cluster_centers_ = res.centers

@@ -246,9 +246,32 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     return mean, acc / total
 
 
+def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
+    """``run`` (a C driver) one iteration at a time from ``centers`` (updated in
+    place) until the inertia's relative decrease ``(J_prev - J) / J_prev`` is at
+    most ``tol``, or ``max_iter``; returns what ``run`` returns.
+
+    Each call's inertia is the objective at its new centers and their labels.
+    Labels equal to the previous call's are a fixed point (the next centers are
+    the current ones): that stop is strict convergence, counted as the C
+    drivers count it (the iteration whose pass changes no label, which is the
+    pass that closed this call).
+    """
+    previous, previous_labels = None, None
+    for n_iter in range(1, max_iter + 1):
+        labels, inertia, _, _ = run(Xc, w, centers, 1, 0.0, "auto", n_threads)
+        if previous is not None and previous - inertia <= tol * previous:
+            return labels, inertia, n_iter, False
+        if previous_labels is not None and np.array_equal(labels, previous_labels) \
+                and n_iter < max_iter:
+            return labels, inertia, n_iter + 1, True
+        previous, previous_labels = inertia, labels
+    return labels, inertia, max_iter, False
+
+
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
-           n_threads=None, verbose=0):
+           n_threads=None, verbose=0, convergence="center_shift"):
     """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
 
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
@@ -260,7 +283,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     are centered first (as scikit-learn does) for accurate distances; a run
     stops when no label changes or when the squared center shift is at most
     ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
-    variance are weighted, so integer weights act as repeated rows.
+    variance are weighted, so integer weights act as repeated rows. With
+    ``convergence="objective"`` a run stops instead when the inertia's relative
+    decrease in an iteration is at most ``tol`` (``_run_to_objective_tol``).
 
     Returns
     -------
@@ -284,6 +309,13 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     max_iter = min(int(max_iter), 2**31 - 1)  # the C loop counts in int; a huge cap is valid
     if not (isinstance(tol, numbers.Real) and tol >= 0):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+    if convergence not in ("center_shift", "objective"):
+        raise ValueError(f"convergence must be 'center_shift' or 'objective', "
+                         f"got {convergence!r}.")
+    if convergence == "objective" and algorithm == "online":
+        # the online driver's per-center step sizes live for one call only
+        raise ValueError("convergence='objective' needs a batch algorithm ('lloyd', 'elkan' "
+                         "or 'auto'), got algorithm='online'.")
     init = _check_init(init, n_clusters, X, n_init)
     rng = check_random_state(random_state)
     nt = effective_n_threads(n_threads)
@@ -306,10 +338,10 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     # mean and the variance behind ``tol`` are weighted, so that an integer
     # weight acts exactly like repeating the row (scikit-learn ignores the
     # weights here; the two agree for unit weights), and summed in float64.
-    mean, var = _mean_and_variance(X, w, with_variance=tol > 0)
+    mean, var = _mean_and_variance(X, w, with_variance=tol > 0 and convergence == "center_shift")
     X_mean = mean.astype(X.dtype)
     Xc = X - X_mean
-    abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
+    abs_tol = float(np.mean(var) * tol) if var is not None else 0.0
     run = _runner(algorithm, p, n_clusters)
 
     best = None
@@ -333,10 +365,16 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                 centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
                                              random_state=rng, n_threads=nt)
             centers = np.ascontiguousarray(centers, dtype=X.dtype)
-            labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto", nt)
+            if convergence == "objective":
+                labels, inertia, n_iter, strict = _run_to_objective_tol(
+                    run, Xc, w, centers, max_iter, tol, nt)
+            else:
+                labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto",
+                                                      nt)
             if verbose:
                 how = "strict convergence" if strict else (
-                    "center shift within tolerance" if n_iter < max_iter else "max_iter reached")
+                    f"{convergence.replace('_', ' ')} within tolerance" if n_iter < max_iter
+                    else "max_iter reached")
                 print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
                       f"inertia {inertia:.6g}")
             if best is None or inertia < best.inertia:
