@@ -7,6 +7,8 @@ MacQueen's online update), and for invariances: weights == repeated rows,
 1 thread == 2 threads bitwise, dtype preserved, no NaN on degenerate input.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -65,8 +67,15 @@ def ref_lloyd(X, C, w, max_iter, tol):
 
 
 def ref_kmeans_plusplus(X, k, w, rng):
-    """Greedy k-means++ drawing exactly the random numbers the core draws."""
+    """Greedy k-means++ drawing exactly the random numbers the core draws, by
+    inverse CDF over the rows sorted by their projection on the core's fixed
+    direction (so that the draws do not depend on the order of the rows)."""
+    from metriclust._core.kmeans import _ORDER_SEED
+
     n = X.shape[0]
+    order = np.argsort(X @ np.random.default_rng(_ORDER_SEED).standard_normal(X.shape[1]),
+                       kind="stable")
+    X, w = X[order], w[order]
     trials = 2 + int(np.log(k))
     idx = [rng.choice(n, p=w / w.sum())]
     closest = ((X - X[idx[0]]) ** 2).sum(1)
@@ -78,7 +87,7 @@ def ref_kmeans_plusplus(X, k, w, rng):
         best = int(np.argmin(d @ w))
         idx.append(int(cand[best]))
         closest = d[best]
-    return np.array(idx)
+    return order[np.array(idx)]
 
 
 def ref_macqueen(X, C, w, max_iter, tol):
@@ -486,13 +495,9 @@ def test_errors():
 # The estimator
 # --------------------------------------------------------------------------
 def _expected_failed_checks(estimator):
-    return {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the check shuffles the weighted rows, so the seeding's random draws "
-            "land on other rows (equivalence holds with rows in order: "
-            "test_weights_equal_repeats_with_seeding); scikit-learn's KMeans "
-            "fails it too."),
-    }
+    # None: check_sample_weight_equivalence_on_dense_data passes since the
+    # k-means++ draws run over rows ordered by value (see the test below).
+    return {}
 
 
 def test_check_estimator():
@@ -502,6 +507,44 @@ def test_check_estimator():
 
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(KMeans(), expected_failed_checks=_expected_failed_checks(KMeans()))
+
+
+def test_seeding_does_not_depend_on_row_order():
+    # The check scikit-learn's estimator checks run (weights vs repeated rows
+    # after a shuffle) holds because the seeding draws over rows ordered by value:
+    # a permutation of X permutes the labels and changes nothing else.
+    from metriclust import KMeans
+
+    rng = np.random.default_rng(5)
+    X = blobs(600, 4, 7, 9, spread=1.5)
+    w = rng.integers(0, 4, size=len(X)).astype(float)
+    perm = rng.permutation(len(X))
+    for init in ("k-means++", "farthest"):
+        a = KMeans(7, init=init, random_state=3).fit(X, sample_weight=w)
+        b = KMeans(7, init=init, random_state=3).fit(X[perm], sample_weight=w[perm])
+        np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_, rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(b.labels_, a.labels_[perm])
+        rep = KMeans(7, init=init, random_state=3).fit(np.repeat(X[perm], w[perm].astype(int),
+                                                                 axis=0))
+        np.testing.assert_allclose(rep.cluster_centers_, a.cluster_centers_, rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_sample_weight_equivalence_check_passes_and_sklearn_fails_it():
+    # The same check, run directly beside scikit-learn's KMeans, which draws
+    # its seeds in row order and so fails it (1.9.1): this is what the row-value
+    # order buys, not a property every k-means has.
+    import sklearn.cluster
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    from metriclust import KMeans
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_sample_weight_equivalence_on_dense_data("KMeans", KMeans())
+        with pytest.raises(AssertionError, match="not equivalent"):
+            check_sample_weight_equivalence_on_dense_data("KMeans", sklearn.cluster.KMeans())
 
 
 def test_weights_equal_repeats_with_seeding():

@@ -122,13 +122,47 @@ def center_distances(X, centers, *, squared=False, block_rows=4096):
     return out
 
 
+# Fixed direction whose projection orders rows by value for the seeding's draws.
+_ORDER_SEED = 20031
+
+
+def value_order(X, *, block_rows=65536):
+    """A permutation of the rows of X that depends on their values only.
+
+    Rows are sorted by their projection on a fixed random direction, computed
+    in float64 a block at a time (bounded extra memory); identical rows get the
+    same key, distinct rows tie only by accident of rounding (then the stable
+    sort keeps their order in X). Draws made by inverse CDF over this order land
+    on the same row values whatever the order of the rows, and an integer
+    weight draws like the same number of repeated rows.
+    """
+    n, p = X.shape
+    direction = np.random.default_rng(_ORDER_SEED).standard_normal(p)
+    key = np.empty(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, block_rows):
+            rows = X[start:start + block_rows].astype(np.float64, copy=False)
+            key[start:start + block_rows] = rows @ direction
+    return np.argsort(key, kind="stable")
+
+
+def _draw(cum, order, u):
+    """Rows drawn with probability proportional to the increments of ``cum``
+    (a cumulative sum over ``order``) at the uniform(s) ``u``."""
+    pos = np.searchsorted(cum, u * cum[-1], side="right")
+    return order[np.minimum(pos, len(order) - 1)]
+
+
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
                     n_local_trials=None, n_threads=None):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     Each new center is the best, by potential ``sum_i w_i min_k ||x_i - c_k||^2``,
     of ``2 + log(k)`` candidates drawn with probability proportional to
-    ``w_i D(x_i)^2``, as in scikit-learn. Returns ``(centers, indices)``.
+    ``w_i D(x_i)^2``, as in scikit-learn. The draws run over the rows in
+    :func:`value_order`, so the seeds (and a fit from them) do not depend on
+    the order of the rows, and an integer weight acts as repeating the row.
+    Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
     n = X.shape[0]
@@ -137,16 +171,16 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     nt = effective_n_threads(n_threads)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
+    order = value_order(X)
+    w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
-    idx[0] = rng.choice(n, p=w / w.sum())
+    idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
     closest = np.full(n, np.inf)
     _k.pp_step(X, wk, idx[:1].copy(), closest, nt)
     for c in range(1, n_clusters):
-        cum = np.cumsum(w * closest)
-        pot = cum[-1]
-        if pot > 0:
-            cand = np.searchsorted(cum, rng.uniform(size=n_local_trials) * pot, side="right")
-            cand = np.minimum(cand, n - 1).astype(np.int64)
+        cum = np.cumsum(w_ordered * closest[order])
+        if cum[-1] > 0:
+            cand = _draw(cum, order, rng.uniform(size=n_local_trials)).astype(np.int64)
         else:  # every point coincides with a center already chosen
             cand = rng.integers(n, size=n_local_trials).astype(np.int64)
         best, _ = _k.pp_step(X, wk, cand, closest, nt)
@@ -157,14 +191,16 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
 def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None):
     """Farthest-first seeding: a random first center, then each next center is the
     row farthest from all chosen ones (the lecture's "least similar" seed;
-    Gonzalez 1985). Rows of zero weight are never chosen. Returns ``(centers, indices)``.
+    Gonzalez 1985). Rows of zero weight are never chosen; the first draw runs
+    over :func:`value_order`, as in :func:`kmeans_plusplus`. Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
     n = X.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     nt = effective_n_threads(n_threads)
     idx = np.empty(n_clusters, dtype=np.int64)
-    idx[0] = rng.choice(n, p=w / w.sum())
+    order = value_order(X)   # the first draw, as k-means++'s, independent of row order
+    idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
     for c in range(1, n_clusters):
         _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt)  # closest <- min(closest, d^2)
