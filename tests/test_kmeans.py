@@ -68,13 +68,11 @@ def ref_lloyd(X, C, w, max_iter, tol):
 
 def ref_kmeans_plusplus(X, k, w, rng):
     """Greedy k-means++ drawing exactly the random numbers the core draws, by
-    inverse CDF over the rows sorted by their projection on the core's fixed
-    direction (so that the draws do not depend on the order of the rows)."""
-    from metriclust._core.kmeans import _ORDER_SEED
-
+    inverse CDF over the rows sorted by squared distance to their weighted mean
+    (so that the draws do not depend on the order of the rows)."""
     n = X.shape[0]
-    order = np.argsort(X @ np.random.default_rng(_ORDER_SEED).standard_normal(X.shape[1]),
-                       kind="stable")
+    mean = (w @ X) / w.sum()
+    order = np.argsort(((X - mean) ** 2).sum(1), kind="stable")
     X, w = X[order], w[order]
     trials = 2 + int(np.log(k))
     idx = [rng.choice(n, p=w / w.sum())]
@@ -529,6 +527,19 @@ def test_seeding_does_not_depend_on_row_order():
                                                                  axis=0))
         np.testing.assert_allclose(rep.cluster_centers_, a.cluster_centers_, rtol=1e-10,
                                    atol=1e-12)
+
+
+def test_seeding_is_invariant_to_rotating_and_shifting_the_data():
+    # The order the draws run over is by distance to the mean, which a rotation
+    # and a shift keep: the same seeds, as with the rows' own order before.
+    from metriclust import KMeans
+
+    X = blobs(500, 5, 6, 12, spread=2.0)
+    Q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((5, 5)))
+    a = KMeans(6, random_state=4).fit(X)
+    b = KMeans(6, random_state=4).fit(X @ Q + 10.0)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_ @ Q + 10.0, atol=1e-9)
 
 
 def test_sample_weight_equivalence_check_passes_and_sklearn_fails_it():

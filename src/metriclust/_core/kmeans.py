@@ -122,27 +122,25 @@ def center_distances(X, centers, *, squared=False, block_rows=4096):
     return out
 
 
-# Fixed direction whose projection orders rows by value for the seeding's draws.
-_ORDER_SEED = 20031
+def value_order(X, sample_weight=None, *, block_rows=65536):
+    """A permutation of the rows of X that depends on their values only: by
+    squared distance to the weighted mean of X, computed in float64 a block at
+    a time (bounded extra memory), ties kept in their order in X.
 
-
-def value_order(X, *, block_rows=65536):
-    """A permutation of the rows of X that depends on their values only.
-
-    Rows are sorted by their projection on a fixed random direction, computed
-    in float64 a block at a time (bounded extra memory); identical rows get the
-    same key, distinct rows tie only by accident of rounding (then the stable
-    sort keeps their order in X). Draws made by inverse CDF over this order land
-    on the same row values whatever the order of the rows, and an integer
-    weight draws like the same number of repeated rows.
+    Draws made by inverse CDF over this order land on the same row values
+    whatever the order of the rows, and an integer weight draws like as many
+    repeated rows (the weighted mean is theirs). The key is invariant to
+    translations, rotations and scalings of X, as k-means is, so the seeding
+    stays so too (up to rounding). Distinct rows tie only when equidistant
+    from the mean (symmetric designs): there the order of X decides.
     """
     n, p = X.shape
-    direction = np.random.default_rng(_ORDER_SEED).standard_normal(p)
+    blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
+    mean, _ = _mean_and_variance(X, sample_weight, with_variance=False, block_rows=block_rows)
     key = np.empty(n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, n, block_rows):
-            rows = X[start:start + block_rows].astype(np.float64, copy=False)
-            key[start:start + block_rows] = rows @ direction
+    for b in blocks:
+        dev = X[b].astype(np.float64) - mean
+        key[b] = np.einsum("ij,ij->i", dev, dev)
     return np.argsort(key, kind="stable")
 
 
@@ -171,7 +169,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     nt = effective_n_threads(n_threads)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    order = value_order(X)
+    order = value_order(X, None if sample_weight is None else w)
     w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
@@ -199,7 +197,7 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     nt = effective_n_threads(n_threads)
     idx = np.empty(n_clusters, dtype=np.int64)
-    order = value_order(X)   # the first draw, as k-means++'s, independent of row order
+    order = value_order(X, None if sample_weight is None else w)  # as k-means++'s first draw
     idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
     for c in range(1, n_clusters):
