@@ -28,12 +28,13 @@ import numbers
 import numpy as np
 
 from .._kernels import _kmeans as _k
+from .._kernels._kmeans1d import kmeans1d_columns as _kmeans1d_columns
 from .._kernels._sums import cluster_sums
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
 __all__ = ["KMeansResult", "kmeans", "assign_labels", "cluster_means", "kmeans_plusplus",
-           "center_distances", "farthest_first"]
+           "center_distances", "farthest_first", "kmeans_columns_1d"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -278,6 +279,32 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
         dev *= dev
         acc += dev.sum(axis=0) if wd is None else wd[b] @ dev
     return mean, acc / total
+
+
+def kmeans_columns_1d(X, columns, init, *, max_iter=300, tol=1e-4, return_labels=False,
+                      n_threads=None):
+    """1-D k-means of many columns of X in one call: for each ``c``, what
+    ``kmeans(X[:, [columns[c]]], K, init=init[c][:, None], n_init=1, max_iter=max_iter,
+    tol=tol)`` computes (the same Lloyd iteration, scores, relocation and stopping rule,
+    ``csrc/kmeans1d.c``), without a Python call per column.
+
+    ``init``: (m, K) starting centers, one row per column. Returns ``(centers (m, K) in
+    X's dtype, inertia (m,), n_iter (m,), labels (m, n) int64 or None)``.
+    """
+    X = _as_float_array(X)
+    columns = np.ascontiguousarray(columns, dtype=np.int64).reshape(-1)
+    init = np.ascontiguousarray(init, dtype=X.dtype)
+    if init.ndim != 2 or init.shape[0] != columns.size:
+        raise ValueError(f"init must have shape ({columns.size}, n_clusters), got {init.shape}.")
+    max_iter = min(int(max_iter), 2**31 - 1)
+    if columns.size and (columns.min() < 0 or columns.max() >= X.shape[1]):
+        raise ValueError(f"columns out of range: X has {X.shape[1]} columns, got values from "
+                         f"{columns.min()} to {columns.max()}.")
+    # kmeans()'s centering and tolerance, to the last bit: _mean_and_variance of the
+    # columns in Fortran order sums each column as it sums an (n, 1) array
+    mean, var = _mean_and_variance(np.asfortranarray(X[:, columns]))
+    return _kmeans1d_columns(X, columns, init, mean, var, max_iter, float(tol),
+                             bool(return_labels), effective_n_threads(n_threads))
 
 
 def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
