@@ -4,6 +4,8 @@ Each case runs in a fresh interpreter (nothing cached in sys.modules):
 
 - ``numpy``: ``import numpy`` and build X (300 x 4; no numpy.random);
 - ``metriclust``: that, then ``from metriclust import KMeans; KMeans(8).fit(X)``;
+- ``metriclust +learners``: that, after also importing MMC, CPCM and CPDUML
+  (which load scipy.linalg only when they fit);
 - ``metriclust d=200``: the same on 300 x 200, which takes the BLAS (GEMM) path
   and so loads scipy's BLAS;
 - ``scikit-learn``: ``from sklearn.cluster import KMeans; KMeans(8).fit(X)``.
@@ -44,6 +46,8 @@ CASES = {
     "numpy": HEAD.format(d=4) + "t1 = time.perf_counter()" + TAIL,
     "metriclust": HEAD.format(d=4)
     + "from metriclust import KMeans\nKMeans(8, random_state=0).fit(X)" + TAIL,
+    "metriclust +learners": HEAD.format(d=4)
+    + "from metriclust import KMeans, MMC, CPCM, CPDUML\nKMeans(8, random_state=0).fit(X)" + TAIL,
     "metriclust d=200": HEAD.format(d=200)
     + "from metriclust import KMeans\nKMeans(8, random_state=0).fit(X)" + TAIL,
     "scikit-learn": HEAD.format(d=4)

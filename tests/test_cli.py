@@ -438,6 +438,29 @@ def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
     assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
 
 
+def test_sigterm_during_a_long_fit_cleans_up_like_ctrl_c(tmp_path):
+    # SIGTERM (kill, a batch scheduler's time limit) removes the temporary
+    # outputs as Ctrl-C does, and exits 143 = 128 + SIGTERM.
+    path, pairs = big_mmc_problem(tmp_path, 40_000)
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metriclust", "cluster", str(path), "--method", "mmc",
+         "--similar", str(pairs), "--n-clusters", "2", "--output", str(out),
+         "--transform", str(coords), "--verbose"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        if "fitting" in line:
+            break
+    time.sleep(1.0)
+    assert proc.poll() is None, "the fit ended too soon to test SIGTERM"
+    assert leftovers(tmp_path) != []
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert proc.returncode == 143, proc.stderr.read()
+    assert "terminated; no output written" in proc.stderr.read()
+    assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
+
+
 # -- loses data silently ------------------------------------------------------
 
 def test_headerless_numeric_csv_keeps_its_first_row(tmp_path):
@@ -644,6 +667,18 @@ def test_verbose_reports_from_the_start_to_a_summary(data_csv, tmp_path):
     for i in (1, 2, 3):
         assert any(f"start {i} of 3" in line for line in lines), lines
     assert "done:" in lines[-1] and "total" in lines[-1]
+
+
+def test_verbose_cpcm_counts_its_starts(data_csv, tmp_path):
+    proc = cluster(data_csv, tmp_path / "o.csv", "--verbose", "--method", "cpcm",
+                   "--param", "n_init=2")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "CPCM start" in line]
+    bound = lines[0].split(" of at most ")[1].split()[0]
+    for i, line in enumerate(lines, 1):
+        assert f"CPCM start {i} of at most {bound} (" in line
+    assert len(lines) <= int(bound)
+    assert "done:" in proc.stderr.splitlines()[-1]
 
 
 def test_mmc_with_only_similar_warns_before_a_quadratic_fit(tmp_path):

@@ -587,5 +587,42 @@ def test_verbose_prints_one_line_per_start(capsys):
     X, _ = datasets.make_parallel_lines(100, random_state=0)
     est = CPCM(2, init="random", n_init=3, verbose=1, random_state=0).fit(X)
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 3 and all(line.startswith("CPCM start random") for line in out)
+    assert out == [line for line in out if line.startswith("CPCM start")]
+    assert [line.split(":")[0] for line in out] == [
+        f"CPCM start {i + 1} of at most 3 (random {i})" for i in range(3)]
     assert est.best_start_.startswith("random ")
+
+
+@pytest.mark.parametrize("predictor", ["linear", "kernel", "stepwise", "lda"])
+@pytest.mark.parametrize("init", ["auto", "features", "components"])
+def test_verbose_start_count_is_bounded_and_shortfall_explained(capsys, predictor, init):
+    # "start i of at most n": i counts the starts run, n bounds what the search
+    # could yield; when fewer ran, one closing line says why.
+    import re
+
+    X, _ = datasets.make_parallel_lines(80, random_state=1)
+    est = CPCM(2, predictor=predictor, init=init, n_init=2, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out.strip().splitlines()
+    starts = [re.match(r"CPCM start (\d+) of at most (\d+) \((\w+) (\d+)\)", line)
+              for line in out if line.startswith("CPCM start")]
+    assert starts and all(starts)
+    bound = int(starts[0].group(2))
+    assert [int(m.group(1)) for m in starts] == list(range(1, len(starts) + 1))
+    assert all(int(m.group(2)) == bound for m in starts) and len(starts) <= bound
+    assert len(starts) == len(est.search_["kind"])
+    closing = [line for line in out if line.startswith("CPCM: ")]
+    if len(starts) < bound:
+        assert closing == [f"CPCM: {len(starts)} of at most {bound} starts run: the others "
+                           "repeat a partition already tried or leave a cluster under "
+                           "min_cluster_size"]
+    else:
+        assert closing == []
+
+
+def test_verbose_says_why_a_wide_search_stops_early(capsys):
+    X = np.random.default_rng(0).normal(size=(30, 60))
+    with pytest.warns(UserWarning, match="rank"):
+        CPCM(2, n_init=2, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("CPCM start 1 of at most ")
+    assert out[-1].startswith("CPCM: 1 of at most ") and "blur ratio 0" in out[-1]

@@ -7,6 +7,8 @@ the notes' sequential update), and for invariances: weights == repeated rows,
 1 thread == 2 threads bitwise, dtype preserved, no NaN on degenerate input.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -65,8 +67,13 @@ def ref_lloyd(X, C, w, max_iter, tol):
 
 
 def ref_kmeans_plusplus(X, k, w, rng):
-    """Greedy k-means++ drawing exactly the random numbers the core draws."""
+    """Greedy k-means++ drawing exactly the random numbers the core draws, by
+    inverse CDF over the rows sorted by squared distance to their weighted mean
+    (so that the draws do not depend on the order of the rows)."""
     n = X.shape[0]
+    mean = (w @ X) / w.sum()
+    order = np.argsort(((X - mean) ** 2).sum(1), kind="stable")
+    X, w = X[order], w[order]
     trials = 2 + int(np.log(k))
     idx = [rng.choice(n, p=w / w.sum())]
     closest = ((X - X[idx[0]]) ** 2).sum(1)
@@ -78,7 +85,7 @@ def ref_kmeans_plusplus(X, k, w, rng):
         best = int(np.argmin(d @ w))
         idx.append(int(cand[best]))
         closest = d[best]
-    return np.array(idx)
+    return order[np.array(idx)]
 
 
 def ref_sequential(X, C, w, max_iter, tol):
@@ -597,13 +604,9 @@ def test_errors():
 # The estimator
 # --------------------------------------------------------------------------
 def _expected_failed_checks(estimator):
-    return {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the check shuffles the weighted rows, so the seeding's random draws "
-            "land on other rows (equivalence holds with rows in order: "
-            "test_weights_equal_repeats_with_seeding); scikit-learn's KMeans "
-            "fails it too."),
-    }
+    # None: check_sample_weight_equivalence_on_dense_data passes since the
+    # k-means++ draws run over rows ordered by value (see the test below).
+    return {}
 
 
 def test_check_estimator():
@@ -613,6 +616,57 @@ def test_check_estimator():
 
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(KMeans(), expected_failed_checks=_expected_failed_checks(KMeans()))
+
+
+def test_seeding_does_not_depend_on_row_order():
+    # The check scikit-learn's estimator checks run (weights vs repeated rows
+    # after a shuffle) holds because the seeding draws over rows ordered by value:
+    # a permutation of X permutes the labels and changes nothing else.
+    from metriclust import KMeans
+
+    rng = np.random.default_rng(5)
+    X = blobs(600, 4, 7, 9, spread=1.5)
+    w = rng.integers(0, 4, size=len(X)).astype(float)
+    perm = rng.permutation(len(X))
+    for init in ("k-means++", "farthest"):
+        a = KMeans(7, init=init, random_state=3).fit(X, sample_weight=w)
+        b = KMeans(7, init=init, random_state=3).fit(X[perm], sample_weight=w[perm])
+        np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_, rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(b.labels_, a.labels_[perm])
+        rep = KMeans(7, init=init, random_state=3).fit(np.repeat(X[perm], w[perm].astype(int),
+                                                                 axis=0))
+        np.testing.assert_allclose(rep.cluster_centers_, a.cluster_centers_, rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_seeding_is_invariant_to_rotating_and_shifting_the_data():
+    # The order the draws run over is by distance to the mean, which a rotation
+    # and a shift keep: the same seeds, as with the rows' own order before.
+    from metriclust import KMeans
+
+    X = blobs(500, 5, 6, 12, spread=2.0)
+    Q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((5, 5)))
+    a = KMeans(6, random_state=4).fit(X)
+    b = KMeans(6, random_state=4).fit(X @ Q + 10.0)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_ @ Q + 10.0, atol=1e-9)
+
+
+def test_sample_weight_equivalence_check_passes_and_sklearn_fails_it():
+    # The same check, run directly beside scikit-learn's KMeans, which draws
+    # its seeds in row order and so fails it (1.9.1): this is what the row-value
+    # order buys, not a property every k-means has.
+    import sklearn.cluster
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    from metriclust import KMeans
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_sample_weight_equivalence_on_dense_data("KMeans", KMeans())
+        with pytest.raises(AssertionError, match="not equivalent"):
+            check_sample_weight_equivalence_on_dense_data("KMeans", sklearn.cluster.KMeans())
 
 
 def test_weights_equal_repeats_with_seeding():
@@ -708,3 +762,83 @@ def test_huge_max_iter_is_a_valid_cap():
     X = np.random.default_rng(6).normal(size=(50, 2))
     res = kmeans(X, 2, max_iter=2**40, random_state=0)
     assert res.n_iter < 100
+
+
+# --------------------------------------------------------------------------
+# Stopping on the objective's relative change (convergence="objective")
+# --------------------------------------------------------------------------
+def _objective_run(X, init, max_iter, tol):
+    from metriclust import KMeans
+
+    return KMeans(len(init), init=init, n_init=1, max_iter=max_iter, tol=tol,
+                  convergence="objective").fit(X)
+
+
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-5])
+def test_objective_stop_is_the_first_small_relative_decrease(tol):
+    # Runs from the same centers follow one trajectory, so max_iter = m gives
+    # the objective J_m after m iterations: the fit must stop at the first m
+    # with (J_{m-1} - J_m) <= tol * J_{m-1}, labels unchanged aside.
+    X = blobs(3000, 2, 12, 3, spread=1.5)
+    init = X[:12].copy()
+    fit = _objective_run(X, init, 300, tol)
+    n = fit.n_iter_
+    assert 2 <= n < 300
+    J = [_objective_run(X, init, m, 0.0).inertia_ for m in range(1, n + 1)]
+    assert J[-1] == pytest.approx(fit.inertia_, rel=1e-12)
+    assert all(a >= b for a, b in zip(J, J[1:]))          # Lloyd never increases J
+    assert J[-2] - J[-1] <= tol * J[-2]
+    assert all(a - b > tol * a for a, b in zip(J[:-2], J[1:-1]))
+    np.testing.assert_array_equal(fit.labels_, ref_sq_dist(X, fit.cluster_centers_).argmin(1))
+
+
+def test_objective_stop_tol_zero_is_the_fixed_point_and_iterations_shrink_with_tol():
+    from metriclust import KMeans
+
+    X = blobs(2000, 3, 8, 4, spread=1.5)
+    init = X[:8].copy()
+    shift = KMeans(8, init=init, n_init=1, tol=0.0).fit(X)
+    exact = _objective_run(X, init, 300, 0.0)
+    np.testing.assert_array_equal(exact.labels_, shift.labels_)
+    np.testing.assert_allclose(exact.cluster_centers_, shift.cluster_centers_, rtol=0, atol=0)
+    assert exact.n_iter_ == shift.n_iter_
+    iters = [_objective_run(X, init, 300, tol).n_iter_ for tol in (0.0, 1e-6, 1e-4, 1e-2)]
+    assert iters == sorted(iters, reverse=True) and iters[-1] < iters[0]
+
+
+def test_objective_stop_float32_weights_and_errors():
+    from metriclust import KMeans
+
+    X = blobs(1500, 4, 6, 5, spread=2.0)
+    w = np.random.default_rng(0).integers(1, 4, size=len(X)).astype(float)
+    for Xd in (X, X.astype(np.float32)):
+        # integer weights act as repeated rows: the same iterations and stop
+        est = KMeans(6, init=Xd[:6], n_init=1, convergence="objective", tol=1e-4)
+        km = est.fit(Xd, sample_weight=w)
+        assert km.cluster_centers_.dtype == Xd.dtype
+        rep = KMeans(6, init=Xd[:6], n_init=1, convergence="objective",
+                     tol=1e-4).fit(np.repeat(Xd, w.astype(int), axis=0))
+        assert rep.n_iter_ == km.n_iter_
+        np.testing.assert_allclose(rep.cluster_centers_, km.cluster_centers_, rtol=1e-5)
+        assert rep.inertia_ == pytest.approx(km.inertia_, rel=1e-5)
+    with pytest.raises(ValueError, match="convergence"):
+        KMeans(3, convergence="inertia").fit(X)
+    with pytest.raises(ValueError, match="convergence"):
+        kmeans(X, 3, convergence=None)
+    with pytest.raises(ValueError, match="batch algorithm"):
+        KMeans(3, convergence="objective", algorithm="online").fit(X)
+    # elkan prunes with bounds rebuilt at every call: the same result as lloyd
+    a, b = (KMeans(6, init=X[:6], n_init=1, convergence="objective", algorithm=alg).fit(X)
+            for alg in ("lloyd", "elkan"))
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.n_iter_ == b.n_iter_
+
+
+def test_check_estimator_objective_stop():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from metriclust import KMeans
+
+    est = KMeans(convergence="objective")
+    with pytest.warns(UserWarning, match="does not inherit"):
+        check_estimator(est, expected_failed_checks=_expected_failed_checks(est))

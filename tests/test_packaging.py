@@ -101,15 +101,33 @@ def test_small_kmeans_fit_does_not_import_scipy():
 
 
 def test_public_modules_import_without_scipy():
-    """The modules whose common paths need no LAPACK import no scipy on load
-    (MMC, CPCM and CPD-UML do: every fit of theirs calls LAPACK)."""
+    """No public module imports scipy on load, the metric learners included:
+    scipy.linalg is imported by the fits that call LAPACK, on first use."""
     out = _run("""
         import sys
         import metriclust
         from metriclust import KMeans, ConstrainedKMeans, metrics, kernels, datasets
+        from metriclust import MMC, CPCM, CPDUML
         print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn', 'matplotlib'}))
     """)
     assert out.strip() == "[]"
+
+
+def test_metric_learners_import_scipy_only_when_fitting():
+    """Importing MMC, CPCM and CPDUML and fitting a small KMeans loads no scipy;
+    a CPCM fit then does (its whitening calls LAPACK), so the check can fail."""
+    out = _run("""
+        import sys
+        import numpy as np
+        import metriclust
+        from metriclust import MMC, CPCM, CPDUML, KMeans
+        X = np.random.default_rng(0).normal(size=(200, 3))
+        KMeans(4, random_state=0).fit(X)
+        print('scipy' in sys.modules)
+        CPCM(2, n_init=2, random_state=0).fit(X)
+        print('scipy.linalg' in sys.modules)
+    """)
+    assert out.split()[:2] == ["False", "True"]
 
 
 def test_blas_trampolines_resolve_on_first_call():

@@ -35,6 +35,7 @@ import pytest
 from metriclust import (CPCM, CPDUML, LVQ, MMC, ConstrainedKMeans, FuzzyCMeans, GaussianMixture,
                         KMeans, KMedoids, SelfOrganizingMap, TreeStructuredVQ, constraints,
                         datasets, kernels, metrics)
+from metriclust.isodata import ISODATA
 from _reference import gaussian_gram as _gram_ref
 
 CLEAR = (ValueError, TypeError)
@@ -206,7 +207,17 @@ ESTIMATORS.update({
                                   random_state=0),
     "LVQ": _toolbox(LVQ, lambda k: {}, random_state=0),
     "LVQ-olvq1": _toolbox(LVQ, lambda k: {}, variant="olvq1", random_state=0),
+    # adapts its number of clusters: n_clusters is where it starts (see _n_found)
+    "ISODATA": _toolbox(ISODATA, lambda k: {"n_clusters": k}, random_state=0),
+    "KMeans-objective": _toolbox(KMeans, lambda k: {"n_clusters": k}, n_init=1,
+                                 convergence="objective", random_state=0),
 })
+
+
+def _n_found(est_name, fitted, n_clusters=2):
+    """Clusters a fit may label: ISODATA splits and merges, so its labels index
+    the centers it ended with; the others keep n_clusters."""
+    return len(fitted.cluster_centers_) if est_name == "ISODATA" else n_clusters
 
 
 def _fit(est, X):
@@ -277,7 +288,9 @@ def test_fit_hostile_X(est_name, case):
     if labels is not None:
         labels = np.asarray(labels)
         assert labels.shape == (np.shape(X)[0],)
-        assert labels.min() >= 0 and labels.max() < 2
+        assert labels.min() >= 0 and labels.max() < _n_found(est_name, fitted)
+        if est_name == "ISODATA":   # every center it reports is used
+            assert np.unique(labels).size == len(fitted.cluster_centers_)
     # the fitted model also serves its own training data
     for method in ("predict", "transform"):
         if hasattr(fitted, method):
@@ -485,6 +498,11 @@ BAD_PARAMS = {
     "SelfOrganizingMap": [("n_cols", 0), ("n_cols", 10**9), ("n_epochs", 0),
                           ("learning_rate", _NAN), ("sigma", -1.0), ("final_sigma", _NAN),
                           ("init", "bogus"), ("random_state", "seed")],
+    "ISODATA": [("n_clusters", 0), ("n_clusters", 10**9), ("min_cluster_size", 0),
+                ("split_std", -1.0), ("split_std", _NAN), ("merge_distance", _INF),
+                ("max_merges", -1), ("max_iter", 0), ("random_state", "seed")],
+    "KMeans-objective": [("convergence", "bogus"), ("convergence", None),
+                         ("algorithm", "online")],
     "LVQ": [("variant", "bogus"), ("learning_rate", 0.0), ("learning_rate", _NAN),
             ("n_epochs", 0), ("window", _NAN), ("epsilon", -1.0),
             ("n_prototypes_per_class", 0), ("random_state", "seed")],

@@ -76,19 +76,25 @@ def test_greedy_splits_the_largest_distortion():
 
 def test_distortion_against_kmeans():
     """The distortion reported against full k-means. Measured on these 8 blobs
-    (seeds 0-2): greedy 2-means trees 1.31-1.51x k-means' best of 10, balanced
-    trees 2.2-2.6x (balanced must split every blob-pair evenly); k-means started
-    from the greedy tree's leaves reaches k-means' best (the notes' TSVQ seeding)."""
-    X = _blobs(2)
-    km = KMeans(8, n_init=10, random_state=0).fit(X)
-    g = TreeStructuredVQ(8, random_state=0).fit(X)
-    b = TreeStructuredVQ(8, tree="balanced", random_state=0).fit(X)
-    m = TreeStructuredVQ(8, split="monothetic").fit(X)
-    for t in (g, b, m):
-        assert km.inertia_ * (1 - 1e-9) <= t.inertia_ <= 3 * km.inertia_
-        assert t.kmeans_inertia_ <= t.inertia_ * (1 + 1e-12)
-    assert g.inertia_ < b.inertia_
-    assert g.kmeans_inertia_ == pytest.approx(km.inertia_, rel=1e-6)
+    (seeds 0-2, k-means++ draws over rows ordered by value): greedy 2-means trees
+    1.50-1.90x k-means' best of 10, balanced trees 1.65-2.48x (balanced must split
+    every blob-pair evenly; on seed 2 both trees make the same splits); k-means
+    started from the greedy tree's leaves reaches k-means' best (the notes' TSVQ
+    seeding)."""
+    ratios = []
+    for seed in range(3):
+        X = _blobs(seed)
+        km = KMeans(8, n_init=10, random_state=0).fit(X)
+        g = TreeStructuredVQ(8, random_state=0).fit(X)
+        b = TreeStructuredVQ(8, tree="balanced", random_state=0).fit(X)
+        m = TreeStructuredVQ(8, split="monothetic").fit(X)
+        for t in (g, b, m):
+            assert km.inertia_ * (1 - 1e-9) <= t.inertia_ <= 3 * km.inertia_
+            assert t.kmeans_inertia_ <= t.inertia_ * (1 + 1e-12)
+        assert g.inertia_ <= b.inertia_ * (1 + 1e-12)
+        ratios.append(b.inertia_ / g.inertia_)
+        assert g.kmeans_inertia_ == pytest.approx(km.inertia_, rel=1e-6)
+    assert max(ratios) > 1.5       # greedy splitting pays on at least one layout
 
 
 def test_unsplittable_data_gives_fewer_leaves_and_scale_invariance():

@@ -15,7 +15,8 @@ Guarantees of ``cluster`` (also in the README):
   type of the parameter's default (``diagonal=false`` is False).
 - It never lies: every expected failure ends as one line on stderr naming the
   file, line and column, and exit status 2; Ctrl-C returns within a second
-  (the fit runs in a worker thread) with exit status 130.
+  (the fit runs in a worker thread) with exit status 130, and SIGTERM does the
+  same clean-up with exit status 143 (128 + 15, as a shell reports it).
 """
 
 import argparse
@@ -102,6 +103,7 @@ def main(argv=None):
         parser.print_help()
         return 0
     outputs = _Outputs()
+    previous_term = _raise_on_sigterm()
     try:
         with _one_line_warnings():
             if args.command == "demo":
@@ -124,19 +126,40 @@ def main(argv=None):
         outputs.discard()
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated) as exc:
         outputs.discard()
-        print("metriclust: interrupted; no output written", file=sys.stderr, flush=True)
+        status, what = (143, "terminated") if isinstance(exc, _Terminated) \
+            else (130, "interrupted")
+        print(f"metriclust: {what}; no output written", file=sys.stderr, flush=True)
         if outputs.worker_busy.is_set():
             # The fit is inside a C kernel that cannot be stopped from here;
             # leave without waiting for it (nothing of ours is left to clean).
             sys.stdout.flush()
-            os._exit(130)
-        return 130
+            os._exit(status)
+        return status
     except BaseException:
         outputs.discard()
         raise
+    finally:
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
     return 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt for SIGINT."""
+
+
+def _raise_on_sigterm():
+    """Make SIGTERM unwind like Ctrl-C (temporary files removed); the previous
+    handler, or None where signals cannot be set (not the main thread)."""
+    def handler(signum, frame):
+        raise _Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
 
 
 @contextlib.contextmanager
@@ -690,15 +713,18 @@ class _Outputs:
             st = _lstat(path)
             if st is not None and not stat.S_ISREG(st.st_mode):  # changed since the check
                 raise CLIError(f"{flag} {path} is no longer a regular file; nothing written")
-        # Ctrl-C now would leave a partial set: hold it until the renames are done.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Ctrl-C or SIGTERM now would leave a partial set: hold them until the
+        # renames are done.
+        previous = {sig: signal.signal(sig, signal.SIG_IGN)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             for flag, (path, tmp, _) in list(self.paths.items()):
                 os.replace(tmp, path)
                 del self.paths[flag]
                 self.written.append(path)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def discard(self):
         for _, tmp, _ in self.paths.values():

@@ -361,22 +361,54 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         best = []
         degenerate = self._every_partition_perfect(model, X.shape[0])
+        # Starts are made lazily and the duplicates dropped, so verbose output
+        # gives a bound on their number, then why fewer ran.
+        at_most = self._max_starts(X, K, model)
+        n_run = 0
         for kind, index, labels0 in self._starts(X, K, model, rng, min_size):
             self.start_kinds_[kind] = self.start_kinds_.get(kind, 0) + 1
             run = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
                         int(rng.integers(2**31)))
             run["start"] = f"{kind} {index}"
             records.append((kind, index, run["blur_ratio"], run["n_iter"]))
+            n_run += 1
             if self.verbose:
-                print(f"CPCM start {kind} {index}: blur ratio {run['blur_ratio']:.6f} "
-                      f"after {run['n_iter']} iterations")
+                print(f"CPCM start {n_run} of at most {at_most} ({kind} {index}): blur ratio "
+                      f"{run['blur_ratio']:.6f} after {run['n_iter']} iterations", flush=True)
             # keep the fitted predictions of the few best runs only (memory); a stable
             # insertion keeps the earlier start on ties, as a stable sort of all runs would
             best.insert(sum(r["blur_ratio"] <= run["blur_ratio"] for r in best), run)
             del best[_N_POLISH:]
             if degenerate:
                 break
+        if self.verbose and n_run < at_most:
+            why = ("every partition has blur ratio 0, no start can do better" if degenerate
+                   else "the others repeat a partition already tried or leave a cluster "
+                   "under min_cluster_size")
+            print(f"CPCM: {n_run} of at most {at_most} starts run: {why}", flush=True)
         return best
+
+    def _max_starts(self, X, K, model):
+        """An upper bound on the number of starts :meth:`_starts` yields."""
+        if not isinstance(self.init, str):
+            return 1
+        n, p = X.shape
+        rank = getattr(model, "rank", p)   # whitened coordinates: the direction starts
+        count = {
+            "random": self.n_init,
+            "feature": min(n, _WIDE_FEATURE_STARTS * self.n_init) if p > n else p,
+            "direction": rank,
+            # kernel-PCA component starts are capped at 10 * n_init, principal ones at n_init
+            "component": 10 * self.n_init if self.predictor == "kernel" else self.n_init,
+            "kmeans": self.n_init,
+        }
+        kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
+                 "components": ("component",), "directions": ("direction",)}.get(
+                     self.init, ("random", "direction", "kmeans")
+                     if self.predictor in ("linear", "lda")
+                     else ("random", "feature", "component", "kmeans"))
+        # when no structured start is admissible, n_init random starts are run instead
+        return max(sum(count[k] for k in kinds), self.n_init)
 
     def _every_partition_perfect(self, model, n):
         """True (and one warning) when least squares / LDA predict every partition exactly.

@@ -65,7 +65,17 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-4
         A run stops when the labels no longer change or when the squared shift
         of the centers :math:`\sum_k \lVert \mu_k' - \mu_k \rVert^2` is at most
-        ``tol`` times the mean feature variance of X.
+        ``tol`` times the mean feature variance of X. With
+        ``convergence="objective"``, ``tol`` bounds the objective's relative
+        decrease instead.
+    convergence : {"center_shift", "objective"}, default="center_shift"
+        The stopping rule. "center_shift" is scikit-learn's (above).
+        "objective" stops a run when the relative decrease of :math:`J` in an
+        iteration, :math:`(J_{t-1} - J_t) / J_{t-1}`, is at most ``tol`` (the
+        lecture notes' rule, and the meaning of ``tol`` in :class:`FuzzyCMeans`);
+        :math:`J_t` is the objective at the iteration's new centers, so each
+        iteration costs one more assignment pass than under "center_shift".
+        Batch algorithms only (not "online").
     algorithm : {"lloyd", "elkan", "auto", "online"}, default="lloyd"
         Batch (Lloyd 1982) or sequential (above) updates. "elkan" is
         Lloyd with exact triangle-inequality pruning (the name scikit-learn
@@ -150,12 +160,14 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, algorithm="lloyd", random_state=None, verbose=0):
+                 tol=1e-4, convergence="center_shift", algorithm="lloyd", random_state=None,
+                 verbose=0):
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.convergence = convergence
         self.algorithm = algorithm
         self.random_state = random_state
         self.verbose = verbose
@@ -167,6 +179,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "n_init": [Options("auto"), Interval(numbers.Integral, 1, None)],
         "max_iter": [Interval(numbers.Integral, 1, None)],
         "tol": [Interval(numbers.Real, 0, None)],
+        "convergence": [Options("center_shift", "objective")],
         "algorithm": [Options("lloyd", "elkan", "auto", "online")],
         "random_state": ["random_state"],
         "verbose": [Interval(numbers.Integral, 0, None)],
@@ -231,6 +244,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if isinstance(X, types.SimpleNamespace):
             # Lloyd's passes over row blocks ("elkan"/"auto" give Lloyd's result
             # anyway; "online" has no block form and is refused).
+            if self.convergence != "center_shift":
+                raise ValueError("convergence='objective' is not available for out-of-core X "
+                                 "(an np.memmap or row-sliceable array); use 'center_shift'.")
             if self.algorithm == "online":
                 raise ValueError("algorithm='online' is not available for out-of-core X "
                                  "(an np.memmap or row-sliceable array); use 'lloyd'.")
@@ -241,7 +257,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         else:
             res = kmeans(X, n_clusters, sample_weight=w,
                          init=init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
-                         algorithm=self.algorithm, random_state=self.random_state,
+                         convergence=self.convergence, algorithm=self.algorithm,
+                         random_state=self.random_state,
                          verbose=self.verbose)
         self.n_features_in_ = X.shape[1]
         self.cluster_centers_ = res.centers
@@ -260,6 +277,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         from . import _dask
         X = _dask.check_dask_array(X)
         n_clusters, init, n_init = self._check_params(X, dask=True)
+        if self.convergence != "center_shift" or self.algorithm == "online":
+            raise ValueError("A dask array X is fitted by Lloyd's passes with the center-shift "
+                             f"rule: got algorithm={self.algorithm!r}, "
+                             f"convergence={self.convergence!r}.")
         res = _dask.kmeans(X, n_clusters, sample_weight=sample_weight, init=init,
                            n_init=n_init, max_iter=self.max_iter, tol=self.tol,
                            random_state=self.random_state, verbose=self.verbose)

@@ -34,8 +34,6 @@ Solvers (each ``solve(labels, n_clusters) -> PsiStep``):
 from collections import namedtuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.linalg.blas import dsyrk
 
 from .._kernels._sums import cluster_sums
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
@@ -62,6 +60,7 @@ def _cholesky(A):
     against 1.4 s serial, so ``CPDUML.fit`` runs with serial BLAS throughout
     and only the large square SYRK below asks for threads.)
     """
+    from scipy.linalg import cho_factor   # scipy.linalg on first fit, not on import
     with single_blas_thread():
         return cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
 
@@ -69,6 +68,7 @@ def _cholesky(A):
 def _syrk_lower(G):
     """Lower triangle of ``G^T G`` (Fortran order), with BLAS threads: the one
     large square product (``N^3`` flops), which does scale with threads."""
+    from scipy.linalg.blas import dsyrk
     with blas_threads(effective_n_threads()):
         return dsyrk(1.0, G.T, lower=1)
 
@@ -142,6 +142,7 @@ class DensePsiSolver:
         rhs = np.empty((G.shape[0], p + UT.shape[0]), order="F")
         rhs[:, :p] = UT.T @ YtX - self._GX                      # b = -G R
         rhs[:, p:] = UT.T
+        from scipy.linalg import cho_solve
         Z = cho_solve(self._chol, rhs, overwrite_b=True, check_finite=False)
         Zb, ZU = Z[:, :p], Z[:, p:]
         cap = np.eye(UT.shape[0]) - UT @ ZU
@@ -185,6 +186,7 @@ class LowRankPsiSolver:
         H *= s[:, None]
         H *= s[None, :]
         H[np.diag_indices(len(s))] += self.lam
+        from scipy.linalg import cho_solve
         return -cho_solve(_cholesky(H), s[:, None] * QtR, overwrite_b=True,
                           check_finite=False)
 

@@ -27,11 +27,12 @@ import numbers
 import numpy as np
 
 from .._kernels import _kmeans as _k
+from .._kernels._kmeans1d import kmeans1d_columns as _kmeans1d_columns
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
 __all__ = ["KMeansResult", "kmeans", "assign_labels", "kmeans_plusplus",
-           "center_distances", "farthest_first"]
+           "center_distances", "farthest_first", "kmeans_columns_1d"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -103,13 +104,45 @@ def center_distances(X, centers, *, squared=False, block_rows=4096):
     return out
 
 
+def value_order(X, sample_weight=None, *, block_rows=65536):
+    """A permutation of the rows of X that depends on their values only: by
+    squared distance to the weighted mean of X, computed in float64 a block at
+    a time (bounded extra memory), ties kept in their order in X.
+
+    Draws made by inverse CDF over this order land on the same row values
+    whatever the order of the rows, and an integer weight draws like as many
+    repeated rows (the weighted mean is theirs). The key is invariant to
+    translations, rotations and scalings of X, as k-means is, so the seeding
+    stays so too (up to rounding). Distinct rows tie only when equidistant
+    from the mean (symmetric designs): there the order of X decides.
+    """
+    n, p = X.shape
+    blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
+    mean, _ = _mean_and_variance(X, sample_weight, with_variance=False, block_rows=block_rows)
+    key = np.empty(n)
+    for b in blocks:
+        dev = X[b].astype(np.float64) - mean
+        key[b] = np.einsum("ij,ij->i", dev, dev)
+    return np.argsort(key, kind="stable")
+
+
+def _draw(cum, order, u):
+    """Rows drawn with probability proportional to the increments of ``cum``
+    (a cumulative sum over ``order``) at the uniform(s) ``u``."""
+    pos = np.searchsorted(cum, u * cum[-1], side="right")
+    return order[np.minimum(pos, len(order) - 1)]
+
+
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
                     n_local_trials=None, n_threads=None):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     Each new center is the best, by potential ``sum_i w_i min_k ||x_i - c_k||^2``,
     of ``2 + log(k)`` candidates drawn with probability proportional to
-    ``w_i D(x_i)^2``, as in scikit-learn. Returns ``(centers, indices)``.
+    ``w_i D(x_i)^2``, as in scikit-learn. The draws run over the rows in
+    :func:`value_order`, so the seeds (and a fit from them) do not depend on
+    the order of the rows, and an integer weight acts as repeating the row.
+    Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
     n = X.shape[0]
@@ -118,16 +151,16 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     nt = effective_n_threads(n_threads)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
+    order = value_order(X, None if sample_weight is None else w)
+    w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
-    idx[0] = rng.choice(n, p=w / w.sum())
+    idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
     closest = np.full(n, np.inf)
     _k.pp_step(X, wk, idx[:1].copy(), closest, nt)
     for c in range(1, n_clusters):
-        cum = np.cumsum(w * closest)
-        pot = cum[-1]
-        if pot > 0:
-            cand = np.searchsorted(cum, rng.uniform(size=n_local_trials) * pot, side="right")
-            cand = np.minimum(cand, n - 1).astype(np.int64)
+        cum = np.cumsum(w_ordered * closest[order])
+        if cum[-1] > 0:
+            cand = _draw(cum, order, rng.uniform(size=n_local_trials)).astype(np.int64)
         else:  # every point coincides with a center already chosen
             cand = rng.integers(n, size=n_local_trials).astype(np.int64)
         best, _ = _k.pp_step(X, wk, cand, closest, nt)
@@ -138,14 +171,16 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
 def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None):
     """Farthest-first seeding: a random first center, then each next center is the
     row farthest from all chosen ones (the lecture's "least similar" seed;
-    Gonzalez 1985). Rows of zero weight are never chosen. Returns ``(centers, indices)``.
+    Gonzalez 1985). Rows of zero weight are never chosen; the first draw runs
+    over :func:`value_order`, as in :func:`kmeans_plusplus`. Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
     n = X.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     nt = effective_n_threads(n_threads)
     idx = np.empty(n_clusters, dtype=np.int64)
-    idx[0] = rng.choice(n, p=w / w.sum())
+    order = value_order(X, None if sample_weight is None else w)  # as k-means++'s first draw
+    idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
     for c in range(1, n_clusters):
         _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt)  # closest <- min(closest, d^2)
@@ -227,9 +262,58 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     return mean, acc / total
 
 
+def kmeans_columns_1d(X, columns, init, *, max_iter=300, tol=1e-4, return_labels=False,
+                      n_threads=None):
+    """1-D k-means of many columns of X in one call: for each ``c``, what
+    ``kmeans(X[:, [columns[c]]], K, init=init[c][:, None], n_init=1, max_iter=max_iter,
+    tol=tol)`` computes (the same Lloyd iteration, scores, relocation and stopping rule,
+    ``csrc/kmeans1d.c``), without a Python call per column.
+
+    ``init``: (m, K) starting centers, one row per column. Returns ``(centers (m, K) in
+    X's dtype, inertia (m,), n_iter (m,), labels (m, n) int64 or None)``.
+    """
+    X = _as_float_array(X)
+    columns = np.ascontiguousarray(columns, dtype=np.int64).reshape(-1)
+    init = np.ascontiguousarray(init, dtype=X.dtype)
+    if init.ndim != 2 or init.shape[0] != columns.size:
+        raise ValueError(f"init must have shape ({columns.size}, n_clusters), got {init.shape}.")
+    max_iter = min(int(max_iter), 2**31 - 1)
+    if columns.size and (columns.min() < 0 or columns.max() >= X.shape[1]):
+        raise ValueError(f"columns out of range: X has {X.shape[1]} columns, got values from "
+                         f"{columns.min()} to {columns.max()}.")
+    # kmeans()'s centering and tolerance, to the last bit: _mean_and_variance of the
+    # columns in Fortran order sums each column as it sums an (n, 1) array
+    mean, var = _mean_and_variance(np.asfortranarray(X[:, columns]))
+    return _kmeans1d_columns(X, columns, init, mean, var, max_iter, float(tol),
+                             bool(return_labels), effective_n_threads(n_threads))
+
+
+def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
+    """``run`` (a C driver) one iteration at a time from ``centers`` (updated in
+    place) until the inertia's relative decrease ``(J_prev - J) / J_prev`` is at
+    most ``tol``, or ``max_iter``; returns what ``run`` returns.
+
+    Each call's inertia is the objective at its new centers and their labels.
+    Labels equal to the previous call's are a fixed point (the next centers are
+    the current ones): that stop is strict convergence, counted as the C
+    drivers count it (the iteration whose pass changes no label, which is the
+    pass that closed this call).
+    """
+    previous, previous_labels = None, None
+    for n_iter in range(1, max_iter + 1):
+        labels, inertia, _, _ = run(Xc, w, centers, 1, 0.0, "auto", n_threads)
+        if previous is not None and previous - inertia <= tol * previous:
+            return labels, inertia, n_iter, False
+        if previous_labels is not None and np.array_equal(labels, previous_labels) \
+                and n_iter < max_iter:
+            return labels, inertia, n_iter + 1, True
+        previous, previous_labels = inertia, labels
+    return labels, inertia, max_iter, False
+
+
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
-           n_threads=None, verbose=0):
+           n_threads=None, verbose=0, convergence="center_shift"):
     """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
 
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
@@ -241,7 +325,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     are centered first (as scikit-learn does) for accurate distances; a run
     stops when no label changes or when the squared center shift is at most
     ``tol * mean(var(X, axis=0))``. With ``sample_weight`` the mean and the
-    variance are weighted, so integer weights act as repeated rows.
+    variance are weighted, so integer weights act as repeated rows. With
+    ``convergence="objective"`` a run stops instead when the inertia's relative
+    decrease in an iteration is at most ``tol`` (``_run_to_objective_tol``).
 
     Returns
     -------
@@ -265,6 +351,13 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     max_iter = min(int(max_iter), 2**31 - 1)  # the C loop counts in int; a huge cap is valid
     if not (isinstance(tol, numbers.Real) and tol >= 0):
         raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+    if convergence not in ("center_shift", "objective"):
+        raise ValueError(f"convergence must be 'center_shift' or 'objective', "
+                         f"got {convergence!r}.")
+    if convergence == "objective" and algorithm == "online":
+        # the online driver's per-center step sizes live for one call only
+        raise ValueError("convergence='objective' needs a batch algorithm ('lloyd', 'elkan' "
+                         "or 'auto'), got algorithm='online'.")
     init = _check_init(init, n_clusters, X, n_init)
     rng = check_random_state(random_state)
     nt = effective_n_threads(n_threads)
@@ -287,10 +380,10 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     # mean and the variance behind ``tol`` are weighted, so that an integer
     # weight acts exactly like repeating the row (scikit-learn ignores the
     # weights here; the two agree for unit weights), and summed in float64.
-    mean, var = _mean_and_variance(X, w, with_variance=tol > 0)
+    mean, var = _mean_and_variance(X, w, with_variance=tol > 0 and convergence == "center_shift")
     X_mean = mean.astype(X.dtype)
     Xc = X - X_mean
-    abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
+    abs_tol = float(np.mean(var) * tol) if var is not None else 0.0
     run = _runner(algorithm, p, n_clusters)
 
     best = None
@@ -314,10 +407,16 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                 centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
                                              random_state=rng, n_threads=nt)
             centers = np.ascontiguousarray(centers, dtype=X.dtype)
-            labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto", nt)
+            if convergence == "objective":
+                labels, inertia, n_iter, strict = _run_to_objective_tol(
+                    run, Xc, w, centers, max_iter, tol, nt)
+            else:
+                labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto",
+                                                      nt)
             if verbose:
                 how = "strict convergence" if strict else (
-                    "center shift within tolerance" if n_iter < max_iter else "max_iter reached")
+                    f"{convergence.replace('_', ' ')} within tolerance" if n_iter < max_iter
+                    else "max_iter reached")
                 print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
                       f"inertia {inertia:.6g}")
             if best is None or inertia < best.inertia:

@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg
 
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
                    gaussian_gram)
@@ -70,7 +69,8 @@ def thin_r(X, mean):
     if n < p:
         # wide: X_c itself is such an R (N x p); its QR would cost O(N^2 p) for nothing
         return np.subtract(X, mean, dtype=np.float64)
-    geqrf = scipy.linalg.get_lapack_funcs("geqrf", dtype=np.float64)
+    from scipy.linalg import get_lapack_funcs   # scipy.linalg on first fit, not on import
+    geqrf = get_lapack_funcs("geqrf", dtype=np.float64)
     buf = np.empty((min(n, _BLOCK), p), dtype=np.float64, order="F")
     stack = []
     for start in range(0, n, _BLOCK):
@@ -280,7 +280,8 @@ class Stepwise(_Centered):
             else:
                 Xs = self.R[:, S]                                # R = X_c (wide)
                 Css = Xs.T @ Xs
-            B[S] = scipy.linalg.lstsq(Css, ZtXc[:, S].T, cond=1e-12)[0]
+            from scipy.linalg import lstsq
+            B[S] = lstsq(Css, ZtXc[:, S].T, cond=1e-12)[0]
         b0 = counts / self.n_samples - self.mean[S] @ B[S]
         # the unselected rows of B are zero: predict from the chosen columns only
         Zhat = _affine(np.ascontiguousarray(self.X[:, S]), B[S], b0)
@@ -398,8 +399,8 @@ class LDA(_Centered):
         b = np.zeros((p, d))
         m = min(d, r)
         if m:
-            _, c = scipy.linalg.eigh((Sc + Sc.T) / 2, np.diag(self.St),
-                                     subset_by_index=[0, m - 1])
+            from scipy.linalg import eigh
+            _, c = eigh((Sc + Sc.T) / 2, np.diag(self.St), subset_by_index=[0, m - 1])
             b[:, :m] = self.V @ c
         b0 = -(self.mean @ b)
         return PredictorFit(_affine(self.X, b, b0), b, b0)
