@@ -10,7 +10,7 @@ built on it must pick the features the per-column loop picked.
 import numpy as np
 import pytest
 
-from metriclust._core import partitions
+from metriclust._core import starts
 from metriclust._core.kmeans import kmeans, kmeans_columns_1d
 
 
@@ -105,7 +105,7 @@ def test_bad_arguments_are_refused():
 def _strongest_by_loop(X, K, n_features):
     """The former ranking: one k-means call per feature."""
     share = np.full(X.shape[1], np.inf)
-    for j, init in partitions.feature_quantiles(X, K):
+    for j, init in starts.feature_quantiles(X, K):
         column = np.ascontiguousarray(X[:, j:j + 1])
         total = float(np.sum((column - column.mean(dtype=np.float64)) ** 2))
         if total > 0:
@@ -121,6 +121,6 @@ def test_feature_ranking_matches_the_per_column_loop(dtype):
     X[:20, :40] += 8.0                      # 40 features that split the rows
     X[:, 100] = 0.0                         # a constant feature ranks last
     X = X.astype(dtype)
-    got = partitions.strongest_split_features(X, 3, 50, block=128)
+    got = starts.strongest_split_features(X, 3, 50, block=128)
     np.testing.assert_array_equal(got, _strongest_by_loop(X, 3, 50))
     assert set(range(40)) <= set(got.tolist()) and 100 not in got
