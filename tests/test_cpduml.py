@@ -373,6 +373,17 @@ def test_deformation_kept_only_when_it_cuts_both_graphs_clearly_less(load_datase
             (1 - SELECT_MARGIN) * _normalized_cut(G, km, K))
 
 
+def test_kmeans_kept_when_it_cuts_no_edge():
+    # Two far, tight blobs: k-means' partition cuts no edge of either graph, so no
+    # deformation can cut clearly fewer (scores are 1, or inf for one that cuts some).
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(size=(60, 2)) * 0.1, rng.normal(size=(60, 2)) * 0.1 + 20.0]
+    model = CPDUML(2, random_state=0).fit(X)
+    assert all(r[3] >= 1.0 for r in model.selection_)
+    assert model.lam_ / len(X) ** 2 == pytest.approx(model.selection_[0][1])
+    assert agreement(model.labels_, np.repeat([0, 1], 60)) == 1.0
+
+
 def test_selection_is_label_free_scale_free_and_partial():
     X, _ = make_moons(300, 0.1, seed=3)
     a = CPDUML(2, random_state=0).fit(X)

@@ -386,7 +386,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             if from_kmeans:
                 km_cuts = cuts
             # the worse of the two cuts relative to k-means' (k-means itself: 1)
-            score = max(c / max(k, 1e-300) for c, k in zip(cuts, km_cuts))
+            # (k-means cutting no edge: nothing can cut clearly fewer)
+            score = max(c / k if k > 0 else (1.0 if c == 0 else np.inf)
+                        for c, k in zip(cuts, km_cuts))
             records.append((sg, lm, "kmeans" if from_kmeans else "spectral", score))
             if best is None or score < best[0]:
                 best = (score, sg, lm, from_kmeans)
