@@ -16,12 +16,15 @@ struct ml_mmc_spg {
     double *B, *G, *Gz, h, nz;
     double *best_B, *best_G, best_h;
     double step, upper, gap;
-    double *hist;            /* h over the iterations since the last reset */
-    ptrdiff_t n_hist, cap;
-    double *gaps;
+    /* h since the last reset: a ring of the last ring_len values (ring_len >
+     * window, memory) and the maxima the objective-change rule needs; sizes do
+     * not grow with max_iter */
+    double *hist, hist_max, hist_max_old;
+    ptrdiff_t n_hist, ring_len;
+    double gaps[4];          /* the last four gaps (the stall test) */
     ptrdiff_t n_gaps;
-    double *log;             /* (it, h, gap) per iteration run here */
-    ptrdiff_t n_log;
+    double *log;             /* (it, h, gap) per iteration run here, when verbose */
+    ptrdiff_t n_log, log_cap;
     ptrdiff_t it, n_iter, next_face;
     ptrdiff_t n_eval;        /* pair-sum passes (evaluations) so far */
     int resume_projection;   /* a FACE event left this iteration before its projection */
@@ -224,7 +227,7 @@ int ml_mmc_spg_evaluate(ml_mmc_spg *s, const double *B, double *h, double *G,
 
 void ml_mmc_spg_free(ml_mmc_spg *s) {
     if (!s) return;
-    double *bufs[] = {s->B, s->G, s->Gz, s->best_B, s->best_G, s->hist, s->gaps, s->log,
+    double *bufs[] = {s->B, s->G, s->Gz, s->best_B, s->best_G, s->hist, s->log,
                       s->S, s->lam, s->V, s->F, s->Lt, s->P, s->dir, s->Bn, s->Gn, s->Gzn,
                       s->lam2, s->V2, s->G2, s->Gz2, s->work, s->Y, s->T, s->wdeg, s->EW};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) free(bufs[k]);
@@ -246,7 +249,8 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
     s->set = *set;
     s->p = p;
     size_t pp = (size_t)(p * p), sz = sizeof(double);
-    s->cap = set->max_iter + 2;
+    s->ring_len = (set->window > set->memory ? set->window : set->memory) + 1;
+    s->log_cap = set->verbose ? 1024 : 0;
     eigh_workspace(p, &s->lwork, &s->liwork);
     double **mats[] = {&s->B, &s->G, &s->Gz, &s->best_B, &s->best_G, &s->S, &s->V, &s->F,
                        &s->Lt, &s->P, &s->dir, &s->Bn, &s->Gn, &s->Gzn, &s->V2, &s->G2,
@@ -256,9 +260,8 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
         ok &= (*mats[k] = calloc(pp, sz)) != NULL;
     ok &= (s->lam = calloc((size_t)p, sz)) != NULL;
     ok &= (s->lam2 = calloc((size_t)p, sz)) != NULL;
-    ok &= (s->hist = calloc((size_t)s->cap, sz)) != NULL;
-    ok &= (s->gaps = calloc((size_t)s->cap, sz)) != NULL;
-    ok &= (s->log = calloc((size_t)(3 * s->cap), sz)) != NULL;
+    ok &= (s->hist = calloc((size_t)s->ring_len, sz)) != NULL;
+    ok &= (s->log = calloc((size_t)(3 * s->log_cap + 1), sz)) != NULL;
     ok &= (s->work = calloc((size_t)s->lwork, sz)) != NULL;
     ok &= (s->iwork = calloc((size_t)(s->liwork + 2 * p), sizeof(int))) != NULL;
     if (ok && pb->form != ML_MMC_DIRECT) {
@@ -275,6 +278,18 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
     s->upper = INFINITY;
     s->gap = INFINITY;
     return s;
+}
+
+/* Append h to the history (ring + running maxima). */
+static void history_push(ml_mmc_spg *s, double h) {
+    ptrdiff_t k = s->n_hist, window = s->set.window;
+    if (k >= window) {        /* entry k - window leaves the window (still in the ring) */
+        double out = s->hist[(k - window) % s->ring_len];
+        if (k == window || out > s->hist_max_old) s->hist_max_old = out;
+    }
+    s->hist[k % s->ring_len] = h;
+    if (k == 0 || h > s->hist_max) s->hist_max = h;
+    s->n_hist = k + 1;
 }
 
 static double inv_frob(const double *G, ptrdiff_t len) {
@@ -297,8 +312,7 @@ int ml_mmc_spg_set_point(ml_mmc_spg *s, const double *B, double h, const double 
         s->upper = INFINITY;
         s->next_face = s->it + 3;
     }
-    if (s->n_hist >= s->cap) return ML_ERR_ARG;
-    s->hist[s->n_hist++] = h;
+    history_push(s, h);
     if (reset || s->n_hist == 1 || h > s->best_h) {
         s->best_h = h;
         memcpy(s->best_B, B, bytes);
@@ -338,6 +352,8 @@ const double *ml_mmc_spg_current(const ml_mmc_spg *s, int which) {
 
 const double *ml_mmc_spg_log(const ml_mmc_spg *s) { return s->log; }
 
+void ml_mmc_spg_clear_log(ml_mmc_spg *s) { s->n_log = 0; }
+
 /* ---- the iteration --------------------------------------------------------- */
 
 int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
@@ -346,6 +362,10 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
     int st;
     while (s->it < set->max_iter) {
         if (ml_interrupted()) return ML_ERR_INTERRUPTED;
+        if (!s->resume_projection && s->log_cap > 0 && s->n_log >= s->log_cap) {
+            *event = ML_MMC_LOG_FULL;     /* the caller prints the log and clears it */
+            return ML_OK;
+        }
         if (!s->resume_projection) {
             if (s->nz > 0.0) {          /* the bound and the step need G_zero: caller */
                 *event = ML_MMC_NONSMOOTH;
@@ -358,7 +378,7 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
             if (top + 0.5 * s->h < s->upper) s->upper = top + 0.5 * s->h;
             double gap = s->best_h > 0.0 ? (s->upper - s->best_h) / s->best_h : INFINITY;
             s->gap = gap;
-            if (s->n_log < s->cap) {
+            if (s->n_log < s->log_cap) {
                 double *e = s->log + 3 * s->n_log++;
                 e[0] = (double)s->it;
                 e[1] = s->h;
@@ -371,20 +391,16 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
             }
             /* objective-change rule (mmc.py): near the bound, J flat over the window */
             if (gap <= set->stall_gap * set->tol && s->n_hist > set->window) {
-                double all = s->hist[0], old;
-                ptrdiff_t cut = s->n_hist - set->window;
-                for (ptrdiff_t k = 1; k < cut; ++k) all = s->hist[k] > all ? s->hist[k] : all;
-                old = all;
-                for (ptrdiff_t k = cut; k < s->n_hist; ++k)
-                    all = s->hist[k] > all ? s->hist[k] : all;
+                double all = s->hist_max, old = s->hist_max_old;
                 if (all - old <= 0.1 * set->tol * all) {
                     s->n_iter = s->it - 1;
                     *event = ML_MMC_CONVERGED;
                     return ML_OK;
                 }
             }
-            if (s->n_gaps < s->cap) s->gaps[s->n_gaps++] = gap;
-            int stalled = s->n_gaps > 3 && gap > 0.5 * s->gaps[s->n_gaps - 4];
+            int stalled = s->n_gaps >= 3 && gap > 0.5 * s->gaps[(s->n_gaps - 3) % 4];
+            s->gaps[s->n_gaps % 4] = gap;
+            s->n_gaps += 1;
             if (set->newton_ok && gap < set->face_gap && stalled && s->it >= s->next_face) {
                 s->resume_projection = 1;
                 *event = ML_MMC_FACE;
@@ -413,8 +429,9 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
             return ML_OK;
         }
         ptrdiff_t first = s->n_hist > set->memory ? s->n_hist - set->memory : 0;
-        double ref = s->hist[first];
-        for (ptrdiff_t k = first + 1; k < s->n_hist; ++k) ref = s->hist[k] < ref ? s->hist[k] : ref;
+        double ref = s->hist[first % s->ring_len];
+        for (ptrdiff_t k = first + 1; k < s->n_hist; ++k)
+            ref = s->hist[k % s->ring_len] < ref ? s->hist[k % s->ring_len] : ref;
         double t = 1.0, hn = 0.0, nzn = 0.0;
         for (;;) {   /* non-monotone Armijo search along B + t (P - B) */
             ptrdiff_t r;
@@ -461,8 +478,7 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
         tmp = s->Gz; s->Gz = s->Gzn; s->Gzn = tmp;
         s->h = hn;
         s->nz = nzn;
-        if (s->n_hist >= s->cap) return ML_ERR_ARG;
-        s->hist[s->n_hist++] = hn;
+        history_push(s, hn);
         if (hn > s->best_h) {
             s->best_h = hn;
             memcpy(s->best_B, s->B, (size_t)pp * sizeof(double));

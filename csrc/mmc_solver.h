@@ -40,7 +40,8 @@ enum {
     ML_MMC_STALLED = 1,    /* the line search found no increase: not converged */
     ML_MMC_MAX_ITER = 2,
     ML_MMC_NONSMOOTH = 3,  /* the current point has n_zero > 0: the caller steps */
-    ML_MMC_FACE = 4        /* SPG stalled near the optimum: the caller tries face Newton */
+    ML_MMC_FACE = 4,       /* SPG stalled near the optimum: the caller tries face Newton */
+    ML_MMC_LOG_FULL = 5    /* verbose: the (it, h, gap) log is full; the caller clears it */
 };
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     double stall_gap;  /* ... applied only where gap <= stall_gap * tol */
     double face_gap;   /* face Newton tried below this gap, after a stall */
     int newton_ok;     /* face Newton possible (explicit pairs) */
+    int verbose;       /* keep an (it, h, gap) log, 1024 entries at a time */
 } ml_mmc_settings;
 
 /* Allocate a solver (NULL: allocation failed or a size is out of range). The
@@ -106,6 +108,7 @@ void ml_mmc_spg_set_counters(ml_mmc_spg *s, ptrdiff_t it, ptrdiff_t next_face, d
 /* Pointers into the solver's state (p x p each, valid until the next call). */
 const double *ml_mmc_spg_current(const ml_mmc_spg *s, int which);  /* 0 B, 1 G, 2 G_zero, 3 best B, 4 best G */
 const double *ml_mmc_spg_log(const ml_mmc_spg *s);                  /* 3 doubles per entry */
+void ml_mmc_spg_clear_log(ml_mmc_spg *s);
 
 /* Face Newton sums (mmc.py's _face_newton). F (m x r, row-major), C (r x r,
  * symmetric); q_k = f_k^T C f_k, d_k = sqrt(max(q_k, 0)); *h = sum d_k. With

@@ -288,3 +288,22 @@ def test_face_newton_matches_reference(seed):
         _mmc.face_newton(F0, mu[:2], Q, 1e-9, 0.1, 50)
     with pytest.raises(ValueError, match="finite"):
         _mmc.face_newton(F0, np.full(3, np.nan), Q, 1e-9, 0.1, 50)
+
+
+def test_long_verbose_run_logs_every_iteration_once(load_dataset, capsys):
+    # More iterations than the C log holds (1024): the solver hands it over and
+    # goes on; the history buffers do not grow with max_iter (a huge max_iter is
+    # test_robustness's test_huge_integer_parameters).
+    import warnings
+
+    from metriclust.constraints import sample_similar_pairs
+
+    X, y = load_dataset("soybean_small")
+    S = sample_similar_pairs(y, 0.7, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mmc = MMC(tol=0.0, max_iter=1500, verbose=1).fit(X, similar=S)   # never certified
+    its = [int(line.split()[2]) for line in capsys.readouterr().out.splitlines()
+           if line.startswith("MMC iter")]
+    assert mmc.n_iter_ > 1024
+    assert its == list(range(1, len(its) + 1)) and len(its) >= mmc.n_iter_ - 1

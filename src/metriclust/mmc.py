@@ -55,6 +55,7 @@ from ._core.blockwise import is_out_of_core
 from ._core.streaming import gather_pair_rows
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._mmc import CONVERGED as SPG_CONVERGED
+from ._kernels._mmc import LOG_FULL as SPG_LOG_FULL
 from ._kernels._mmc import MAX_ITER as SPG_MAX_ITER
 from ._kernels._mmc import NONSMOOTH as SPG_NONSMOOTH
 from ._kernels._mmc import STALLED as SPG_STALLED
@@ -622,7 +623,8 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     B, _, _ = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
     solver = sums.full_solver(max_iter=max_iter, tol=tol, memory=memory, window=_WINDOW,
                               stall_gap=_STALL_GAP, face_gap=_FACE_GAP,
-                              newton_ok=not sums.implicit)   # face Newton: explicit pairs
+                              newton_ok=not sums.implicit,   # face Newton: explicit pairs
+                              verbose=bool(verbose))
     h, G, G_zero, n_zero = solver.evaluate(B)
     if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
@@ -636,6 +638,10 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
             for it, h_it, gap in solver.log(logged):
                 print(f"MMC iter {int(it):4d}  sum_D = {h_it:.10g}  rel. gap <= {gap:.3e}")
             logged = info["n_log"]
+            if event == SPG_LOG_FULL:
+                solver.clear_log()
+                logged = 0
+                continue
         if event in (SPG_CONVERGED, SPG_STALLED, SPG_MAX_ITER):
             if verbose:
                 print(f"MMC: {info['n_eval']} pair-sum passes in the solver loop")

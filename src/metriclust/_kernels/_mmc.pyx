@@ -29,6 +29,7 @@ cdef extern from "mmc_solver.h" nogil:
     int ML_ERR_EIGEN
     int ML_MMC_DIRECT, ML_MMC_LAPLACIAN, ML_MMC_ALLPAIRS
     int ML_MMC_CONVERGED, ML_MMC_STALLED, ML_MMC_MAX_ITER, ML_MMC_NONSMOOTH, ML_MMC_FACE
+    int ML_MMC_LOG_FULL
     ctypedef struct ml_mmc_problem:
         const double *E
         Py_ssize_t n, p
@@ -50,6 +51,7 @@ cdef extern from "mmc_solver.h" nogil:
         double stall_gap
         double face_gap
         int newton_ok
+        int verbose
     ctypedef struct ml_mmc_spg:
         pass
     ctypedef struct ml_mmc_spg_info:
@@ -68,6 +70,7 @@ cdef extern from "mmc_solver.h" nogil:
                                  double upper)
     const double *ml_mmc_spg_current(const ml_mmc_spg *s, int which)
     const double *ml_mmc_spg_log(const ml_mmc_spg *s)
+    void ml_mmc_spg_clear_log(ml_mmc_spg *s)
     int ml_mmc_face_sums(const double *F, Py_ssize_t m, Py_ssize_t r, const double *C,
                          const unsigned char *free_mask, double *h, double *gh, double *H,
                          ml_dsyrk_fn dsyrk, int n_threads)
@@ -82,6 +85,7 @@ STALLED = ML_MMC_STALLED
 MAX_ITER = ML_MMC_MAX_ITER
 NONSMOOTH = ML_MMC_NONSMOOTH
 FACE = ML_MMC_FACE
+LOG_FULL = ML_MMC_LOG_FULL
 FORMS = {"direct": ML_MMC_DIRECT, "laplacian": ML_MMC_LAPLACIAN, "allpairs": ML_MMC_ALLPAIRS}
 # LAPACK takes int sizes (workspace 2 p^2 + 6 p + 1).
 MAX_FEATURES = 20000
@@ -179,7 +183,8 @@ cdef class FullSPG:
 
     def __cinit__(self, const double[:, ::1] E, str form, const int64_t[:, ::1] pairs,
                   close=None, *, Py_ssize_t max_iter, double tol, int memory, int window,
-                  double stall_gap, double face_gap, bint newton_ok, int n_threads=0):
+                  double stall_gap, double face_gap, bint newton_ok, bint verbose=False,
+                  int n_threads=0):
         cdef Py_ssize_t n = E.shape[0], p = E.shape[1]
         if form not in FORMS:
             raise ValueError(f"form must be one of {sorted(FORMS)}, got {form!r}")
@@ -212,6 +217,7 @@ cdef class FullSPG:
         cdef ml_mmc_settings st
         st.max_iter, st.tol, st.memory, st.window = max_iter, tol, memory, window
         st.stall_gap, st.face_gap, st.newton_ok = stall_gap, face_gap, newton_ok
+        st.verbose = verbose
         self.arrays = (E, pairs, close)
         self.p = p
         self.s = ml_mmc_spg_new(&pb, &st)
@@ -255,7 +261,7 @@ cdef class FullSPG:
         ml_mmc_spg_set_counters(self.s, it, next_face, upper)
 
     def run(self):
-        """Iterate until an event: one of CONVERGED, STALLED, MAX_ITER, NONSMOOTH, FACE."""
+        """Iterate until an event: CONVERGED, STALLED, MAX_ITER, NONSMOOTH, FACE, LOG_FULL."""
         cdef int status, event = -1
         entered = interrupt_enter()
         with nogil:
@@ -285,8 +291,13 @@ cdef class FullSPG:
             (&ov[0, 0])[t] = src[t]
         return out
 
+    def clear_log(self):
+        """Empty the log (after a ``LOG_FULL`` event)."""
+        ml_mmc_spg_clear_log(self.s)
+
     def log(self, Py_ssize_t start=0):
-        """``(it, h, gap)`` rows of the iterations run in C since ``start``."""
+        """``(it, h, gap)`` rows of the iterations run in C since ``start`` (verbose only;
+        1024 entries at a time, then ``run`` returns ``LOG_FULL``)."""
         cdef ml_mmc_spg_info i
         ml_mmc_spg_get_info(self.s, &i)
         cdef const double *lg = ml_mmc_spg_log(self.s)
