@@ -211,6 +211,7 @@ int FN(ml_kmeans1d_columns)(const REAL *X, ptrdiff_t n, ptrdiff_t p, const int64
     if (m == 0) return ML_OK;
     int status = ML_OK;
     const int nt = ml_threads(n_threads);
+    (void)nt;   /* unused in the serial (no-OpenMP) build */
     #pragma omp parallel num_threads(nt) if (nt > 1 && m > 1)
     {
         FN(k1_work) w;

@@ -243,3 +243,17 @@ def test_wide_diagonal_mmc_matches_newton(init):
     np.testing.assert_allclose(new.transform(X) @ new.transform(X).T,
                                old.transform(X) @ old.transform(X).T,
                                rtol=1e-4, atol=1e-4 * np.abs(old.transform(X)).max() ** 2)
+
+
+def test_wide_principal_components_from_the_gram_match_the_svd():
+    # components() of wide data takes the leading right singular vectors from the
+    # N x N Gram: the same scores as the thin SVD, up to each column's sign.
+    from metriclust._core import predictors
+
+    X, _ = wide_data(50, 300, 3)
+    model = predictors.Linear(X)
+    F = model.components(6)
+    _, _, Vt = np.linalg.svd(X - X.mean(0), full_matrices=False)
+    ref = (X - X.mean(0)) @ Vt[:6].T
+    signs = np.sign(np.sum(F * ref, axis=0))
+    np.testing.assert_allclose(F * signs, ref, atol=1e-9 * np.abs(ref).max())

