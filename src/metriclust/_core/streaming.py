@@ -9,7 +9,7 @@ CONTRACT (stable):
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
     gather_pair_rows(X, similar, dissimilar) -> (rows of X, similar, dissimilar, row ids)
-    lstsq_blockwise(X, Y, *, block_rows=None) -> (coef (p+1, q), rank)
+    label_counts(labels, n_clusters) -> int64 counts
 
 X is an out-of-core array (:func:`metriclust._core.blockwise.is_out_of_core`)
 read one block of rows at a time with :func:`metriclust._core.blockwise.read_block`;
@@ -21,14 +21,13 @@ import numbers
 
 import numpy as np
 
-from .blockwise import (combine_r, default_block_rows, iter_blocks, lloyd_partial,
-                        read_block, row_blocks, tsqr_partial)
+from .blockwise import default_block_rows, iter_blocks, lloyd_partial, read_block, row_blocks
 from .kmeans import KMeansResult, assign_labels, farthest_first, kmeans_plusplus
 from .threads import effective_n_threads
 from .validation import check_array, check_pairs, check_random_state
 
-__all__ = ["assign_blockwise", "gather_pair_rows", "label_counts", "kmeans_blockwise", "mean_and_variance_blockwise",
-           "sample_rows", "SEED_SAMPLE_SIZE"]
+__all__ = ["assign_blockwise", "gather_pair_rows", "kmeans_blockwise", "label_counts",
+           "mean_and_variance_blockwise", "sample_rows", "SEED_SAMPLE_SIZE"]
 
 #: Rows of the uniform sample that k-means++ seeds from on out-of-core data
 #: (at least 1,000 per cluster).
