@@ -234,7 +234,13 @@ def test_kmeans_memmap_bad_input(tmp_path):
         KMeans(3).fit(M, block_rows=100)
     M = _memmap(tmp_path, _blobs(n=500), "ok.npy")
     with pytest.raises(ValueError, match="online"):
-        KMeans(3, algorithm="online").fit(M)
+        KMeans(3, algorithm="online").fit(M, block_rows=100)
+    with pytest.raises(ValueError, match="convergence='objective'"):
+        KMeans(3, convergence="objective").fit(M, block_rows=100)
+    # X within one block is read whole and fitted in memory: every option works
+    for kw in ({"algorithm": "online"}, {"convergence": "objective"}):
+        np.testing.assert_array_equal(KMeans(3, random_state=0, **kw).fit(M).labels_,
+                                      KMeans(3, random_state=0, **kw).fit(np.asarray(M)).labels_)
     km = KMeans(3, random_state=0).fit(M)
     with pytest.raises(ValueError, match="3 features"):
         km.predict(_memmap(tmp_path, np.zeros((5, 3)), "narrow.npy"))

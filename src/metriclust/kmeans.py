@@ -8,7 +8,7 @@ import numpy as np
 
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
                          TransformerMixin, _with_sklearn_twin, check_is_fitted)
-from ._core.blockwise import check_out_of_core, is_out_of_core, iter_blocks
+from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_core, iter_blocks
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.streaming import assign_blockwise, kmeans_blockwise, label_counts
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
@@ -136,7 +136,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     ``score`` read blocks too. Peak extra memory: ``4 N`` bytes of labels
     (``8 N`` with ``n_init > 1``; ``+ 8 N`` with ``sample_weight``), the seeding
     sample, and a few copies of one block (64 MiB of input by default).
-    ``algorithm="online"`` is refused for such data.
+    Data that fit in one block (and no ``block_rows`` given) are read whole
+    and fitted in memory, within the same bound; beyond one block,
+    ``algorithm="online"`` and ``convergence="objective"`` are refused.
 
     References
     ----------
@@ -234,7 +236,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             return self._fit_dask(X, sample_weight)
         if is_out_of_core(X):
             n, p, dtype = check_out_of_core(X)
-            X = types.SimpleNamespace(shape=(n, p), dtype=dtype, data=X)
+            if block_rows is None and n <= default_block_rows(p, np.dtype(dtype).itemsize):
+                # one block holds all of X: read it, within the same memory
+                # bound, and fit in memory (every algorithm and stopping rule)
+                X = check_array(np.asarray(X[:n]))
+            else:
+                X = types.SimpleNamespace(shape=(n, p), dtype=dtype, data=X)
         else:
             X = check_array(X)
         n_clusters, init, n_init = self._check_params(X)

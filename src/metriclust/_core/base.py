@@ -267,8 +267,10 @@ class Options:
         self.values = values
 
     def is_satisfied_by(self, x):
+        if isinstance(x, str):        # str subclasses too (np.str_ from an array)
+            return any(isinstance(v, str) and x == v for v in self.values)
         return any(type(x) is type(v) and x == v for v in self.values
-                   if isinstance(x, (str, bool, type(None))))
+                   if isinstance(x, (bool, type(None))))
 
     def __str__(self):
         return "one of " + ", ".join(repr(v) for v in self.values)
