@@ -33,12 +33,15 @@ def test_scatter_matches_direct_sums(dtype):
                                                                rel=1e-12)
 
 
-def test_blur_ratio_streams_blocks_like_one_pass(monkeypatch):
+def test_scatter_streams_blocks_like_one_pass(monkeypatch):
     X, labels = _data(n=1000)
     whole = partition.scatter(X, labels, 3)
-    monkeypatch.setattr(partition, "_BLOCK", 7)
+    total = partition.within_ss(X, labels, 3)
+    assert total == pytest.approx(float(whole.within.sum()), rel=1e-13)
+    monkeypatch.setattr(partition, "_BLOCK_FLOATS", 30)        # blocks of 7 rows
     blocked = partition.scatter(X, labels, 3)
     np.testing.assert_allclose(blocked.within, whole.within, rtol=1e-13)
+    assert partition.within_ss(X, labels, 3) == pytest.approx(total, rel=1e-13)
 
 
 def _exact_blur_ratio(X, labels):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._core.partition import scatter
+from ._core.partition import within_ss
 from ._core.validation import check_array, check_random_state, check_scalar
 
 __all__ = ["KSelection", "select_n_clusters", "within_cluster_distortion"]
@@ -25,7 +25,7 @@ _CRITERIA = ("distortion", "silhouette", "gap")
 def within_cluster_distortion(X, labels):
     """Sum of squared distances of the rows to their cluster's mean (the notes' e^2)."""
     labels = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
-    return float(scatter(X, labels, int(labels.max()) + 1).within.sum())
+    return within_ss(X, labels, int(labels.max()) + 1)
 
 
 @dataclass

@@ -38,7 +38,7 @@ import numpy as np
 from .._kernels._sums import cluster_sums
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
                    gram_matmat, orthonormalize_factor)
-from .partition import scatter
+from .partition import within_ss
 from .threads import blas_threads, effective_n_threads, single_blas_thread
 
 __all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
@@ -90,9 +90,9 @@ def objective(X1, labels, n_clusters, psi_sq_norm, lam):
 
     ``tr(X1^T X1) - tr(Y^T X1 X1^T Y) = ||X1||^2 - ||Y^T X1||^2`` for orthonormal
     ``Y``; evaluated as the sum of squared deviations from the cluster means
-    (:func:`~metriclust._core.partition.scatter`), which does not cancel.
+    (:func:`~metriclust._core.partition.within_ss`), which does not cancel.
     """
-    return float(scatter(X1, labels, n_clusters).within.sum()) + lam * float(psi_sq_norm)
+    return within_ss(X1, labels, n_clusters) + lam * float(psi_sq_norm)
 
 
 class DensePsiSolver:

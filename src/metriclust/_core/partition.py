@@ -11,6 +11,7 @@ CPD-UML's objective and Y-step, the metrics, ISODATA and the constraints.
    cluster_sums         -- per-cluster row sums and sizes (one C pass)
    cluster_means        -- per-cluster (weighted) means and total weights
    scatter              -- within-cluster sums of squares and the between-cluster one
+   within_ss            -- the total within-cluster sum of squares (k-means' inertia)
    blur_ratio           -- within over total sum of squares (the CPCM criterion)
    within_shares        -- each cluster's within sum of squares over the total
    same_partition       -- equal up to a renaming of the clusters
@@ -33,12 +34,12 @@ from .._kernels import _sums
 from .kmeans import kmeans
 from .threads import small_problem_threads
 
-__all__ = ["Scatter", "cluster_sizes", "cluster_sums", "cluster_means", "scatter",
+__all__ = ["Scatter", "cluster_sizes", "cluster_sums", "cluster_means", "scatter", "within_ss",
            "blur_ratio", "within_shares", "same_partition", "same_partition_table", "canonical",
            "lloyd_from_partition"]
 
-# Rows per block when streaming over X (bounded extra memory: block x p floats).
-_BLOCK = 65536
+# Floats per block when streaming over X: one block x p float64 buffer of 16 MB at most.
+_BLOCK_FLOATS = 2**21
 
 #: Within-cluster sums of squares (one per cluster, float64) and the
 #: between-cluster sum of squares ``sum_k n_k ||mean_k - mean||^2`` (a float).
@@ -78,6 +79,34 @@ def cluster_means(X, labels, n_clusters, *, sample_weight=None):
     return means, weights
 
 
+def _within(X, labels, means, n_clusters, per_cluster):
+    """Sum of ``||x_i - means[labels[i]]||^2``, per cluster or in all, streamed in
+    row blocks through one float64 buffer (the deviations themselves: no cancellation)."""
+    n, p = X.shape
+    block = max(1, min(n, _BLOCK_FLOATS // max(p, 1)))
+    buf = np.empty((block, p))
+    within = np.zeros(n_clusters) if per_cluster else 0.0
+    for start in range(0, n, block):
+        lab = labels[start:start + block]
+        dev = buf[:lab.shape[0]]
+        np.take(means, lab, axis=0, out=dev, mode="clip")   # labels are valid codes
+        np.subtract(X[start:start + block], dev, out=dev)
+        if per_cluster:
+            within += np.bincount(lab, weights=np.einsum("ij,ij->i", dev, dev),
+                                  minlength=n_clusters)
+        else:
+            within += float(np.einsum("ij,ij->", dev, dev))
+    return within
+
+
+def _means_and_between(X, labels, n_clusters, n_threads):
+    sums, counts = cluster_sums(X, labels, n_clusters, n_threads)
+    means = sums / np.maximum(counts, 1.0)[:, None]
+    n = counts.sum()
+    dev = means - sums.sum(axis=0) / n if n > 0 else means
+    return means, float(np.einsum("k,kj,kj->", counts, dev, dev))
+
+
 def scatter(X, labels, n_clusters, n_threads=0):
     r"""Within-cluster sums of squares and the between-cluster sum of squares.
 
@@ -88,18 +117,15 @@ def scatter(X, labels, n_clusters, n_threads=0):
     summed from the deviations themselves, in row blocks (no N x p temporary),
     and never as a difference of large terms. Returns a :data:`Scatter`.
     """
-    sums, counts = cluster_sums(X, labels, n_clusters, n_threads)
-    means = sums / np.maximum(counts, 1.0)[:, None]
-    within = np.zeros(n_clusters)
-    for start in range(0, X.shape[0], _BLOCK):
-        block = labels[start:start + _BLOCK]
-        dev = np.subtract(X[start:start + _BLOCK], means[block], dtype=np.float64)
-        within += np.bincount(block, weights=np.einsum("ij,ij->i", dev, dev),
-                              minlength=n_clusters)
-    n = counts.sum()
-    dev = means - sums.sum(axis=0) / n if n > 0 else means
-    between = float(np.einsum("k,kj,kj->", counts, dev, dev))
-    return Scatter(within, between)
+    means, between = _means_and_between(X, labels, n_clusters, n_threads)
+    return Scatter(_within(X, labels, means, n_clusters, True), between)
+
+
+def within_ss(X, labels, n_clusters, n_threads=0):
+    """Total within-cluster sum of squares ``sum_i ||x_i - mu_c(i)||^2`` (float), as
+    :func:`scatter` computes it, without the per-cluster split."""
+    means, _ = _means_and_between(X, labels, n_clusters, n_threads)
+    return float(_within(X, labels, means, n_clusters, False))
 
 
 def blur_ratio(Z, labels, n_clusters, n_threads=0):
@@ -113,9 +139,9 @@ def blur_ratio(Z, labels, n_clusters, n_threads=0):
     ``W.sum() / (W.sum() + B)``. Returns 1.0 when the total is zero (nothing
     is separated).
     """
-    s = scatter(Z, labels, n_clusters, n_threads)
-    within = float(s.within.sum())
-    total = within + s.between
+    means, between = _means_and_between(Z, labels, n_clusters, n_threads)
+    within = float(_within(Z, labels, means, n_clusters, False))
+    total = within + between
     if not total > 0.0:
         return 1.0
     return min(1.0, within / total)
