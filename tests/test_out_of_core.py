@@ -275,3 +275,213 @@ def test_kmeans_plusplus_on_sample_quality():
         fit_full.append(kmeans(X, 12, random_state=seed).inertia)
     assert np.median(pot_sample) <= 1.25 * np.median(pot_full)
     assert np.median(fit_sample) <= 1.02 * np.median(fit_full)
+
+
+# ------------------------------------------------- past 2**31 elements (64-bit indexing)
+
+
+def _rss_anon_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _nearest_and_sums_reference(M, centers, n_tail, block_rows=1 << 20):
+    """numpy, one block at a time: cluster sizes and sums for the nearest of
+    ``centers``, and the labels of the last ``n_tail`` rows."""
+    k = centers.shape[0]
+    C = centers.astype(np.float64)
+    cc = (C ** 2).sum(1)
+    sums, counts = np.zeros((k, M.shape[1])), np.zeros(k)
+    for s, e in bw.row_blocks(M.shape[0], block_rows):
+        B = np.asarray(M[s:e], dtype=np.float64)
+        lab = np.argmin(cc - 2.0 * B @ C.T, axis=1)
+        sums += np.eye(k)[lab].T @ B
+        counts += np.bincount(lab, minlength=k)
+    return sums, counts, lab[-n_tail:]
+
+
+def test_nearest_and_sums_reference_is_right():
+    X = _blobs(n=1000, k=3, seed=3, offset=0.0)
+    C = X[:3]
+    sums, counts, tail = _nearest_and_sums_reference(X, C, 50, block_rows=128)
+    lab = ((X[:, None] - C[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(tail, lab[-50:])
+    np.testing.assert_array_equal(counts, np.bincount(lab, minlength=3))
+    np.testing.assert_allclose(sums, [X[lab == j].sum(0) for j in range(3)], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_fit_past_2_31_elements_on_sparse_file(tmp_path):
+    """A float32 file of 134.25M x 16 = 2.148e9 elements (> 2**31): zero rows
+    (a sparse file's holes, no disk) and three groups of distinguishable points
+    in the last rows, all past element 2**31. The C kernels run on the whole
+    memmap at once (element offsets past 2**31) and KMeans fits it by blocks;
+    both are checked against a block-wise numpy reference.
+
+    Reads the 8.6 GB of (zero) pages about five times: ~30 s on an idle
+    2-core machine, a few minutes under load. Anonymous memory stays below
+    4 GB (labels, distances); the file's pages are page cache."""
+    from metriclust._core.kmeans import assign_labels
+    from metriclust._kernels._sums import cluster_sums
+
+    n, p, per = 134_250_000, 16, 3000
+    assert n * p > 2**31 and (n - 3 * per) * p > 2**31
+    path = tmp_path / "big.npy"
+    M = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, p))
+    rng = np.random.default_rng(0)
+    truth = np.zeros((4, p), dtype=np.float32)
+    truth[1], truth[2] = 10.0, -10.0
+    truth[3, ::2], truth[3, 1::2] = 10.0, -10.0
+    tail = np.repeat(np.arange(1, 4), per)
+    M[n - 3 * per:] = truth[tail] + rng.normal(scale=0.5, size=(3 * per, p))
+    M.flush()
+    del M
+    M = np.load(path, mmap_mode="r")
+
+    # block-wise numpy reference: nearest of ``truth`` and per-cluster sums
+    ref_sums, ref_counts, ref_tail = _nearest_and_sums_reference(M, truth, 3 * per)
+    np.testing.assert_array_equal(ref_tail, tail)
+    assert ref_counts[0] == n - 3 * per
+
+    # the C kernels on all 2.148e9 elements in one call
+    labels, d2 = assign_labels(M, truth)
+    assert labels.shape == (n,)
+    np.testing.assert_array_equal(np.bincount(labels, minlength=4), ref_counts)
+    np.testing.assert_array_equal(labels[-3 * per:], tail)
+    del d2
+    sums = cluster_sums(np.asarray(M), labels, 4)
+    np.testing.assert_allclose(sums, ref_sums, rtol=1e-9, atol=1e-6)
+    del labels
+
+    # the estimator, end to end, by blocks
+    init = truth + np.float32(0.7)
+    km = KMeans(4, init=init, n_init=1, tol=0.0, max_iter=10).fit(M)
+    np.testing.assert_array_equal(np.bincount(km.labels_, minlength=4), ref_counts)
+    np.testing.assert_array_equal(km.labels_[-3 * per:], tail)
+    np.testing.assert_allclose(km.cluster_centers_, ref_sums / ref_counts[:, None],
+                               rtol=1e-5, atol=1e-5)
+    assert km.n_iter_ <= 3
+    assert _rss_anon_bytes() < 4 * 2**30
+
+
+# ------------------------------------------------- command line: a CSV past memory
+
+
+def _numeric_csv(path, X, header=True):
+    with open(path, "w") as fh:
+        if header:
+            fh.write(",".join(f"f{j}" for j in range(X.shape[1])) + "\n")
+        for row in X:
+            fh.write(",".join(f"{v:.6f}" for v in row) + "\n")
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_csv_to_npy_in_small_chunks(tmp_path, header):
+    from metriclust._cli import csv_to_npy
+
+    X = _blobs(n=537, p=3, seed=2)
+    csv = tmp_path / "x.csv"
+    _numeric_csv(csv, X, header=header)
+    lines = []
+    shape = csv_to_npy(str(csv), str(tmp_path / "x.npy"), chunk_bytes=100, log=lines.append)
+    assert shape == (537, 3) and len(lines) > 10
+    M = np.load(tmp_path / "x.npy", mmap_mode="r")
+    np.testing.assert_array_equal(M, np.loadtxt(csv, delimiter=",", skiprows=int(header)))
+
+
+def test_csv_to_npy_refuses_text(tmp_path):
+    from metriclust._cli import CLIError, csv_to_npy
+
+    csv = tmp_path / "x.csv"
+    csv.write_text("a,b\n1,2\n3,x\n")
+    with pytest.raises(CLIError, match="plain finite numbers"):
+        csv_to_npy(str(csv), str(tmp_path / "x.npy"))
+    assert not list(tmp_path.glob("*.tmp")) and not (tmp_path / "x.npy").exists()
+
+
+def test_cli_cluster_out_of_core_matches_in_memory(tmp_path):
+    import subprocess
+    import sys
+
+    X = _blobs(n=2000, p=3, k=4, seed=3)
+    csv = tmp_path / "x.csv"
+    _numeric_csv(csv, X)
+
+    def cluster(out, *extra):
+        return subprocess.run([sys.executable, "-m", "metriclust", "cluster", str(csv),
+                               "--n-clusters", "4", "--random-state", "0", "--output",
+                               str(out), *extra], capture_output=True, text=True, timeout=300)
+
+    ref = cluster(tmp_path / "ref.csv")
+    assert ref.returncode == 0, ref.stderr
+    proc = cluster(tmp_path / "ooc.csv", "--out-of-core", "--verbose")
+    assert proc.returncode == 0, proc.stderr
+    assert "converting" in proc.stderr and "by blocks of rows" in proc.stderr
+    assert (tmp_path / "ooc.X.npy").exists()
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "ooc.csv", skiprows=1),
+                                  np.loadtxt(tmp_path / "ref.csv", skiprows=1))
+    assert "2000 rows in 4 clusters" in proc.stdout
+    again = cluster(tmp_path / "ooc.csv", "--out-of-core", "--verbose", "--force")
+    assert again.returncode == 0 and "reusing" in again.stderr
+    bad = cluster(tmp_path / "x2.csv", "--out-of-core", "--method", "cpcm")
+    assert bad.returncode == 2 and "--method kmeans only" in bad.stderr
+
+
+def test_readme_example_prints_what_it_says():
+    from pathlib import Path
+    import contextlib
+    import io
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## Data larger than memory"):]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {})  # noqa: S102
+    assert out.getvalue().strip() == "[5000 5000]"
+
+
+# ------------------------------------------------- MMC: only the rows the pairs touch
+
+
+def test_mmc_memmap_reads_only_pair_rows(tmp_path, monkeypatch):
+    from metriclust import MMC
+    from metriclust._core import streaming
+
+    rng = np.random.default_rng(0)
+    X = _blobs(n=3000, p=4, k=3, seed=11)
+    S = rng.integers(0, 3000, size=(40, 2))
+    S = S[S[:, 0] != S[:, 1]]
+    D = rng.integers(0, 3000, size=(60, 2))
+    D = D[D[:, 0] != D[:, 1]]
+    ref = MMC(random_state=0).fit(X, similar=S, dissimilar=D)
+    M = _memmap(tmp_path, X)
+    seen = {}
+    real = streaming.gather_pair_rows
+
+    def spy(*a):
+        out = real(*a)
+        seen["rows"] = out[0].shape[0]
+        return out
+
+    monkeypatch.setattr("metriclust.mmc.gather_pair_rows", spy)
+    est = MMC(random_state=0).fit(M, similar=S, dissimilar=D)
+    assert seen["rows"] == np.unique(np.concatenate([S.ravel(), D.ravel()])).size < 300
+    np.testing.assert_allclose(est.metric_, ref.metric_, rtol=1e-7, atol=1e-10)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-9)
+    np.testing.assert_array_equal(est.similar_, S)
+    np.testing.assert_array_equal(est.dissimilar_, D)
+    np.testing.assert_allclose(est.transform(X[:5]), ref.transform(X[:5]), rtol=1e-7, atol=1e-10)
+    with pytest.raises(ValueError, match="similar"):
+        MMC().fit(M, similar=[[0, 5000]], dissimilar=D)
+
+
+def test_label_counts_by_chunks():
+    from metriclust._core.streaming import label_counts
+
+    lab = np.random.default_rng(0).integers(0, 7, size=10_001).astype(np.int32)
+    np.testing.assert_array_equal(label_counts(lab, 9, chunk=1000), np.bincount(lab, minlength=9))

@@ -88,6 +88,10 @@ def _build_parser():
     cl.add_argument("--threads", type=int, metavar="N", help="OpenMP threads (default: all)")
     cl.add_argument("--force", action="store_true", help="replace existing output files")
     cl.add_argument("--verbose", action="store_true", help="progress on stderr")
+    cl.add_argument("--out-of-core", action="store_true",
+                    help="convert INPUT.csv once to OUTPUT-stem.X.npy beside --output and fit "
+                    "on it memory-mapped, in blocks of rows (automatic when the CSV is larger "
+                    "than a third of the available memory; --method kmeans)")
     return parser
 
 
@@ -224,6 +228,8 @@ def _run(args, estimator, outputs, log):
     from ._core.validation import check_pairs
     from .datasets import _read_csv
 
+    if args.out_of_core or os.path.getsize(args.input) > _available_memory() / 3:
+        return _run_out_of_core(args, estimator, outputs, log)
     log(f"reading {args.input} ({os.path.getsize(args.input) / 1e6:.1f} MB)")
     table = _read_csv(args.input, label_column=args.label_column, label_dtype=str,
                       header=args.header, empty_labels=args.empty_labels,
@@ -303,6 +309,134 @@ def _run(args, estimator, outputs, log):
                       f"NMI {normalized_mutual_info(yk, lk):.4f}, "
                       f"accuracy {clustering_accuracy(yk, lk):.4f}")
     return summary, scores
+
+
+def _available_memory():
+    """MemAvailable from /proc/meminfo in bytes (infinity where unknown)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float("inf")
+
+
+_NPY_HEADER_BYTES = 128   # a fixed-size .npy header, rewritten with the row count at the end
+
+
+def _npy_header(n_rows, n_cols):
+    # .npy format 1.0: magic, version, header length, a dict padded with spaces to a newline.
+    text = repr({"descr": "<f8", "fortran_order": False, "shape": (n_rows, n_cols)})
+    length = _NPY_HEADER_BYTES - 10
+    if len(text) + 1 > length:
+        raise CLIError(f"too many rows or columns for a .npy header: {n_rows} x {n_cols}")
+    return b"\x93NUMPY\x01\x00" + length.to_bytes(2, "little") + \
+        (text.ljust(length - 1) + "\n").encode("latin1")
+
+
+def csv_to_npy(csv_path, npy_path, *, header="infer", log=None, chunk_bytes=64 << 20):
+    """Convert a plain numeric CSV to a float64 .npy, ``chunk_bytes`` of text at a time.
+
+    The header rule is the reader's (``metriclust.datasets.load_csv``); each
+    chunk ends at a line end and goes through the C CSV parser, so memory is a
+    chunk of text and its numbers whatever the file size. Written to a
+    temporary file beside ``npy_path`` and renamed into place when complete.
+    Returns ``(n_rows, n_cols)``.
+    """
+    from ._kernels._csv import parse_numeric
+    from .datasets import _first_row, _is_number
+
+    first, first_line = _first_row(csv_path)
+    if first is None:
+        raise CLIError(f"{csv_path} is empty")
+    has_header = header is True or (header == "infer" and not all(map(_is_number, first)))
+    skip = first_line if has_header else first_line - 1
+    n_cols = len(first)
+    total = os.path.getsize(csv_path)
+    n_rows = 0
+    fd, tmp = tempfile.mkstemp(prefix=".metriclust-", suffix=".npy.tmp",
+                               dir=os.path.dirname(os.path.abspath(npy_path)))
+    try:
+        with open(csv_path, "rb") as src, os.fdopen(fd, "wb") as dst:
+            dst.write(_npy_header(0, n_cols))
+            if src.read(3) != b"\xef\xbb\xbf":
+                src.seek(0)
+            for _ in range(skip):
+                src.readline()
+            while True:
+                start = src.tell()
+                buf = src.read(chunk_bytes)
+                if not buf:
+                    break
+                if not buf.endswith(b"\n"):
+                    buf += src.readline()
+                    if not buf.endswith(b"\n"):
+                        buf += b"\n"
+                data = parse_numeric(memoryview(buf), n_cols)
+                if data is None or not np.all(np.isfinite(data)):
+                    raise CLIError(
+                        f"{csv_path}: the lines after byte {start} are not all plain finite "
+                        f"numbers in {n_cols} columns; a CSV read out of core (--out-of-core, "
+                        "or larger than memory) must hold numbers only")
+                data.tofile(dst)
+                n_rows += data.shape[0]
+                if log is not None:
+                    log(f"converting {csv_path} to {npy_path}: {src.tell() / 1e6:.0f} of "
+                        f"{total / 1e6:.0f} MB, {n_rows} rows")
+            dst.seek(0)
+            dst.write(_npy_header(n_rows, n_cols))
+        os.replace(tmp, npy_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return n_rows, n_cols
+
+
+def _run_out_of_core(args, estimator, outputs, log):
+    """The CSV converted once to a .npy beside --output, then fitted memory-mapped."""
+    if args.method != "kmeans":
+        raise CLIError(f"{args.input}: a CSV read out of core (--out-of-core, or larger than "
+                       "memory) is supported for --method kmeans only")
+    if args.label_column or args.transform:
+        raise CLIError("--label-column and --transform are not supported for a CSV read out "
+                       "of core (--out-of-core, or larger than memory)")
+    npy = os.path.splitext(args.output)[0] + ".X.npy"
+    if os.path.isfile(npy) and os.path.getmtime(npy) >= os.path.getmtime(args.input):
+        log(f"reusing {npy} (newer than {args.input})")
+    else:
+        log(f"converting {args.input} ({os.path.getsize(args.input) / 1e6:.1f} MB) to {npy}")
+        csv_to_npy(args.input, npy, header=args.header, log=log)
+    X = np.load(npy, mmap_mode="r")
+    log.mark("read")
+    log(f"{X.shape[0]} rows x {X.shape[1]} features memory-mapped from {npy}; "
+        f"method {args.method}, K = {args.n_clusters}")
+    if args.n_clusters > X.shape[0]:
+        raise CLIError(f"--n-clusters {args.n_clusters} is larger than the number of rows "
+                       f"({X.shape[0]}) in {args.input}")
+    log(f"fitting {type(estimator).__name__} by blocks of rows")
+    try:
+        with contextlib.redirect_stdout(sys.stderr), np.errstate(over="raise", invalid="raise"):
+            labels = estimator.fit(X).labels_
+    except FloatingPointError as exc:
+        raise CLIError(f"{args.input}: overflow in the fit ({exc}); rescale the data") from None
+    except (ValueError, TypeError) as exc:
+        kind = _user_error_kind(exc, args.param_names)
+        if kind is None:
+            raise _InternalError(exc) from exc
+        raise CLIError(f"{args.input}: {exc}" if kind == "data" else str(exc)) from None
+    log.mark("fit")
+    log(f"fitted in {log.marks['fit'] - log.marks['read']:.2f} s")
+    outputs.write_lines("--output", "label", labels)
+    from ._core.streaming import label_counts
+
+    sizes = label_counts(labels, int(labels.max()) + 1)
+    sizes = sizes[sizes > 0]
+    summary = (f"{args.method}: {X.shape[0]} rows in {len(sizes)} clusters "
+               f"(sizes {', '.join(map(str, sizes))}); labels written to {args.output}")
+    return summary, None
 
 
 def _overflow_message(table, method=None, exc=None):
@@ -533,6 +667,19 @@ class _Outputs:
             with open(tmp, "w") as fh:
                 np.savetxt(fh, values, fmt=fmt, delimiter=",", header=",".join(header),
                            comments="")
+            os.chmod(tmp, mode)
+        except OSError as exc:
+            raise CLIError(f"{flag} {path}: {exc.strerror}") from None
+
+    def write_lines(self, flag, header, labels, *, rows_per_write=1 << 20):
+        """Integer labels one per line, a million at a time (no N-row text in memory)."""
+        path, tmp, mode = self.paths[flag]
+        try:
+            with open(tmp, "w") as fh:
+                fh.write(header + "\n")
+                for start in range(0, labels.shape[0], rows_per_write):
+                    chunk = labels[start:start + rows_per_write].tolist()
+                    fh.write("\n".join(map(str, chunk)) + "\n")
             os.chmod(tmp, mode)
         except OSError as exc:
             raise CLIError(f"{flag} {path}: {exc.strerror}") from None

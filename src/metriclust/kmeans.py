@@ -10,7 +10,7 @@ from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Transf
                          _with_sklearn_twin, check_is_fitted)
 from ._core.blockwise import check_out_of_core, is_out_of_core, iter_blocks
 from ._core.kmeans import assign_labels, center_distances, kmeans
-from ._core.streaming import assign_blockwise, kmeans_blockwise
+from ._core.streaming import assign_blockwise, kmeans_blockwise, label_counts
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_sample_weight, check_scalar, is_dask_array)
 
@@ -242,7 +242,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.labels_ = res.labels
         self.inertia_ = res.inertia
         self.n_iter_ = res.n_iter
-        n_distinct = int(np.count_nonzero(np.bincount(res.labels, minlength=n_clusters)))
+        n_distinct = int(np.count_nonzero(label_counts(res.labels, n_clusters)))
         if n_distinct < n_clusters:
             warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller than "
                           f"n_clusters ({n_clusters}). Possibly due to duplicate points in X.",

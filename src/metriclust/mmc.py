@@ -49,6 +49,8 @@ import numpy as np
 
 from ._core.base import (BaseEstimator, ConvergenceWarning, TransformerMixin,
                          _with_sklearn_twin, check_is_fitted)
+from ._core.blockwise import is_out_of_core
+from ._core.streaming import gather_pair_rows
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
@@ -133,6 +135,13 @@ class MMC(TransformerMixin, BaseEstimator):
     (:func:`metriclust.constraints.pairs_from_labels`). ``fit(X)`` without any
     side information raises ``ValueError``.
 
+    Data larger than memory (an ``np.memmap`` or a row-sliceable array such as
+    an h5py dataset) with explicit ``similar`` and ``dissimilar`` pairs: only
+    the rows the pairs touch are read (peak extra memory: those rows, as
+    float64, and the pairs), unless ``init="covariance"`` (which needs all of
+    X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With class
+    labels or the implicit all-pairs D, X is read whole.
+
     A singular ``M_S`` (fewer similar pairs than features, features constant
     within every similar pair) makes the paper's problem unbounded; the ridge
     ``lambda`` above keeps it bounded (the metric then grows large, not
@@ -189,6 +198,12 @@ class MMC(TransformerMixin, BaseEstimator):
             if X.shape[1] <= X.shape[0]:
                 return self._fit_dask(_dask, X, y, similar, dissimilar)
             X = np.asarray(X)   # wide: fewer rows than features, gathered
+        rows = None
+        if (is_out_of_core(X) and similar is not None and dissimilar is not None
+                and not (isinstance(self.init, str) and self.init == "covariance")):
+            # Data past memory: the metric depends on X only through the rows
+            # the pairs touch; read those, renumber the pairs, map them back below.
+            X, similar, dissimilar, rows = gather_pair_rows(X, similar, dissimilar)
         X = check_array(X, ensure_min_samples=2)
         p = X.shape[1]
         self.n_features_in_ = p
@@ -203,6 +218,8 @@ class MMC(TransformerMixin, BaseEstimator):
                 (self._fit_diagonal_wide if self.diagonal else self._fit_in_span)(X64, S, D)
             else:
                 self._fit(X64, S, D)
+        if rows is not None:
+            self.similar_, self.dissimilar_ = rows[self.similar_], rows[self.dissimilar_]
         return self
 
     def _fit_dask(self, _dask, X, y, similar, dissimilar):

@@ -254,12 +254,23 @@ def moments_partial(block, sample_weight=None, shift=None):
     return float(w.sum()), w @ B, B.T @ (B * w[:, None])
 
 
-def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None):
+#: Bytes of rows shifted and assigned at a time inside :func:`lloyd_partial`:
+#: small enough to stay in cache between the shift, the assignment and the sums.
+CHUNK_BYTES = 16 * 2**20
+
+
+def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None, *,
+                  with_inertia=True):
     """One Lloyd step on a block: nearest centers and per-cluster sums.
 
     The assignment is the C k-means kernel's (``_kernels._kmeans.assign``:
     ties to the lowest center index, distances from ``x - c``), the sums the
     C cluster-sum kernel's (``_kernels._sums.cluster_sums``), as in memory.
+    Where the kernel computes distances from ``x - c`` (few features and
+    centers: no BLAS) and there are no weights, the block is assigned as it
+    is, to the centers plus the shift, with no copy; otherwise (the BLAS
+    expansion, whose accuracy needs centered data, or weights) it is shifted
+    in chunks of :data:`CHUNK_BYTES`, whose partial sums are added in order.
 
     Parameters
     ----------
@@ -272,6 +283,10 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         k-means core centers the data the same way).
     n_threads : int, optional
         OpenMP threads of the kernels.
+    with_inertia : bool, default=True
+        Compute the inertia (the kernel then also returns each row's
+        distance, which costs about as much as the assignment); without it
+        the inertia returned is NaN.
 
     Returns
     -------
@@ -286,26 +301,59 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
     B = np.asarray(block)
     if B.dtype not in (np.float32, np.float64):
         B = B.astype(np.float64)
-    if shift is not None:
-        B = B - np.asarray(shift, dtype=B.dtype)
-    B = np.ascontiguousarray(B)
+    m, p = B.shape
     C = np.ascontiguousarray(centers, dtype=B.dtype)
     k = C.shape[0]
+    s = None if shift is None else np.asarray(shift, dtype=B.dtype)
+    w = _weights_f64(sample_weight, m)
     nt = effective_n_threads(n_threads)
     # BLAS held to one thread where the kernel calls it from OpenMP threads
     # (threadpoolctl is paid only then, as in the k-means core).
-    guard = single_blas_thread() if _k.uses_gemm(B.shape[1], "auto", k) else contextlib.nullcontext()
-    with guard:
-        labels, d2 = _k.assign(B, C, "auto", nt, True)
-    w = _weights_f64(sample_weight, B.shape[0])
-    if w is None:
-        sums = cluster_sums(B, labels, k, nt)
+    gemm = _k.uses_gemm(p, "auto", k)
+    guard = single_blas_thread() if gemm else contextlib.nullcontext()
+    if w is None and (s is None or not gemm):
+        # Distances from x - c directly (no BLAS expansion that the shift would
+        # protect): assign the rows as they are to the centers moved back by the
+        # shift, with no copy of the block; the sums are shifted in float64.
+        Bx = np.ascontiguousarray(B)
+        Cx = C if s is None else (C.astype(np.float64) + s.astype(np.float64)).astype(B.dtype)
+        with guard:
+            labels, d2 = _k.assign(Bx, Cx, "auto", nt, with_inertia)
+        sums = cluster_sums(Bx, labels, k, nt)
         counts = np.bincount(labels, minlength=k).astype(np.float64)
-        inertia = float(np.sum(d2, dtype=np.float64))
+        if s is not None:
+            sums -= counts[:, None] * s.astype(np.float64)
+        inertia = float(np.sum(d2, dtype=np.float64)) if with_inertia else float("nan")
+        return sums, counts, inertia, labels
+    chunk = max(1, CHUNK_BYTES // max(1, p * B.dtype.itemsize))
+    buf = np.empty((min(chunk, m), p), dtype=B.dtype)
+    labels = np.empty(m, dtype=np.int64)
+    sums = np.zeros((k, p))
+    inertia = 0.0 if with_inertia else float("nan")
+    with guard:
+        for a in range(0, m, chunk):
+            b = min(m, a + chunk)
+            Bc = buf[: b - a]
+            if s is None:
+                Bc[...] = B[a:b]
+            else:
+                np.subtract(B[a:b], s, out=Bc)
+            lab, d2 = _k.assign(Bc, C, "auto", nt, with_inertia)
+            labels[a:b] = lab
+            if w is None:
+                sums += cluster_sums(Bc, lab, k, nt)
+                if with_inertia:
+                    inertia += float(np.sum(d2, dtype=np.float64))
+            else:
+                wb = w[a:b]
+                Bc *= wb[:, None].astype(B.dtype)
+                sums += cluster_sums(Bc, lab, k, nt)
+                if with_inertia:
+                    inertia += float(np.dot(wb, d2.astype(np.float64)))
+    if w is None:
+        counts = np.bincount(labels, minlength=k).astype(np.float64)
     else:
-        sums = cluster_sums(np.ascontiguousarray(B * w[:, None].astype(B.dtype)), labels, k, nt)
         counts = np.bincount(labels, weights=w, minlength=k)
-        inertia = float(np.dot(w, d2.astype(np.float64)))
     return sums, counts, inertia, labels
 
 

@@ -8,6 +8,7 @@ CONTRACT (stable):
         -> KMeansResult(centers, labels int32, inertia, n_iter)
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
+    gather_pair_rows(X, similar, dissimilar) -> (rows of X, similar, dissimilar, row ids)
     lstsq_blockwise(X, Y, *, block_rows=None) -> (coef (p+1, q), rank)
 
 X is an out-of-core array (:func:`metriclust._core.blockwise.is_out_of_core`)
@@ -24,9 +25,9 @@ from .blockwise import (combine_r, default_block_rows, iter_blocks, lloyd_partia
                         read_block, row_blocks, tsqr_partial)
 from .kmeans import KMeansResult, assign_labels, farthest_first, kmeans_plusplus
 from .threads import effective_n_threads
-from .validation import check_random_state
+from .validation import check_array, check_pairs, check_random_state
 
-__all__ = ["assign_blockwise", "kmeans_blockwise", "mean_and_variance_blockwise",
+__all__ = ["assign_blockwise", "gather_pair_rows", "label_counts", "kmeans_blockwise", "mean_and_variance_blockwise",
            "sample_rows", "SEED_SAMPLE_SIZE"]
 
 #: Rows of the uniform sample that k-means++ seeds from on out-of-core data
@@ -82,6 +83,18 @@ def sample_rows(X, indices, dtype, *, block_rows=None):
     return out
 
 
+def label_counts(labels, n_clusters, *, chunk=1 << 20):
+    """``np.bincount(labels, minlength=n_clusters)`` a chunk at a time.
+
+    ``np.bincount`` casts int32 labels to int64 first: 8 bytes a row of
+    temporary on data past memory; by chunks it is 8 MB.
+    """
+    counts = np.zeros(n_clusters, dtype=np.int64)
+    for a in range(0, labels.shape[0], chunk):
+        counts += np.bincount(labels[a:a + chunk], minlength=n_clusters)
+    return counts
+
+
 def _check_weights(sample_weight, n, dtype):
     # As the k-means core: float64 checks, the largest weight scaled to 1.
     if sample_weight is None:
@@ -95,10 +108,11 @@ def _check_weights(sample_weight, n, dtype):
     return np.ascontiguousarray(w / w_scale, dtype=dtype), w_scale
 
 
-def _lloyd_pass(X, dtype, centers, shift, w, labels, block_rows, nt):
+def _lloyd_pass(X, dtype, centers, shift, w, labels, block_rows, nt, with_inertia=False):
     """One Lloyd pass: the block partials reduced in block order; ``labels`` updated.
 
-    Returns ``(sums, counts, inertia, n_changed)``; inertia at ``centers``.
+    Returns ``(sums, counts, inertia, n_changed)``; inertia at ``centers``
+    (NaN without ``with_inertia``).
     """
     k, p = centers.shape
     sums = np.zeros((k, p))
@@ -107,13 +121,26 @@ def _lloyd_pass(X, dtype, centers, shift, w, labels, block_rows, nt):
     changed = 0
     for s, e, block in iter_blocks(X, dtype, block_rows, ensure_finite=False):
         bs, bc, bi, bl = lloyd_partial(block, centers, None if w is None else w[s:e],
-                                       shift, nt)
+                                       shift, nt, with_inertia=with_inertia)
         sums += bs
         counts += bc
         inertia += bi
         changed += int(np.count_nonzero(labels[s:e] != bl))
         labels[s:e] = bl
     return sums, counts, inertia, changed
+
+
+def _own_inertia(X, dtype, centers, shift, w, labels, block_rows, chunk=65536):
+    """``sum_i w_i ||x_i - shift - c_{labels_i}||^2`` from ``x - c`` in float64, by blocks."""
+    total = 0.0
+    C = centers.astype(np.float64)
+    for s, e, block in iter_blocks(X, dtype, block_rows, ensure_finite=False):
+        for a in range(0, e - s, chunk):
+            b = min(e - s, a + chunk)
+            diff = (block[a:b] - shift).astype(np.float64) - C[labels[s + a:s + b]]
+            d = np.einsum("ij,ij->i", diff, diff)
+            total += float(d.sum()) if w is None else float(w[s + a:s + b] @ d)
+    return total
 
 
 def _relocate_empty(X, dtype, centers, shift, w, labels, sums, counts, block_rows, nt):
@@ -181,14 +208,15 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
 
     The iteration is the k-means core's (:func:`metriclust._core.kmeans.kmeans`
     with ``algorithm="lloyd"``): X centered by its weighted mean (the same
-    float64 block sums, so the same bits), the C assignment and cluster-sum
-    kernels on each block, the sums reduced in block order, empty clusters
-    moved to the farthest rows, strict convergence when no label changes,
-    otherwise the squared center shift against ``tol`` times the mean feature
-    variance. Labels equal the in-memory fit's on data whose assignment has no
-    near-ties; centers agree to rounding (the per-cluster sums are added in a
-    different order), and the result does not depend on ``block_rows``
-    beyond rounding.
+    float64 block sums), the C assignment and cluster-sum kernels on each
+    block (:func:`metriclust._core.blockwise.lloyd_partial`), the sums reduced
+    in block order, empty clusters moved to the farthest rows, strict
+    convergence when no label changes (the labels then stand), otherwise the
+    squared center shift against ``tol`` times the mean feature variance.
+    Labels equal the in-memory fit's on data whose assignment has no
+    near-ties (the distances are rounded differently); centers agree to
+    rounding, and the result does not depend on ``block_rows`` beyond
+    rounding, nor on the thread count at all.
 
     Seeding: ``"k-means++"`` runs the greedy k-means++ of the core on a
     uniform sample of ``seed_sample_size`` rows drawn without replacement
@@ -268,26 +296,20 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
         for it in range(max_iter):
             sums, counts, inertia, changed = _lloyd_pass(X, dtype, centers, X_mean, w, labels,
                                                          block_rows, nt)
-            relocated = bool(np.any(counts == 0))
             _relocate_empty(X, dtype, centers, X_mean, w, labels, sums, counts, block_rows, nt)
             new, shift = _update_centers(sums, counts, centers)
-            if changed == 0:
-                strict = True
-                # The new centers are the means of the same partition: the
-                # inertia moves by W_k (||m_k - c_new||^2 - ||m_k - c_old||^2).
-                safe = np.where(counts > 0, counts, 1.0)[:, None]
-                m = sums / safe
-                inertia += float(counts @ (((m - new) ** 2).sum(1) - ((m - centers) ** 2).sum(1)))
-                centers = new
-                if relocated:
-                    inertia = _lloyd_pass(X, dtype, centers, X_mean, w, labels, block_rows, nt)[2]
-                break
             centers = new
+            if changed == 0:  # the new centers are the means of the same partition
+                strict = True
+                break
             if shift <= abs_tol:
                 break
         n_iter = it + 1
-        if not strict:  # labels and inertia of the final centers
-            inertia = _lloyd_pass(X, dtype, centers, X_mean, w, labels, block_rows, nt)[2]
+        if strict:  # the labels stand (as in the C core); their inertia at the new centers
+            inertia = _own_inertia(X, dtype, centers, X_mean, w, labels, block_rows)
+        else:  # labels and inertia of the final centers
+            inertia = _lloyd_pass(X, dtype, centers, X_mean, w, labels, block_rows, nt,
+                                  with_inertia=True)[2]
         if verbose:
             how = "strict convergence" if strict else (
                 "center shift within tolerance" if n_iter < max_iter else "max_iter reached")
@@ -322,3 +344,36 @@ def assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
         Bc = block if shift is None else block - np.asarray(shift, dtype=dtype)
         labels[s:e], d2[s:e] = assign_labels(Bc, centers, n_threads=n_threads)
     return labels, d2
+
+
+def gather_pair_rows(X, similar, dissimilar):
+    """The rows of an out-of-core X that explicit pairs touch, and the pairs renumbered.
+
+    A metric learned from pairs (MMC) depends on X only through those rows.
+    The pairs are validated against X's row count (errors name ``similar`` or
+    ``dissimilar``); a memmap is read by fancy indexing (only the touched
+    pages), another row-sliceable array one block at a time. Peak extra
+    memory: the touched rows (``n_touched * p`` values) and the pairs.
+
+    Returns
+    -------
+    X_rows : ndarray of shape (n_touched, p)
+        Validated as :func:`metriclust._core.validation.check_array` does.
+    similar, dissimilar : ndarray of shape (m, 2), int64
+        Indices into ``X_rows``.
+    rows : ndarray of shape (n_touched,), int64
+        ``X_rows[i]`` is ``X[rows[i]]``: ``rows[similar]`` gives back the pairs.
+    """
+    n, p = X.shape
+    S = check_pairs(similar, n, name="similar", allow_empty=False)
+    D = check_pairs(dissimilar, n, name="dissimilar")
+    rows, inverse = np.unique(np.concatenate([S.ravel(), D.ravel()]), return_inverse=True)
+    dtype = np.float32 if np.dtype(X.dtype) == np.float32 else np.float64
+    if isinstance(X, np.ndarray):
+        X_rows = np.asarray(X[rows], dtype=dtype)
+    else:
+        X_rows = sample_rows(X, rows, dtype)
+    X_rows = check_array(X_rows, name="X")
+    inverse = inverse.reshape(-1).astype(np.int64)
+    return (X_rows, inverse[:S.size].reshape(-1, 2), inverse[S.size:].reshape(-1, 2),
+            rows.astype(np.int64))
