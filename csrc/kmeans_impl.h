@@ -71,31 +71,19 @@ ML_FP_CONTRACT_BEGIN
 #pragma GCC diagnostic push  /* GCC 12 sees the unrolled a0[] as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-/* The mt rows at X transposed into xt (d x KM_TP, zero-padded). */
+/* The mt rows at X transposed into xt (d x KM_TP, zero-padded).  Setting
+ * each xt vector lane by lane in a register and storing it whole (no scalar
+ * stores feeding vector loads) showed no gain at d = 16 (C harness, 1
+ * thread, float32, K = 32: 24.6 against 20.0 ms per iteration in one run,
+ * the reverse in another, on a machine at load 20): not kept. */
 static ML_ALWAYS_INLINE void
 FN(tile_load)(const REAL *ML_RESTRICT X, ptrdiff_t mt, const ptrdiff_t d,
               REAL *ML_RESTRICT xt)
 {
-    typedef FN(km_vt) V;
-    if (mt < KM_TP) {
-        for (ptrdiff_t p = 0; p < mt; ++p)
-            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[p * d + j];
-        for (ptrdiff_t p = mt; p < KM_TP; ++p)
-            for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
-        return;
-    }
-    /* Each xt vector is set lane by lane in a register and stored whole:
-     * scalar stores into xt made the vector loads of it in tile_body wait
-     * on failed store forwarding (40% of the tile at d = 16 by perf). */
-    for (ptrdiff_t j = 0; j < d; ++j) {
-        V v0, v1;
-        for (ptrdiff_t p = 0; p < KM_TV; ++p) {
-            v0[p] = X[p * d + j];
-            v1[p] = X[(KM_TV + p) * d + j];
-        }
-        memcpy(xt + j * KM_TP, &v0, sizeof v0);
-        memcpy(xt + j * KM_TP + KM_TV, &v1, sizeof v1);
-    }
+    for (ptrdiff_t p = 0; p < mt; ++p)
+        for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[p * d + j];
+    for (ptrdiff_t p = mt; p < KM_TP; ++p)
+        for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
 }
 
 static ML_ALWAYS_INLINE void
