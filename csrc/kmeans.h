@@ -76,6 +76,38 @@
  *   K = 128; every case with d = 2 or K <= 64: 0.17-1.0 (the bounds' upkeep,
  *   a square root or two per row and a gather, costs more than the few
  *   distances it saves).
+ * ML_KM_SMALL_MAX_D, ML_KM_SMALL_MAX_K, ML_KM_SMALL_MAX_K_AT_MAX_D: Lloyd's
+ *   passes use the small-d kernel (every center read as broadcasts, no
+ *   padding, several point vectors in flight, row-packed sums) for
+ *   d <= SMALL_MAX_D and K <= SMALL_MAX_K, at d = SMALL_MAX_D only up to
+ *   K = SMALL_MAX_K_AT_MAX_D; the tile otherwise.  Labels are the same bits
+ *   either way.  Measured (C harness, N = 1e6 uniform, float64, 1 thread,
+ *   CPU ms per iteration, tile / small kernel): d = 2: 1.58 (K = 8), 1.61
+ *   (32), 1.51 (64), 1.03 (128); d = 3, K = 64: 1.34; d = 4: 1.18 (32),
+ *   1.25 (64); d = 5: 1.60 (8), 1.27 (32); d = 6, K = 16: 1.28; d = 8: 1.22
+ *   (8), 1.03 (16), 0.97 (32), 0.91 (64), 1.01 (128); float32 d = 8,
+ *   K = 32: 1.05.
+ * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
+ *   4 point vectors in flight (4 independent compare/select chains, which
+ *   hide each other's latency) while their 4 d coordinates fit the 16
+ *   registers of AVX2 with the running minima, i.e. for d <= SMALL_WIDE_D;
+ *   2 above.  Set by the register count, not timed.
+ * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
+ *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
+ *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
+ *   registers of AVX2.  Set by the register count (wider zmm vectors gain
+ *   little on this 2-core AMD EPYC, whose AVX-512 unit is 256 bits wide).
+ * ML_KM_COPIES: per-cluster sums are kept in this many interleaved copies
+ *   (row b goes to copy b mod 4) when they fit in L1
+ *   (ML_KM_COPIES_MAX_STRIDE); a row then never waits on the previous row's
+ *   additions to the same cluster (floating-point add latency 3-4 cycles).
+ *   Changing it changes the last bits of the sums.  Inherited.
+ * ML_KM_BOUND_SLACK: relative margin by which the pruning bounds are widened
+ *   for their own float64 rounding (a few ulps would do; 1e-12 is far above
+ *   and far below any gap the bounds can exploit).  Not timed: it only has
+ *   to be safe.
+ * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
+ *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
 #define ML_KM_TILE_MAX_D 128
 #define ML_KM_TILE_MAX_K 256
@@ -93,6 +125,13 @@
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 16
+#define ML_KM_SMALL_WIDE_D 4
+#define ML_KM_SMALL_STEP_VECTORS(d) ((d) <= ML_KM_SMALL_WIDE_D ? 4 : 2)
+#define ML_KM_TILE_CENTERS 6
+#define ML_KM_VECTOR_BYTES 32
+#define ML_KM_COPIES 4
+#define ML_KM_BOUND_SLACK 1e-12
+#define ML_KM_POLL_ROWS 4096
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */

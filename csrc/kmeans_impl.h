@@ -17,11 +17,11 @@ typedef double km_v4d __attribute__((vector_size(32)));
 typedef REAL FN(km_vr) __attribute__((vector_size(4 * sizeof(REAL))));
 /* The tile's vectors: 32 bytes (4 doubles or 8 floats), one ymm register on
  * the AVX2 and AVX-512 clones, two xmm on the baseline one. */
-typedef REAL FN(km_vt) __attribute__((vector_size(32)));
+typedef REAL FN(km_vt) __attribute__((vector_size(ML_KM_VECTOR_BYTES)));
 typedef __typeof__((FN(km_vt)){0} < (FN(km_vt)){0}) FN(km_vm);
 /* Lane labels of the small-d kernel (the lanes of a comparison mask). */
-typedef REAL_INT FN(km_vi) __attribute__((vector_size(32)));
-typedef int32_t FN(km_vl) __attribute__((vector_size(32 / sizeof(REAL) * 4)));
+typedef REAL_INT FN(km_vi) __attribute__((vector_size(ML_KM_VECTOR_BYTES)));
+typedef int32_t FN(km_vl) __attribute__((vector_size(ML_KM_VECTOR_BYTES / sizeof(REAL) * 4)));
 #else
 #define KM_HAVE_VEC 0
 #endif
@@ -48,8 +48,8 @@ typedef int32_t FN(km_vl) __attribute__((vector_size(32 / sizeof(REAL) * 4)));
  * Multiply-adds are fused (FMA) on the clones that have it: a point's score
  * is then rounded once per term, on every thread count alike.
  * ------------------------------------------------------------------------- */
-#define KM_TK 6
-#define KM_TV ((ptrdiff_t)(32 / sizeof(REAL)))
+#define KM_TK ML_KM_TILE_CENTERS
+#define KM_TV ((ptrdiff_t)(ML_KM_VECTOR_BYTES / sizeof(REAL)))
 #define KM_TP (2 * KM_TV)
 
 ML_FP_CONTRACT_BEGIN
@@ -71,6 +71,21 @@ ML_FP_CONTRACT_BEGIN
 #pragma GCC diagnostic push  /* GCC 12 sees the unrolled a0[] as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+/* The mt rows at X transposed into xt (d x KM_TP, zero-padded).  Setting
+ * each xt vector lane by lane in a register and storing it whole (no scalar
+ * stores feeding vector loads) showed no gain at d = 16 (C harness, 1
+ * thread, float32, K = 32: 24.6 against 20.0 ms per iteration in one run,
+ * the reverse in another, on a machine at load 20): not kept. */
+static ML_ALWAYS_INLINE void
+FN(tile_load)(const REAL *ML_RESTRICT X, ptrdiff_t mt, const ptrdiff_t d,
+              REAL *ML_RESTRICT xt)
+{
+    for (ptrdiff_t p = 0; p < mt; ++p)
+        for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[p * d + j];
+    for (ptrdiff_t p = mt; p < KM_TP; ++p)
+        for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
+}
+
 static ML_ALWAYS_INLINE void
 FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
               const REAL *ML_RESTRICT cblk, const REAL *ML_RESTRICT cnb,
@@ -84,26 +99,7 @@ FN(tile_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += KM_TP) {
         const ptrdiff_t mt = m - b0 < KM_TP ? m - b0 : KM_TP;
-        if (mt == KM_TP) {
-            /* Each xt vector is set lane by lane in a register and stored
-             * whole: scalar stores into xt made every vector load of it
-             * below wait for a failed store forwarding (40% of the tile
-             * at d = 16 by perf). */
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                V v0, v1;
-                for (ptrdiff_t p = 0; p < KM_TV; ++p) {
-                    v0[p] = X[(b0 + p) * d + j];
-                    v1[p] = X[(b0 + KM_TV + p) * d + j];
-                }
-                memcpy(xt + j * KM_TP, &v0, sizeof v0);
-                memcpy(xt + j * KM_TP + KM_TV, &v1, sizeof v1);
-            }
-        } else {
-            for (ptrdiff_t p = 0; p < mt; ++p)
-                for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = X[(b0 + p) * d + j];
-            for (ptrdiff_t p = mt; p < KM_TP; ++p)
-                for (ptrdiff_t j = 0; j < d; ++j) xt[j * KM_TP + p] = 0;
-        }
+        FN(tile_load)(X + b0 * d, mt, d, xt);
         V bs0 = inf, bs1 = inf, bk0 = (V){0}, bk1 = (V){0}, s20 = inf, s21 = inf;
         for (ptrdiff_t blk = 0; blk * KM_TK < K; ++blk) {
             const REAL *cb = cblk + blk * d * KM_TK, *nb = cnb + blk * KM_TK;
@@ -205,17 +201,13 @@ KM_TILE_FN(tile_any, d, d)
  * of a chunk with no center padding, no scores in memory and several point
  * vectors in flight.  cpk holds K rows [||c_k||^2, -2 c_k1, ..., -2 c_kd]
  * (L1-resident; each value is broadcast where it is used), the points of a
- * step are KM_SMALL_NV(d) vectors of KM_TV points, and the running min and
+ * step are ML_KM_SMALL_STEP_VECTORS(d) vectors of KM_TV points, and the running min and
  * argmin of each vector stay in registers while k runs over all K centers.
  * The score of a (point, center) pair is the tile's, term for term (the
  * norm, then x_j (-2 c_kj) in j order, fused the same way), and centers are
  * compared in increasing k with a strict <: the labels are the tile's bit
  * for bit, so a run does not depend on which kernel served it.
  * ------------------------------------------------------------------------- */
-/* Point vectors per step: 4 (independent compare/select chains that hide
- * each other's latency) while their 4 d coordinates fit the registers,
- * 2 above d = 4. */
-#define KM_SMALL_NV(d) ((d) <= 4 ? 4 : 2)
 #if KM_HAVE_VEC
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
@@ -228,13 +220,14 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    const int nv = KM_SMALL_NV(d);
+    const int nv = ML_KM_SMALL_STEP_VECTORS(d);
     const ptrdiff_t tp = nv * KM_TV;
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
         const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
-        V x[4][ML_KM_SMALL_MAX_D], bs[4];
-        VM bk[4];
+        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_MAX_D];
+        V bs[ML_KM_SMALL_STEP_VECTORS(1)];
+        VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
         if (mt == tp) {
             /* Lanes set in registers: a transpose through memory would
              * stall every vector load on the scalar stores before it. */
@@ -243,7 +236,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                     for (ptrdiff_t p = 0; p < KM_TV; ++p)
                         x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
         } else {
-            REAL xt[ML_KM_SMALL_MAX_D][4 * KM_TV];
+            REAL xt[ML_KM_SMALL_MAX_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
             for (ptrdiff_t p = 0; p < tp; ++p)
                 for (ptrdiff_t j = 0; j < d; ++j)
                     xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
@@ -383,11 +376,36 @@ FN(argmin_cols)(const REAL *ML_RESTRICT P, ptrdiff_t m,
     }
 }
 
+/* row += wb x (weighted) or row += x, four coordinates per vector operation
+ * where d allows (the same products and sums, element by element). */
+static ML_ALWAYS_INLINE void
+FN(row_add)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x, const ptrdiff_t d,
+            const double wb, const int weighted)
+{
+    ptrdiff_t j = 0;
+#if KM_HAVE_VEC
+    if (d % 4 == 0)
+        for (; j < d; j += 4) {
+            FN(km_vr) xv;
+            km_v4d rv;
+            memcpy(&xv, x + j, sizeof xv);
+            memcpy(&rv, row + j, sizeof rv);
+            if (weighted)
+                rv += wb * __builtin_convertvector(xv, km_v4d);
+            else
+                rv += __builtin_convertvector(xv, km_v4d);
+            memcpy(row + j, &rv, sizeof rv);
+        }
+#endif
+    for (; j < d; ++j) row[j] += weighted ? wb * (double)x[j] : (double)x[j];
+}
+
 /* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
- * accumulator copy b mod `copies` (copies is 1 or 4): consecutive rows of the
- * same cluster then do not wait on each other's additions.  Without weights
- * (w == NULL) the rows are added as they are: the same sums as with weight
- * 1.0, whose products are exact, without the multiplications. */
+ * accumulator copy b mod `copies` (copies is 1 or ML_KM_COPIES = 4):
+ * consecutive rows of the same cluster then do not wait on each other's
+ * additions.  Without weights (w == NULL) the rows are added as they are:
+ * the same sums as with weight 1.0, whose products are exact, without the
+ * multiplications. */
 static ML_ALWAYS_INLINE void
 FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                ptrdiff_t m, const ptrdiff_t d, const int32_t *ML_RESTRICT lab,
@@ -395,54 +413,22 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                ptrdiff_t K)
 {
     double *ML_RESTRICT wacc = acc + K * d;
-    if (copies == 4 && m == ML_KM_CHUNK) {
-        for (ptrdiff_t b = 0; b < m; b += 4)
-            for (ptrdiff_t u = 0; u < 4; ++u) {
+    if (copies == ML_KM_COPIES && m == ML_KM_CHUNK) {
+        for (ptrdiff_t b = 0; b < m; b += ML_KM_COPIES)
+            for (ptrdiff_t u = 0; u < ML_KM_COPIES; ++u) {
                 const ptrdiff_t k = lab[b + u];
-                const REAL *x = X + (b + u) * d;
                 double *row = acc + u * stride + k * d;
                 /* The row first, then its weight: wacc may alias row as far
                  * as the compiler knows, and a store to it ahead of the row's
                  * loads keeps the row update from being vectorized. */
-                if (w) {
-                    const double wb = (double)w[b + u];
-#if KM_HAVE_VEC
-                    if (d % 4 == 0) {
-                        /* Four coordinates per vector operation (the same
-                         * products and sums, element by element). */
-                        for (ptrdiff_t j = 0; j < d; j += 4) {
-                            FN(km_vr) xv;
-                            km_v4d rv;
-                            memcpy(&xv, x + j, sizeof xv);
-                            memcpy(&rv, row + j, sizeof rv);
-                            rv += wb * __builtin_convertvector(xv, km_v4d);
-                            memcpy(row + j, &rv, sizeof rv);
-                        }
-                    } else
-#endif
-                    for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
-                    wacc[u * stride + k] += wb;
-                } else {
-#if KM_HAVE_VEC
-                    if (d % 4 == 0) {
-                        for (ptrdiff_t j = 0; j < d; j += 4) {
-                            FN(km_vr) xv;
-                            km_v4d rv;
-                            memcpy(&xv, x + j, sizeof xv);
-                            memcpy(&rv, row + j, sizeof rv);
-                            rv += __builtin_convertvector(xv, km_v4d);
-                            memcpy(row + j, &rv, sizeof rv);
-                        }
-                    } else
-#endif
-                    for (ptrdiff_t j = 0; j < d; ++j) row[j] += (double)x[j];
-                    wacc[u * stride + k] += 1.0;
-                }
+                const double wb = w ? (double)w[b + u] : 1.0;
+                FN(row_add)(row, X + (b + u) * d, d, wb, w != NULL);
+                wacc[u * stride + k] += wb;
             }
         return;
     }
     for (ptrdiff_t b = 0; b < m; ++b) {
-        const ptrdiff_t u = copies == 4 ? (b & 3) : 0;
+        const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
         const ptrdiff_t k = lab[b];
         const REAL *x = X + b * d;
         double *row = acc + u * stride + k * d;
@@ -523,7 +509,7 @@ FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
 {
     const ptrdiff_t rs = KM_PACKED_RS(d);
     for (ptrdiff_t b = 0; b < m; ++b) {
-        const ptrdiff_t u = copies == 4 ? (b & 3) : 0;
+        const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
         double *ML_RESTRICT row = acc + u * stride + (ptrdiff_t)lab[b] * rs;
         const REAL *x = X + b * d;
         const double wb = w ? (double)w[b] : 1.0;
@@ -686,7 +672,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
      * consecutive rows fall in the same cluster; 4 copies of up to
      * ML_KM_COPIES_MAX_STRIDE doubles stay in L1. */
     ws->stride = K * d + K;
-    ws->copies = ws->stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
+    ws->copies = ws->stride <= ML_KM_COPIES_MAX_STRIDE ? ML_KM_COPIES : 1;
     /* The segment count depends on (n, d, K) only, never on the threads:
      * at most ML_KM_MAX_SEGMENTS, fewer if their partial sums would pass
      * ML_KM_MAX_SEGMENT_BYTES. */
@@ -795,10 +781,10 @@ static void FN(bounds_prep)(km_bounds *hs, const REAL *C, ptrdiff_t K,
             }
             h = t < h ? t : h;
         }
-        /* float64 rounding of these distances: a relative 1e-12 margin. */
-        hs->half[k] = 0.5 * sqrt(h) * (1 - 1e-12);
+        /* float64 rounding of these distances: a relative margin. */
+        hs->half[k] = 0.5 * sqrt(h) * (1 - ML_KM_BOUND_SLACK);
     }
-    hs->R = R * (1 + 1e-12);
+    hs->R = R * (1 + ML_KM_BOUND_SLACK);
     hs->shift_max = smax;
 }
 
@@ -840,7 +826,7 @@ static ptrdiff_t FN(bounds_filter)(km_bounds *hs, const REAL *X, ptrdiff_t i0,
                                    const int32_t *L, ptrdiff_t *open)
 {
     ptrdiff_t no = 0;
-    const double slack = 1 + 1e-12;
+    const double slack = 1 + ML_KM_BOUND_SLACK;
     for (ptrdiff_t b = 0; b < m; ++b) {
         const ptrdiff_t i = i0 + b;
         const int32_t a = L[b];
@@ -905,8 +891,8 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
         const double d1 = (double)sc->best[r] + xx + err;
         const double d2 = (double)sc->best2[r] + xx - err;
         newlab[b] = glab[r];
-        hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + 1e-12);
-        hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + 1e-12);
+        hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + ML_KM_BOUND_SLACK);
+        hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + ML_KM_BOUND_SLACK);
     }
 }
 
@@ -916,59 +902,45 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
  * bounds (hs != NULL) rows whose label the bounds settle are not reassigned
  * (same labels); the sums are always taken over every row, in the same
  * order, so that the centers are Lloyd's bit for bit. */
-static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
-                     const REAL *w, const REAL *C, int32_t *lab, double *sums,
-                     double *wsum, int64_t *changed)
+/* Segment s of a pass: its chunks in row order, assigned, then summed into
+ * its own accumulator copies acc (when not NULL); returns the labels
+ * changed. */
+static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
+                                const REAL *X, const REAL *w, const REAL *C,
+                                int32_t *lab, ptrdiff_t s, FN(km_scratch) *sc,
+                                double *acc, ptrdiff_t copies)
 {
-    const ptrdiff_t d = ws->d, K = ws->K, S = ws->S, nc = ws->n_chunks,
-                    n = ws->n, stride = ws->acc_stride, rs = ws->rs;
-    const int do_sums = sums != NULL;
-    const ptrdiff_t copies = do_sums ? ws->copies : 0;
-    FN(center_prep)(ws, C);
-    if (hs) FN(bounds_prep)(hs, C, K, d);
-    /* Small problems run on one thread: a parallel region costs more than it
-     * saves, badly so on a loaded machine.  (Results do not depend on it.) */
-    int nt = ws->nt;
-    if (S <= 1 || (double)n * (double)K * (double)(d + 1) < ML_KM_PAR_MIN_WORK) nt = 1;
-    #pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        FN(km_scratch) sc;
-        FN(scratch_of)(ws, ml_thread_id(), &sc);
-        int32_t newlab[ML_KM_CHUNK];
-        #pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t s = 0; s < S; ++s) {
-            double *acc = do_sums ? ws->seg + s * copies * stride : NULL;
-            if (do_sums) memset(acc, 0, (size_t)(copies * stride) * sizeof(double));
-            int64_t ch = 0;
-            const ptrdiff_t c_lo = s * nc / S, c_hi = (s + 1) * nc / S;
-            for (ptrdiff_t c = c_lo; c < c_hi && !ml_interrupted(); ++c) {
-                const ptrdiff_t i0 = c * ML_KM_CHUNK;
-                const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
-                const REAL *Xc = X + i0 * d;
-                int32_t *L = lab + i0;
-                FN(assign_rows)(ws, hs, Xc, i0, m, C, &sc, L, newlab);
-                for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
-                memcpy(L, newlab, (size_t)m * sizeof(int32_t));
-                if (do_sums && rs)
-                    ws->accum_packed(Xc, w ? w + i0 : NULL, m, newlab, acc,
-                                     copies, stride);
-                else if (do_sums)
-                    FN(accum)(Xc, w ? w + i0 : NULL, m, d, newlab, acc, copies,
-                              stride, K);
-            }
-            ws->seg_changed[s] = ch;
-        }
-    }
-    if (hs) hs->fresh = 0;
+    const ptrdiff_t d = ws->d, nc = ws->n_chunks, n = ws->n;
+    int32_t newlab[ML_KM_CHUNK];
     int64_t ch = 0;
-    for (ptrdiff_t s = 0; s < S; ++s) ch += ws->seg_changed[s];
-    *changed = ch;
-    if (!do_sums) return;
+    if (acc) memset(acc, 0, (size_t)(copies * ws->acc_stride) * sizeof(double));
+    const ptrdiff_t c_lo = s * nc / ws->S, c_hi = (s + 1) * nc / ws->S;
+    for (ptrdiff_t c = c_lo; c < c_hi && !ml_interrupted(); ++c) {
+        const ptrdiff_t i0 = c * ML_KM_CHUNK;
+        const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
+        const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
+        int32_t *L = lab + i0;
+        FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
+        for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
+        memcpy(L, newlab, (size_t)m * sizeof(int32_t));
+        if (acc && ws->rs)
+            ws->accum_packed(Xc, wc, m, newlab, acc, copies, ws->acc_stride);
+        else if (acc)
+            FN(accum)(Xc, wc, m, d, newlab, acc, copies, ws->acc_stride, ws->K);
+    }
+    return ch;
+}
+
+/* The segments' partial sums added in segment order, then copy order. */
+static void FN(reduce_segments)(const FN(km_work) *ws, ptrdiff_t copies,
+                                double *sums, double *wsum)
+{
+    const ptrdiff_t d = ws->d, K = ws->K, rs = ws->rs;
     memset(sums, 0, (size_t)(K * d) * sizeof(double));
     memset(wsum, 0, (size_t)K * sizeof(double));
-    for (ptrdiff_t s = 0; s < S; ++s)
+    for (ptrdiff_t s = 0; s < ws->S; ++s)
         for (ptrdiff_t c = 0; c < copies; ++c) {
-            const double *a = ws->seg + (s * copies + c) * stride;
+            const double *a = ws->seg + (s * copies + c) * ws->acc_stride;
             if (rs) {
                 for (ptrdiff_t k = 0; k < K; ++k) {
                     for (ptrdiff_t j = 0; j < d; ++j) sums[k * d + j] += a[k * rs + j];
@@ -979,6 +951,37 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
             for (ptrdiff_t t = 0; t < K * d; ++t) sums[t] += a[t];
             for (ptrdiff_t k = 0; k < K; ++k) wsum[k] += a[K * d + k];
         }
+}
+
+static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
+                     const REAL *w, const REAL *C, int32_t *lab, double *sums,
+                     double *wsum, int64_t *changed)
+{
+    const ptrdiff_t d = ws->d, K = ws->K, S = ws->S;
+    const int do_sums = sums != NULL;
+    const ptrdiff_t copies = do_sums ? ws->copies : 0;
+    FN(center_prep)(ws, C);
+    if (hs) FN(bounds_prep)(hs, C, K, d);
+    /* Small problems run on one thread: a parallel region costs more than it
+     * saves, badly so on a loaded machine.  (Results do not depend on it.) */
+    int nt = ws->nt;
+    if (S <= 1 || (double)ws->n * (double)K * (double)(d + 1) < ML_KM_PAR_MIN_WORK) nt = 1;
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        FN(km_scratch) sc;
+        FN(scratch_of)(ws, ml_thread_id(), &sc);
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t s = 0; s < S; ++s) {
+            double *acc = do_sums ? ws->seg + s * copies * ws->acc_stride : NULL;
+            ws->seg_changed[s] = FN(pass_segment)(ws, hs, X, w, C, lab, s, &sc,
+                                                  acc, copies);
+        }
+    }
+    if (hs) hs->fresh = 0;
+    int64_t ch = 0;
+    for (ptrdiff_t s = 0; s < S; ++s) ch += ws->seg_changed[s];
+    *changed = ch;
+    if (do_sums) FN(reduce_segments)(ws, copies, sums, wsum);
 }
 
 /* Squared distance of every row to its own center, from x - c (float64). */
@@ -1107,9 +1110,91 @@ static double FN(update_centers)(const double *sums, const double *wsum,
             C_new[k * d + j] = v;
         }
         shift += sk;
-        if (hs) hs->shift[k] = sqrt(sk) * (1 + 1e-12);
+        if (hs) hs->shift[k] = sqrt(sk) * (1 + ML_KM_BOUND_SLACK);
     }
     return shift;
+}
+
+/* The driver both iterations share.  `step` moves the centers once and
+ * reports the labels it changed and the squared shift of the centers; the
+ * loop stops when no label changed (strict convergence: the centers are
+ * then the means of an unchanged partition, scikit-learn's rule), the shift
+ * is <= tol, or after max_iter steps.  Then the labels are made those of
+ * the final centers (one more pass unless the last step left them as they
+ * are) and their inertia computed. */
+#ifndef KM_STEP_DEFINED
+#define KM_STEP_DEFINED
+typedef int (*km_step_fn)(void *ctx, int64_t *changed, double *shift);
+#endif
+
+
+typedef const REAL *(*FN(km_centers_fn))(void *ctx);
+
+/* `centers_of(ctx)`: the current centers; relabel_always: the last step
+ * moves the centers after labelling (online), so its labels are never
+ * those of the final centers. */
+static int FN(drive)(FN(km_work) *ws, km_bounds *hs, km_step_fn step,
+                     FN(km_centers_fn) centers_of, void *ctx,
+                     int relabel_always, const REAL *X, const REAL *w,
+                     int32_t *lab, int max_iter, double tol, int64_t *labels,
+                     double *inertia, int *n_iter, int *strict)
+{
+    for (ptrdiff_t i = 0; i < ws->n; ++i) lab[i] = -1;
+    int it, is_strict = 0;
+    for (it = 0; it < max_iter; ++it) {
+        int64_t changed;
+        double shift;
+        const int st = step(ctx, &changed, &shift);
+        if (st != ML_OK) return st;
+        if (changed == 0) { is_strict = 1; break; }
+        if (shift <= tol) break;
+    }
+    if (it == max_iter) it = max_iter - 1;
+    const REAL *C = centers_of(ctx);
+    if (!is_strict || relabel_always) {
+        int64_t changed;
+        FN(pass)(ws, hs, X, w, C, lab, NULL, NULL, &changed);
+        if (ml_interrupted()) return ML_ERR_INTERRUPTED;
+    }
+    const int st = FN(inertia)(X, w, ws->n, ws->d, C, lab, inertia, ws->nt);
+    if (st != ML_OK) return st;
+    FN(lab_out)(lab, ws->n, labels);
+    *n_iter = it + 1;
+    *strict = is_strict;
+    return ML_OK;
+}
+
+/* Lloyd's step: assignment and sums in one pass, empty clusters refilled,
+ * new centers (C and C_new swap roles at every step). */
+typedef struct {
+    FN(km_work) *ws;
+    km_bounds *hs;
+    const REAL *X, *w;
+    REAL *C, *C_new;
+    int32_t *lab;
+    double *sums, *wsum;
+} FN(km_lloyd_ctx);
+
+static int FN(lloyd_step)(void *vctx, int64_t *changed, double *shift)
+{
+    FN(km_lloyd_ctx) *c = vctx;
+    FN(km_work) *ws = c->ws;
+    FN(pass)(ws, c->hs, c->X, c->w, c->C, c->lab, c->sums, c->wsum, changed);
+    if (ml_interrupted()) return ML_ERR_INTERRUPTED;
+    const int st = FN(relocate_empty)(c->X, c->w, ws->n, ws->d, ws->K, c->C,
+                                      c->lab, c->sums, c->wsum, ws->nt);
+    if (st != ML_OK) return st;
+    *shift = FN(update_centers)(c->sums, c->wsum, c->C, c->C_new, ws->K,
+                                ws->d, c->hs);
+    REAL *t = c->C;
+    c->C = c->C_new;
+    c->C_new = t;
+    return ML_OK;
+}
+
+static const REAL *FN(lloyd_centers)(void *vctx)
+{
+    return ((FN(km_lloyd_ctx) *)vctx)->C;
 }
 
 /* Lloyd's iteration, every row reassigned at every pass (prune = 0) or only
@@ -1133,35 +1218,11 @@ static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     double *wsum = malloc((size_t)K * sizeof(double));
     if (!lab || !buf || !sums || !wsum) { st = ML_ERR_ALLOC; goto done; }
     if (prune && (st = FN(bounds_init)(&hs, X, n, d, K)) != ML_OK) goto done;
-    for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
-
-    REAL *C = centers, *C_new = buf;  /* swapped after every update */
-    int it, is_strict = 0;
-    for (it = 0; it < max_iter; ++it) {
-        int64_t changed;
-        FN(pass)(&ws, hp, X, w, C, lab, sums, wsum, &changed);
-        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
-        st = FN(relocate_empty)(X, w, n, d, K, C, lab, sums, wsum, ws.nt);
-        if (st != ML_OK) goto done;
-        const double shift = FN(update_centers)(sums, wsum, C, C_new, K, d, hp);
-        { REAL *t = C; C = C_new; C_new = t; }
-        /* Labels unchanged: the new centers are the means of the same
-         * partition, a fixed point (scikit-learn's "strict convergence"). */
-        if (changed == 0) { is_strict = 1; break; }
-        if (shift <= tol) break;
-    }
-    if (it == max_iter) it = max_iter - 1;
-    if (!is_strict) {  /* labels of the final centers */
-        int64_t changed;
-        FN(pass)(&ws, hp, X, w, C, lab, NULL, NULL, &changed);
-        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
-    }
-    if (C != centers) memcpy(centers, C, (size_t)(K * d) * sizeof(REAL));
-    st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
-    if (st != ML_OK) goto done;
-    FN(lab_out)(lab, n, labels);
-    *n_iter = it + 1;
-    *strict = is_strict;
+    FN(km_lloyd_ctx) ctx = {&ws, hp, X, w, centers, buf, lab, sums, wsum};
+    st = FN(drive)(&ws, hp, FN(lloyd_step), FN(lloyd_centers), &ctx, 0, X, w,
+                   lab, max_iter, tol, labels, inertia, n_iter, strict);
+    if (st == ML_OK && ctx.C != centers)
+        memcpy(centers, ctx.C, (size_t)(K * d) * sizeof(REAL));
 done:
     free(buf); free(lab); free(sums); free(wsum);
     FN(bounds_free)(&hs);
@@ -1188,52 +1249,75 @@ int FN(ml_kmeans_hamerly)(const REAL *X, const REAL *w, ptrdiff_t n,
                          inertia, n_iter, strict, gemm, method, n_threads, 1);
 }
 
-/* One pass of the sequential k-means of the lecture notes, in data order:
- * each row joins its nearest center and a row that moves leaves its old one,
- * so every center stays the weighted mean of its current members (cnt their
- * weight, members their number; an emptied center stays where it was).
- * Returns the labels changed, or -1 when interrupted (Ctrl-C, polled every
- * 4096 rows). */
-static int64_t FN(online_pass)(const REAL *X, const REAL *w, ptrdiff_t n,
-                               ptrdiff_t d, ptrdiff_t K, double *Cd,
-                               double *cnt, int64_t *members, int32_t *lab)
+/* One pass of the sequential k-means of the lecture notes, in data order,
+ * over float64 centers Cd (updated in place; C holds Cd rounded to REAL for
+ * the final assignment): each row joins its nearest center and a row that
+ * moves leaves its old one, so every center stays the weighted mean of its
+ * current members (cnt their weight, members their number; an emptied center
+ * stays where it was). Ctrl-C is polled every ML_KM_POLL_ROWS rows. */
+typedef struct {
+    const REAL *X, *w;
+    ptrdiff_t n, d, K;
+    double *Cd, *Cprev, *cnt;
+    int64_t *members;
+    REAL *C;
+    int32_t *lab;
+} FN(km_online_ctx);
+
+static int FN(online_step)(void *vctx, int64_t *changed_out, double *shift)
 {
+    FN(km_online_ctx) *c = vctx;
+    const ptrdiff_t d = c->d, K = c->K;
+    double *Cd = c->Cd;
+    memcpy(c->Cprev, Cd, (size_t)(K * d) * sizeof(double));
     int64_t changed = 0;
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        if ((i & 4095) == 0 && ml_interrupted()) return -1;   /* Ctrl-C */
-        const REAL *x = X + i * d;
+    for (ptrdiff_t i = 0; i < c->n; ++i) {
+        if (i % ML_KM_POLL_ROWS == 0 && ml_interrupted()) return ML_ERR_INTERRUPTED;
+        const REAL *x = c->X + i * d;
         double bs = INFINITY;
         int32_t bk = 0;
         for (ptrdiff_t k = 0; k < K; ++k) {
-            const double *c = Cd + k * d;
             double s = 0;
             for (ptrdiff_t j = 0; j < d; ++j) {
-                const double t = (double)x[j] - c[j];
+                const double t = (double)x[j] - Cd[k * d + j];
                 s += t * t;
             }
             if (s < bs) { bs = s; bk = (int32_t)k; }
         }
-        const int32_t old = lab[i];
+        const int32_t old = c->lab[i];
         if (bk == old) continue;
         ++changed;
-        lab[i] = bk;
-        const double wi = w ? (double)w[i] : 1.0;
+        c->lab[i] = bk;
+        const double wi = c->w ? (double)c->w[i] : 1.0;
         if (!(wi > 0)) continue;
-        if (old >= 0 && --members[old] > 0) {   /* mu <- (W mu - w x) / (W - w) */
-            cnt[old] -= wi;
-            const double eta = wi / cnt[old];
-            double *c = Cd + (ptrdiff_t)old * d;
-            for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * (c[j] - (double)x[j]);
+        if (old >= 0 && --c->members[old] > 0) {   /* mu <- (W mu - w x) / (W - w) */
+            c->cnt[old] -= wi;
+            const double eta = wi / c->cnt[old];
+            double *co = Cd + (ptrdiff_t)old * d;
+            for (ptrdiff_t j = 0; j < d; ++j) co[j] += eta * (co[j] - (double)x[j]);
         } else if (old >= 0) {
-            cnt[old] = 0;
+            c->cnt[old] = 0;
         }
-        ++members[bk];
-        cnt[bk] += wi;
-        const double eta = wi / cnt[bk];
-        double *c = Cd + (ptrdiff_t)bk * d;
-        for (ptrdiff_t j = 0; j < d; ++j) c[j] += eta * ((double)x[j] - c[j]);
+        ++c->members[bk];
+        c->cnt[bk] += wi;
+        const double eta = wi / c->cnt[bk];
+        double *ck = Cd + (ptrdiff_t)bk * d;
+        for (ptrdiff_t j = 0; j < d; ++j) ck[j] += eta * ((double)x[j] - ck[j]);
     }
-    return changed;
+    double sh = 0;
+    for (ptrdiff_t t = 0; t < K * d; ++t) {
+        const double u = Cd[t] - c->Cprev[t];
+        sh += u * u;
+        c->C[t] = (REAL)Cd[t];
+    }
+    *changed_out = changed;
+    *shift = sh;
+    return ML_OK;
+}
+
+static const REAL *FN(online_centers)(void *vctx)
+{
+    return ((FN(km_online_ctx) *)vctx)->C;
 }
 
 int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
@@ -1252,39 +1336,17 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     double *Cd = malloc((size_t)(K * d) * sizeof(double));
     double *Cprev = malloc((size_t)(K * d) * sizeof(double));
     if (!lab || !cnt || !members || !Cd || !Cprev) { st = ML_ERR_ALLOC; goto done; }
-    for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
-    /* Centers are kept in float64 during the passes and rounded at the end. */
+    /* Centers are kept in float64 during the passes and rounded after each. */
     for (ptrdiff_t t = 0; t < K * d; ++t) Cd[t] = (double)centers[t];
-    int it, is_strict = 0;
-    for (it = 0; it < max_iter; ++it) {
-        memcpy(Cprev, Cd, (size_t)(K * d) * sizeof(double));
-        const int64_t changed = FN(online_pass)(X, w, n, d, K, Cd, cnt, members, lab);
-        if (changed < 0) { st = ML_ERR_INTERRUPTED; goto done; }
-        double shift = 0;
-        for (ptrdiff_t t = 0; t < K * d; ++t) {
-            const double u = Cd[t] - Cprev[t];
-            shift += u * u;
-        }
-        if (changed == 0) { is_strict = 1; break; }
-        if (shift <= tol) break;
-    }
-    if (it == max_iter) it = max_iter - 1;
-    for (ptrdiff_t t = 0; t < K * d; ++t) centers[t] = (REAL)Cd[t];
-    {
-        int64_t changed;
-        FN(pass)(&ws, NULL, X, w, centers, lab, NULL, NULL, &changed);
-        if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
-    }
-    st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
-    if (st != ML_OK) goto done;
-    FN(lab_out)(lab, n, labels);
-    *n_iter = it + 1;
-    *strict = is_strict;
+    FN(km_online_ctx) ctx = {X, w, n, d, K, Cd, Cprev, cnt, members, centers, lab};
+    st = FN(drive)(&ws, NULL, FN(online_step), FN(online_centers), &ctx, 1, X,
+                   w, lab, max_iter, tol, labels, inertia, n_iter, strict);
 done:
     free(lab); free(cnt); free(members); free(Cd); free(Cprev);
     FN(work_free)(&ws);
     return st;
 }
+
 
 int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
                          const REAL *centers, ptrdiff_t K, int64_t *labels,
