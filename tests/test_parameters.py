@@ -38,6 +38,8 @@ def test_options_compare_within_a_type():
     assert o.is_satisfied_by("auto") and o.is_satisfied_by(None) and o.is_satisfied_by(True)
     assert not o.is_satisfied_by(1) and not o.is_satisfied_by("Auto")
     assert not o.is_satisfied_by(np.array(["auto"]))
+    assert o.is_satisfied_by(np.str_("auto")) and o.is_satisfied_by(np.bool_(True))
+    assert not o.is_satisfied_by(np.bool_(False)) and not o.is_satisfied_by(0)
 
 
 def test_validate_parameters_names_the_parameter_and_what_it_accepts():

@@ -260,17 +260,24 @@ class Interval:
 
 
 class Options:
-    """One of a few given values (strings, None, booleans), compared with ``==``
-    only for values of the same type (so ``1`` is not ``True``)."""
+    """One of a few given values (strings, None, booleans), compared only with
+    values of the same kind (so ``1`` is not ``True``; ``numpy.str_`` and
+    ``numpy.bool_`` count as ``str`` and ``bool``)."""
 
     def __init__(self, *values):
         self.values = values
 
     def is_satisfied_by(self, x):
-        if isinstance(x, str):        # str subclasses too (np.str_ from an array)
-            return any(isinstance(v, str) and x == v for v in self.values)
-        return any(type(x) is type(v) and x == v for v in self.values
-                   if isinstance(x, (bool, type(None))))
+        for v in self.values:
+            if v is None:
+                ok = x is None
+            elif isinstance(v, bool):
+                ok = isinstance(x, (bool, np.bool_)) and bool(x) is v
+            else:
+                ok = isinstance(x, str) and x == v
+            if ok:
+                return True
+        return False
 
     def __str__(self):
         return "one of " + ", ".join(repr(v) for v in self.values)
