@@ -134,14 +134,15 @@ def _draw(cum, order, u):
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
-                    n_local_trials=None, n_threads=None):
+                    n_local_trials=None, n_threads=None, order=None):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     Each new center is the best, by potential ``sum_i w_i min_k ||x_i - c_k||^2``,
     of ``2 + log(k)`` candidates drawn with probability proportional to
     ``w_i D(x_i)^2``, as in scikit-learn. The draws run over the rows in
     :func:`value_order`, so the seeds (and a fit from them) do not depend on
-    the order of the rows, and an integer weight acts as repeating the row.
+    the order of the rows, and an integer weight acts as repeating the row;
+    ``order``, if given, is that permutation computed once for several calls.
     Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
@@ -151,7 +152,8 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     nt = effective_n_threads(n_threads)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    order = value_order(X, None if sample_weight is None else w)
+    if order is None:
+        order = value_order(X, None if sample_weight is None else w)
     w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
@@ -168,7 +170,8 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     return X[idx].copy(), idx
 
 
-def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None):
+def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None,
+                   order=None):
     """Farthest-first seeding: a random first center, then each next center is the
     row farthest from all chosen ones (the lecture's "least similar" seed;
     Gonzalez 1985). Rows of zero weight are never chosen; the first draw runs
@@ -179,7 +182,8 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     nt = effective_n_threads(n_threads)
     idx = np.empty(n_clusters, dtype=np.int64)
-    order = value_order(X, None if sample_weight is None else w)  # as k-means++'s first draw
+    if order is None:   # the first draw runs over it, as k-means++'s
+        order = value_order(X, None if sample_weight is None else w)
     idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
     for c in range(1, n_clusters):
@@ -388,6 +392,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
 
     best = None
     with _blas_guard(p, n_clusters):
+        order = None   # the seeding's row order: one sort for all n_init runs
+        if n_init > 1 and isinstance(init, str) and init in ("k-means++", "farthest"):
+            order = value_order(Xc, None if w is None else np.asarray(w, dtype=np.float64))
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean
@@ -402,10 +409,10 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                 centers = Xc[seeds]
             elif init == "farthest":
                 centers, _ = farthest_first(Xc, n_clusters, sample_weight=w,
-                                            random_state=rng, n_threads=nt)
+                                            random_state=rng, n_threads=nt, order=order)
             else:
                 centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
-                                             random_state=rng, n_threads=nt)
+                                             random_state=rng, n_threads=nt, order=order)
             centers = np.ascontiguousarray(centers, dtype=X.dtype)
             if convergence == "objective":
                 labels, inertia, n_iter, strict = _run_to_objective_tol(
