@@ -263,9 +263,8 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
                   with_inertia=True):
     """One Lloyd step on a block: nearest centers and per-cluster sums.
 
-    The assignment is the C k-means kernel's (``_kernels._kmeans.assign``:
-    ties to the lowest center index, distances from ``x - c``), the sums the
-    C cluster-sum kernel's (``_kernels._sums.cluster_sums``), as in memory.
+    The assignment is the C k-means kernel's (ties to the lowest center
+    index), the sums the k-means pass's or the C cluster-sum kernel's.
     Where the kernel computes distances from ``x - c`` (few features and
     centers: no BLAS) and there are no weights, the block is assigned as it
     is, to the centers plus the shift, with no copy; otherwise (the BLAS
@@ -315,16 +314,17 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         # Distances from x - c directly (no BLAS expansion that the shift would
         # protect): assign the rows as they are to the centers moved back by the
         # shift, with no copy of the block; the sums are shifted in float64.
+        # One fused C pass (the k-means core's own: labels, sums, weights and
+        # inertia, bit for bit those of an in-memory Lloyd pass).
         Bx = np.ascontiguousarray(B)
         Cx = C if s is None else (C.astype(np.float64) + s.astype(np.float64)).astype(B.dtype)
+        labels = np.empty(m, dtype=np.int64)
+        sums, counts = np.empty((k, p)), np.empty(k)
         with guard:
-            labels, d2 = _k.assign(Bx, Cx, "auto", nt, with_inertia)
-        sums = cluster_sums(Bx, labels, k, nt)
-        counts = np.bincount(labels, minlength=k).astype(np.float64)
+            inertia = float(_k.assign_accumulate(Bx, None, Cx, sums, counts, labels, "auto", nt))
         if s is not None:
             sums -= counts[:, None] * s.astype(np.float64)
-        inertia = float(np.sum(d2, dtype=np.float64)) if with_inertia else float("nan")
-        return sums, counts, inertia, labels
+        return sums, counts, inertia if with_inertia else float("nan"), labels
     chunk = max(1, CHUNK_BYTES // max(1, p * B.dtype.itemsize))
     buf = np.empty((min(chunk, m), p), dtype=B.dtype)
     labels = np.empty(m, dtype=np.int64)
