@@ -13,6 +13,7 @@ which is safe because every bridge releases the GIL around its C call.
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.stdio cimport fflush, fprintf, stderr
+from libc.signal cimport SIGINT, raise_
 from libc.stdlib cimport abort
 
 ctypedef void (*dgemm_t)(char *, char *, int *, int *, int *, double *, double *,
@@ -99,13 +100,24 @@ cdef void _load_or_abort() noexcept nogil:
     # failed lookup means a broken install: say so and stop rather than call
     # through a null pointer.
     cdef bint ok = False
+    cdef bint interrupted = False
     with gil:
-        try:
-            ok = load()
-        except BaseException as exc:
-            msg = f"metriclust: cannot load BLAS from scipy: {exc!r}\n".encode()
-            fprintf(stderr, b"%s", <char *>msg)
-            fflush(stderr)
+        for _ in range(3):
+            try:
+                ok = load()
+                break
+            except KeyboardInterrupt:
+                # Ctrl-C landed while scipy's module was loading: finish the
+                # load, then hand the interrupt on (below) to whoever handles
+                # SIGINT now, rather than abort the process.
+                interrupted = True
+            except BaseException as exc:
+                msg = f"metriclust: cannot load BLAS from scipy: {exc!r}\n".encode()
+                fprintf(stderr, b"%s", <char *>msg)
+                fflush(stderr)
+                break
+    if interrupted:
+        raise_(SIGINT)
     if not ok:
         abort()
 

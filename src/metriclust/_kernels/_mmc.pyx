@@ -12,6 +12,7 @@ import numpy as np
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.stdint cimport int64_t
 from libc.stdio cimport fflush, fprintf, stderr
+from libc.signal cimport SIGINT, raise_
 from libc.stdlib cimport abort
 from metriclust._kernels._blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
@@ -114,13 +115,24 @@ def load_lapack():
 cdef void _load_or_abort() noexcept nogil:
     # As in _blas: scipy is a hard dependency; a failed lookup is a broken install.
     cdef bint ok = False
+    cdef bint interrupted = False
     with gil:
-        try:
-            ok = load_lapack()
-        except BaseException as exc:
-            msg = f"metriclust: cannot load LAPACK from scipy: {exc!r}\n".encode()
-            fprintf(stderr, b"%s", <char *>msg)
-            fflush(stderr)
+        for _ in range(3):
+            try:
+                ok = load_lapack()
+                break
+            except KeyboardInterrupt:
+                # Ctrl-C landed while scipy's module was loading: finish the
+                # load, then hand the interrupt on (below) to whoever handles
+                # SIGINT now, rather than abort the process.
+                interrupted = True
+            except BaseException as exc:
+                msg = f"metriclust: cannot load LAPACK from scipy: {exc!r}\n".encode()
+                fprintf(stderr, b"%s", <char *>msg)
+                fflush(stderr)
+                break
+    if interrupted:
+        raise_(SIGINT)
     if not ok:
         abort()
 
