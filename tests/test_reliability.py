@@ -312,3 +312,38 @@ def test_weights_beyond_float32_on_float32_data_name_sample_weight():
                 KMeans(1, n_init=1, random_state=0).fit(X, sample_weight=w)
         km = KMeans(2, n_init=1, random_state=0).fit(X, sample_weight=np.full(3, 1e30))
     assert np.isfinite(km.inertia_) and np.all(np.isfinite(km.cluster_centers_))
+
+
+_CTRL_C_DURING_BLAS_LOAD = r"""
+import importlib.util, sys
+import numpy as np
+real = importlib.util.module_from_spec
+hits = []
+def interrupted_once(spec):
+    # a Ctrl-C landing while scipy's BLAS module is being loaded (first use)
+    if spec.name.endswith("cython_blas") and not hits:
+        hits.append(1)
+        raise KeyboardInterrupt
+    return real(spec)
+importlib.util.module_from_spec = interrupted_once
+from metriclust._kernels import _gram
+rng = np.random.default_rng(0)
+X, V = rng.standard_normal((600, 4)), rng.standard_normal((600, 50))
+try:
+    _gram.gram_matmat(X, None, V, 1.0)     # the C kernel calls BLAS: first use
+    for _ in range(10**6):                          # a deferred interrupt lands here
+        pass
+    print("no interrupt", hits)
+except KeyboardInterrupt:
+    print("interrupted", hits)
+"""
+
+
+def test_ctrl_c_while_blas_loads_interrupts_instead_of_aborting():
+    """A Ctrl-C during the lazy load of scipy's BLAS (inside a C loop, from a
+    callback that cannot raise) finishes the load and is delivered as a
+    KeyboardInterrupt, instead of aborting the process."""
+    res = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_BLAS_LOAD],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["interrupted", "[1]"], res.stdout + res.stderr[-2000:]
