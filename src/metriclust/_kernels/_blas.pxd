@@ -11,3 +11,8 @@ cdef void sgemm(char *transa, char *transb, int *m, int *n, int *k,
 cdef void dsyrk(char *uplo, char *trans, int *n, int *k, double *alpha,
                 double *a, int *lda, double *beta, double *c,
                 int *ldc) noexcept nogil
+
+# The lazy loader shared with the other routine tables (LAPACK in _mmc.pyx):
+# ``resolve`` fills its table and is idempotent; both run it under one lock.
+cdef int locked_load(int (*resolve)() except -1) except -1
+cdef void load_or_abort(int (*resolve)() except -1, const char *what) noexcept nogil

@@ -12,6 +12,8 @@ which is safe because every bridge releases the GIL around its C call.
 """
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
+from cpython.pythread cimport (PyThread_acquire_lock, PyThread_allocate_lock,
+                                 PyThread_release_lock, PyThread_type_lock, WAIT_LOCK)
 from libc.stdio cimport fflush, fprintf, stderr
 from libc.signal cimport SIGINT, raise_
 from libc.stdlib cimport abort
@@ -23,8 +25,7 @@ ctypedef void (*sgemm_t)(char *, char *, int *, int *, int *, float *, float *,
 ctypedef void (*dsyrk_t)(char *, char *, int *, int *, double *, double *, int *,
                          double *, double *, int *) noexcept nogil
 
-# Written once with the same values by whichever thread loads first; a second
-# concurrent load only repeats the same stores.
+# Written once, under the loader lock (below).
 cdef dgemm_t _dgemm = NULL
 cdef sgemm_t _sgemm = NULL
 cdef dsyrk_t _dsyrk = NULL
@@ -81,13 +82,19 @@ def load():
 
     Idempotent and cheap after the first call. Returns True.
     """
+    if not loaded():
+        locked_load(_load_blas)
+    return True
+
+
+cdef int _load_blas() except -1:
     global _dgemm, _sgemm, _dsyrk
-    if _dgemm == NULL or _sgemm == NULL or _dsyrk == NULL:
+    if not loaded():
         capi = scipy_capi("cython_blas")
         _sgemm = <sgemm_t>_routine(capi, "sgemm")
         _dsyrk = <dsyrk_t>_routine(capi, "dsyrk")
         _dgemm = <dgemm_t>_routine(capi, "dgemm")
-    return True
+    return 0
 
 
 def loaded():
@@ -95,31 +102,59 @@ def loaded():
     return _dgemm != NULL and _sgemm != NULL and _dsyrk != NULL
 
 
-cdef void _load_or_abort() noexcept nogil:
-    # A BLAS call cannot report an error; scipy is a hard dependency, so a
-    # failed lookup means a broken install: say so and stop rather than call
-    # through a null pointer.
+# One thread at a time resolves a routine table. The OpenMP threads of a C
+# kernel reach their first BLAS call together; with several of them inside
+# Python's import machinery at once, one could be handed scipy's
+# half-initialised module, and under AddressSanitizer with 16 threads they
+# deadlocked on import locks. A waiter holds neither the GIL nor anything the
+# loading thread needs.
+cdef PyThread_type_lock _load_lock = PyThread_allocate_lock()
+
+
+cdef int locked_load(int (*resolve)() except -1) except -1:
+    """Run ``resolve`` (idempotent: fills a table of scipy routines) under the
+    loader lock, from Python (the GIL held); errors propagate."""
+    with nogil:
+        PyThread_acquire_lock(_load_lock, WAIT_LOCK)
+    try:
+        resolve()
+    finally:
+        PyThread_release_lock(_load_lock)
+    return 0
+
+
+cdef void load_or_abort(int (*resolve)() except -1, const char *what) noexcept nogil:
+    """``locked_load`` from inside a C kernel, where a routine call cannot report
+    an error: scipy is a hard dependency, so a failure means a broken install;
+    say so and stop rather than call through a null pointer. A Ctrl-C that
+    lands during the load finishes the load first and is then handed on with
+    ``raise(SIGINT)`` to whoever handles SIGINT now."""
     cdef bint ok = False
     cdef bint interrupted = False
+    cdef int attempt
+    PyThread_acquire_lock(_load_lock, WAIT_LOCK)
     with gil:
-        for _ in range(3):
+        for attempt in range(3):
             try:
-                ok = load()
+                resolve()
+                ok = True
                 break
             except KeyboardInterrupt:
-                # Ctrl-C landed while scipy's module was loading: finish the
-                # load, then hand the interrupt on (below) to whoever handles
-                # SIGINT now, rather than abort the process.
                 interrupted = True
             except BaseException as exc:
-                msg = f"metriclust: cannot load BLAS from scipy: {exc!r}\n".encode()
+                msg = f"metriclust: cannot load {what.decode()} from scipy: {exc!r}\n".encode()
                 fprintf(stderr, b"%s", <char *>msg)
                 fflush(stderr)
                 break
+    PyThread_release_lock(_load_lock)
     if interrupted:
         raise_(SIGINT)
     if not ok:
         abort()
+
+
+cdef inline void _load_or_abort() noexcept nogil:
+    load_or_abort(_load_blas, b"BLAS")
 
 
 cdef void dgemm(char *transa, char *transb, int *m, int *n, int *k,

@@ -11,12 +11,11 @@ import numpy as np
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.stdint cimport int64_t
-from libc.stdio cimport fflush, fprintf, stderr
-from libc.signal cimport SIGINT, raise_
-from libc.stdlib cimport abort
-from metriclust._kernels._blas cimport dgemm, dsyrk
+from metriclust._kernels._blas cimport dgemm, dsyrk, load_or_abort, locked_load
 from metriclust._kernels._common cimport ml_dgemm_fn
 from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+
+from metriclust._kernels._blas import scipy_capi
 
 cdef extern from "mmc_solver.h" nogil:
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
@@ -100,41 +99,24 @@ cdef ml_dsyevr_fn _dsyevr = NULL
 def load_lapack():
     """Resolve scipy's dsyevd / dsyevr (``scipy.linalg.cython_lapack``, without
     ``scipy.linalg``'s ``__init__``: see ``_blas.scipy_capi``)."""
+    if _dsyevd == NULL or _dsyevr == NULL:
+        locked_load(_resolve_lapack)
+    return True
+
+
+cdef int _resolve_lapack() except -1:
     global _dsyevd, _dsyevr
     if _dsyevd == NULL or _dsyevr == NULL:
-        from metriclust._kernels._blas import scipy_capi
-
         capi = scipy_capi("cython_lapack")
         _dsyevr = <ml_dsyevr_fn>PyCapsule_GetPointer(capi["dsyevr"],
                                                     PyCapsule_GetName(capi["dsyevr"]))
         _dsyevd = <ml_dsyevd_fn>PyCapsule_GetPointer(capi["dsyevd"],
                                                     PyCapsule_GetName(capi["dsyevd"]))
-    return True
+    return 0
 
 
-cdef void _load_or_abort() noexcept nogil:
-    # As in _blas: scipy is a hard dependency; a failed lookup is a broken install.
-    cdef bint ok = False
-    cdef bint interrupted = False
-    with gil:
-        for _ in range(3):
-            try:
-                ok = load_lapack()
-                break
-            except KeyboardInterrupt:
-                # Ctrl-C landed while scipy's module was loading: finish the
-                # load, then hand the interrupt on (below) to whoever handles
-                # SIGINT now, rather than abort the process.
-                interrupted = True
-            except BaseException as exc:
-                msg = f"metriclust: cannot load LAPACK from scipy: {exc!r}\n".encode()
-                fprintf(stderr, b"%s", <char *>msg)
-                fflush(stderr)
-                break
-    if interrupted:
-        raise_(SIGINT)
-    if not ok:
-        abort()
+cdef inline void _load_or_abort() noexcept nogil:
+    load_or_abort(_resolve_lapack, b"LAPACK")
 
 
 cdef void dsyevd(char *jobz, char *uplo, int *n, double *a, int *lda, double *w,
