@@ -344,6 +344,8 @@ class BlockSource:
         import dask
         import dask.array as da
         v = values if is_dask_array(values) else da.from_array(np.asarray(values))
+        if v.shape[0] != self.n_rows:
+            raise ValueError(f"a per-row array has {v.shape[0]} rows, X has {self.n_rows}.")
         if dtype is not None:
             v = v.astype(dtype)
         chunks = (tuple(e - s for s, e in self.bounds),) + tuple((c,) for c in v.shape[1:])
