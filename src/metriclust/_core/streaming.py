@@ -176,6 +176,12 @@ def _candidate_weight_block(block, w, candidates, shift, n_threads):
                        minlength=candidates.shape[0]).astype(np.float64)
 
 
+def _changed_and_counts_block(new, old, k):
+    new = np.asarray(new)
+    return (float(np.count_nonzero(new != np.asarray(old))),
+            np.bincount(new, minlength=k).astype(np.float64))
+
+
 def _changed_block(a, b):
     return int(np.count_nonzero(np.asarray(a) != np.asarray(b)))
 
@@ -808,9 +814,18 @@ class BlockLinear:
         self.features = None
         self.P, self.d = self.W, np.ones(self.rank)
         self.mu = self.mean
+        self.cross = self.R.T @ self.R            # X_c^T X_c, for the moments of Zhat
 
     def _transform(self, B, b0):
         return Affine(B, b0)
+
+    def z_moments(self, fit):
+        """Column means and variances of ``Zhat = phi B + b0`` from the moments of
+        ``phi`` (no pass): ``mu B + b0`` and ``diag(B^T C B) / N``."""
+        B = fit.coef
+        mean = self.mu @ B + fit.intercept
+        var = np.einsum("ij,ij->j", B, self.cross @ B) / self.n_samples
+        return mean, np.maximum(var, 0.0)
 
     def fit(self, labels, n_clusters):
         src = self.src
@@ -869,6 +884,7 @@ class BlockKernel(BlockLinear):
         self.features = NystromMap(ny.landmarks_, ny.normalization_, self.sigma, self.f_mean,
                                    n_threads=src.n_threads)
         C = src.reduce(_cross_block, transform=self.features)
+        self.cross = C
         self.l, self.V = drop_null_eigenpairs(*eigh(C, check_finite=False))
         self.lam = n * float(alpha)
         self.shrink = self.l / (self.l + self.lam)
@@ -923,12 +939,15 @@ def start_labels(src, transform, centers):
 _LLOYD_TOL = 1e-4
 
 
-def _lloyd_from_partition(src, fit, theta, labels_out, max_iter=300, tol=_LLOYD_TOL):
+def _lloyd_from_partition(src, model, fit, theta, labels_out, max_iter=300, tol=_LLOYD_TOL):
     """``partition.lloyd_from_partition`` on ``Zhat`` (per block): Lloyd's k-means
     started from the cluster means ``theta``, centred on ``Zhat``'s mean, with the
-    core's stop; the labels go to ``labels_out``."""
+    core's stop (``tol`` times the mean variance of ``Zhat``); the labels go to
+    ``labels_out``. The mean and variance of ``Zhat`` come from the predictor's
+    moments (``model.z_moments``) instead of two passes: they agree with the
+    in-memory ones to rounding (they set the centering shift and the stop)."""
     T = fit.transform
-    mean, var = column_mean_and_variance(src, transform=T, with_variance=tol > 0)
+    mean, var = model.z_moments(fit)
     zdt = T.out_dtype(src.dtype)
     shift = mean.astype(zdt)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
@@ -967,10 +986,11 @@ def cpcm_run(src, model, labels, n_clusters, max_iter, tol, min_size):
     n_iter = 0
     spare = labels.copy() if src.kind == "local" else src.full(-1, np.int32)
     for n_iter in range(1, max_iter + 1):
-        new = _lloyd_from_partition(src, fit, theta, spare)
-        if n_changed(new, labels) == 0:
+        new = _lloyd_from_partition(src, model, fit, theta, spare)
+        changed, sizes = src.reduce(_changed_and_counts_block, K, rows=(new, labels), x=False)
+        if changed == 0:
             break
-        if counts_of(new, K).min() < min_size:
+        if sizes.min() < min_size:
             break
         new_fit = model.fit(new, K)
         new_br, new_theta, new_within = _blur_and_within(src, new_fit, new, K)
