@@ -37,47 +37,16 @@ The API is described for other modules in /work/reports/engine-api.md and is
 kept stable.
 """
 
-import math
 import numbers
 
 import numpy as np
 
-from .blockwise import (check_out_of_core, default_block_rows, is_out_of_core, reduce_partials,
-                        row_blocks)
+from .blockwise import (check_block, check_out_of_core, default_block_rows, is_out_of_core,
+                        reduce_partials, row_blocks)
 from .threads import effective_n_threads
-from .validation import is_dask_array, max_abs_value
+from .validation import is_dask_array
 
 __all__ = ["BlockSource", "RowArray", "source", "check_block"]
-
-
-def check_block(block, start, n_total, name="X"):
-    """ValueError for NaN/infinity or values too large for X's whole shape, naming the row.
-
-    The checks of :func:`metriclust._core.blockwise.read_block`, on a block
-    already read (``start``: its first row in X; ``n_total``: X's rows).
-    """
-    if not block.size:
-        return
-    hi, lo = float(block.max()), float(block.min())
-    stop = start + block.shape[0]
-    if not (math.isfinite(hi) and math.isfinite(lo)):
-        bad = np.argwhere(~np.isfinite(block))
-        r, c = (int(v) for v in bad[0])
-        kind = "NaN" if np.isnan(block[r, c]) else "infinity"
-        raise ValueError(
-            f"Input {name} contains {kind} at row {start + r}, column {c} "
-            f"(in rows {start}:{stop}, {len(bad)} non-finite value(s) in that block).")
-    p = block.shape[1]
-    limit = max_abs_value(block.dtype, n_total, p)
-    biggest = max(hi, -lo)
-    if biggest > limit:
-        remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
-        if block.dtype == np.float32:
-            remedy += ", or pass float64 data"
-        raise ValueError(
-            f"Input {name} has a value of magnitude {biggest:.3g} in rows {start}:{stop}; "
-            f"with its shape {(n_total, p)} and dtype {block.dtype}, values above "
-            f"{limit:.3g} would make squared distances overflow. {remedy}.")
 
 
 def _as_block(raw, dtype):
