@@ -71,6 +71,27 @@ def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args
     return out[0], out[1]
 
 
+#: Arguments of a Dask pass larger than this (arrays, transforms holding arrays)
+#: go into the graph once, shared by every chunk's task, not once per task.
+_SHARE_BYTES = 1 << 16
+
+
+def _shared_one(a):
+    if a is None:
+        return None
+    size = a.nbytes if isinstance(a, np.ndarray) else sum(
+        v.nbytes for v in getattr(a, "__dict__", {}).values() if isinstance(v, np.ndarray))
+    if size <= _SHARE_BYTES:
+        return a
+    import dask
+    return dask.delayed(a, pure=True, traverse=False)
+
+
+def _shared(args):
+    return tuple(_shared_one(a) if isinstance(a, np.ndarray) or hasattr(a, "__dict__")
+                 else a for a in args)
+
+
 def _set_rows(values, local_idx, new):
     values = np.array(values, copy=True)
     values[local_idx] = new
@@ -218,6 +239,7 @@ class BlockSource:
         else:
             import dask
             blocks = self._dask_blocks()
+            args, transform = _shared(args), _shared_one(transform)
             tasks = [dask.delayed(_run)(fn, blocks[i] if x else None, self.dtype, check, s,
                                         self.n_rows, self.name, transform,
                                         self._row_parts(rows, i),
@@ -258,6 +280,7 @@ class BlockSource:
         else:
             import dask
             blocks = self._dask_blocks()
+            args, transform = _shared(args), _shared_one(transform)
             pairs = [dask.delayed(_run_keep, nout=2)(
                 fn, blocks[i] if x else None, self.dtype, check, s, self.n_rows, self.name,
                 transform, self._row_parts(rows, i), self._args(args, per_block, i))
@@ -290,6 +313,7 @@ class BlockSource:
         import dask.array as da
         check = not self.checked
         blocks = self._dask_blocks()
+        args, transform = _shared(args), _shared_one(transform)
         parts = []
         for i, (s, e) in enumerate(self.bounds):
             d = dask.delayed(_run)(fn, blocks[i], self.dtype, check, s, self.n_rows, self.name,
