@@ -742,13 +742,27 @@ class NystromMap:
         return NystromMap(self.L, self.N, self.sigma, self.f_mean, B, b0, self.n_threads)
 
 
+class ModelMap:
+    """Per-block transform ``model.transform(block, fit)`` of any fitted predictor."""
+
+    def __init__(self, model, fit):
+        self.model, self.fit = model, fit
+        self.B = fit.coef
+
+    def __call__(self, block):
+        return np.asarray(self.model.transform(block, self.fit), dtype=np.float64)
+
+    def out_dtype(self, dtype):
+        return np.dtype(np.float64)
+
+
 def prediction_transform(model, fit, n_threads=1):
     """The per-block transform ``X -> Zhat`` of a fitted CPCM predictor (any of the
     in-memory ones with an affine map or a Nystrom kernel, or a block predictor)."""
     if getattr(model, "name", None) == "kernel":
         if getattr(model, "nystrom", None) is None:
-            raise ValueError("predictor='kernel' without Nystrom (n_components=None and "
-                             "N <= 2000) has no block-wise transform; pass n_components.")
+            # the exact kernel (N <= 2000 training rows): its cross Gram, per block
+            return ModelMap(model, fit)
         ny = model.nystrom
         return NystromMap(ny.landmarks_, ny.normalization_, ny.sigma_, model.f_mean,
                           fit.coef, fit.intercept, n_threads)
