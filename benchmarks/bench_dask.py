@@ -181,7 +181,8 @@ def bench_cpcm(args, client, lines):
         [["in memory", t1 - t0, ref.blur_ratio_, ref.n_iter_],
          ["dask (LocalCluster)", t2 - t1, got.blur_ratio_, got.n_iter_]]))
     lines.append("")
-    lines.append(f"Labels equal: {bool(np.array_equal(labels, ref.labels_))}; "
+    lines.append(f"Labels equal: {bool(np.array_equal(labels, ref.labels_))} "
+                 f"({int(np.count_nonzero(labels != ref.labels_))} rows differ); "
                  f"|blur ratio difference| {abs(got.blur_ratio_ - ref.blur_ratio_):.3g}; "
                  f"largest |coef_ difference| {float(np.max(np.abs(got.coef_ - ref.coef_))):.3g}.")
     lines.append("")

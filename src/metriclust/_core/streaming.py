@@ -199,7 +199,7 @@ def column_mean_and_variance(src, weights=None, *, with_variance=True, transform
     Dask: the row chunks. The first pass over X checks it (NaN, infinity).
     """
     src = source(src)
-    if transform is None and src.kind == "local":
+    if src.kind == "local":
         sub = src.reblock(min(_MOMENT_BLOCK, max(e - s for s, e in src.bounds)))
         if weights is not None:
             weights = RowArray(sub, values=weights.values)
@@ -207,6 +207,8 @@ def column_mean_and_variance(src, weights=None, *, with_variance=True, transform
         sub = src
     if weights is None:
         total = float(src.n_rows)
+    elif weights.values is not None:    # as the in-memory core: one numpy sum
+        total = float(np.asarray(weights.values, dtype=np.float64).sum())
     else:
         total = float(sum(sub.map(_sum_weights, rows=(weights,), x=False)))
     mean = sub.reduce(_sum_block, rows=(weights,), transform=transform) / total
@@ -927,7 +929,14 @@ def _blur_and_within(src, fit, labels, n_clusters):
     cluster sums of ``Zhat`` are ``S B + n b0`` (no pass needed).
     """
     counts = fit.counts
-    zsums = fit.sums @ fit.coef + counts[:, None] * fit.intercept[None, :]
+    if fit.transform.out_dtype(src.dtype) == np.float32:
+        # float32 predictions: their cluster sums from the rounded values themselves
+        # (a pass), as in memory, so that the centers and the clustering stage's
+        # start agree to the bit with the in-memory fit's
+        zsums, counts = src.reduce(_cluster_sums_block, n_clusters, src.n_threads,
+                                   rows=(labels,), transform=fit.transform)
+    else:
+        zsums = fit.sums @ fit.coef + counts[:, None] * fit.intercept[None, :]
     theta = zsums / np.maximum(counts, 1.0)[:, None]
     n = counts.sum()
     dev = theta - zsums.sum(axis=0) / n if n > 0 else theta
@@ -957,12 +966,18 @@ def _lloyd_from_partition(src, model, fit, theta, labels_out, max_iter=300, tol=
     """``partition.lloyd_from_partition`` on ``Zhat`` (per block): Lloyd's k-means
     started from the cluster means ``theta``, centred on ``Zhat``'s mean, with the
     core's stop (``tol`` times the mean variance of ``Zhat``); the labels go to
-    ``labels_out``. The mean and variance of ``Zhat`` come from the predictor's
-    moments (``model.z_moments``) instead of two passes: they agree with the
-    in-memory ones to rounding (they set the centering shift and the stop)."""
+    ``labels_out``. For float64 predictions the mean and variance of ``Zhat``
+    come from the predictor's moments (``model.z_moments``) instead of two
+    passes: they agree with the in-memory ones to rounding (they set the
+    centering shift and the stop). Float32 predictions take them from the
+    rounded values (two passes), as in memory: the float32 shift could
+    otherwise differ by an ulp and move near-ties."""
     T = fit.transform
-    mean, var = model.z_moments(fit)
     zdt = T.out_dtype(src.dtype)
+    if zdt == np.float32:   # as in memory: the moments of the rounded predictions (2 passes)
+        mean, var = column_mean_and_variance(src, transform=T, with_variance=tol > 0)
+    else:
+        mean, var = model.z_moments(fit)
     shift = mean.astype(zdt)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
     if labels_out.values is not None:
