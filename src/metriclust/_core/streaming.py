@@ -466,12 +466,18 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
     no more rows than that the sample is X and the seeding the in-memory one),
     or ``"k-means||"`` (:func:`kmeans_parallel`).
     """
-    n, dtype = src.n_rows, src.dtype
+    n = src.n_rows
+
+    def rows(idx):
+        got = src.take_rows(idx)
+        return got if transform is None else np.ascontiguousarray(transform(got))
+    dtype = np.dtype(shift.dtype)
     if isinstance(init, np.ndarray):
         return init - shift
     if callable(init):
+        shape = _Shape((n, shift.shape[0]))
         return _check_init_centers(init(src.X if X is None else X, n_clusters,
-                                        random_state=rng), n_clusters, src) - shift
+                                        random_state=rng), n_clusters, shape) - shift
     if init == "random":
         pr = None
         if weights is not None:
@@ -480,7 +486,7 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
             if np.count_nonzero(wv) >= n_clusters:
                 pr = np.asarray(wv, dtype=np.float64) / float(np.sum(wv, dtype=np.float64))
         idx = rng.choice(n, size=n_clusters, replace=False, p=pr)
-        return src.take_rows(idx) - shift
+        return rows(idx) - shift
     if init == "k-means||":
         return kmeans_parallel(src, n_clusters, shift, weights, rng, transform=transform)
     if init not in ("k-means++", "farthest"):
@@ -490,7 +496,7 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
         seed_sample_size = max(SEED_SAMPLE_SIZE, 1000 * n_clusters)
     idx = np.arange(n, dtype=np.int64) if n <= seed_sample_size else \
         np.sort(rng.choice(n, size=seed_sample_size, replace=False))
-    sample = np.ascontiguousarray(src.take_rows(idx) - shift, dtype=dtype)
+    sample = np.ascontiguousarray(rows(idx) - shift, dtype=dtype)
     sample_w = None
     if weights is not None:
         wv = weights.values if weights.values is not None else \
@@ -502,10 +508,15 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
                n_threads=src.n_threads)[0]
 
 
+class _Shape:
+    def __init__(self, shape):
+        self.shape = shape
+
+
 # ---------------------------------------------------------------- k-means
 def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                      max_iter=300, tol=1e-4, random_state=None, n_threads=None, verbose=0,
-                     block_rows=None, seed_sample_size=None):
+                     block_rows=None, seed_sample_size=None, transform=None):
     """Lloyd's k-means of X by passes over its row blocks (local or Dask backend).
 
     The iteration is the k-means core's (:func:`metriclust._core.kmeans.kmeans`
@@ -528,6 +539,10 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     and the kernels' per-row outputs. Dask: the labels stay on the workers
     (``4 N`` bytes spread over them); the client holds ``K x p`` partials.
 
+    ``transform``: a per-block transform (a module-level callable object; see
+    :mod:`metriclust._core.engine`): k-means of the rows ``transform(X)``,
+    computed block by block and never stored (given centers are in that space).
+
     Returns
     -------
     KMeansResult(centers, labels, inertia, n_iter)
@@ -536,6 +551,10 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     """
     src = source(X, block_rows=block_rows, n_threads=n_threads)
     n, p, dtype = src.n_rows, src.n_features, src.dtype
+    if transform is not None:    # the space of the transformed rows
+        probe = np.asarray(transform(src.take_rows([0])))
+        p = probe.shape[1]
+        dtype = probe.dtype if probe.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     if n_clusters > n:
         raise ValueError(f"n_samples={n} should be >= n_clusters={n_clusters}.")
     max_iter = min(int(max_iter), 2**31 - 1)
@@ -547,7 +566,7 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
         raise ValueError(f"seed_sample_size must be an int >= n_clusters={n_clusters}, "
                          f"got {seed_sample_size!r}.")
     w, w_scale = _check_weights(src, sample_weight)
-    mean, var = column_mean_and_variance(src, w, with_variance=tol > 0)
+    mean, var = column_mean_and_variance(src, w, with_variance=tol > 0, transform=transform)
     X_mean = mean.astype(dtype)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
 
@@ -555,14 +574,15 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     labels = src.full(-1, np.int32)
     for r in range(n_init):
         centers = np.ascontiguousarray(
-            seed(src, n_clusters, init, X_mean, w, rng, seed_sample_size=seed_sample_size),
+            seed(src, n_clusters, init, X_mean, w, rng, seed_sample_size=seed_sample_size,
+                 transform=transform),
             dtype=dtype)
         if r:
             labels = src.full(-1, np.int32) if src.kind == "dask" else labels
             if labels.values is not None:
                 labels.values.fill(-1)
         run = lloyd(src, centers, shift=X_mean, weights=w, labels=labels, max_iter=max_iter,
-                    abs_tol=abs_tol)
+                    abs_tol=abs_tol, transform=transform)
         if verbose:
             how = "strict convergence" if run["strict"] else (
                 "center shift within tolerance" if run["n_iter"] < max_iter
