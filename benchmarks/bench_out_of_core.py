@@ -22,8 +22,17 @@ not the file's page cache), sampled every 10 ms from /proc/self/status,
 interpreter and libraries included. ``--skip`` leaves contenders out (on the
 full-size data, ``ram`` and ``sklearn`` need two copies of X: 18 GB for 9 GB).
 
+CPCM (``--cpcm``): CPCM linear (``n_init=3``, ``random_state=0``) on float32
+blobs (K well-separated Gaussian clusters in p dimensions, written block by
+block to ``DIR/blobs.npy``), fitted in a fresh child process on the memmap
+(``memmap``) and, unless skipped, on the same data loaded in RAM (``ram``);
+the table gives seconds, peak RssAnon, blur ratio, iterations and whether the
+labels are equal (compared in the parent, from the labels each child saved).
+
 Usage: python benchmarks/bench_out_of_core.py --rows N [--features 16] [--clusters 16]
            [--dir DIR] [--diff 3] [--repeats 2] [--skip ram sklearn] [--keep]
+       python benchmarks/bench_out_of_core.py --cpcm --rows 60000000 --features 20
+           --clusters 5 [--skip ram] [--dir DIR] [--keep]
 """
 
 import _common  # noqa: I001  (first: sets the OpenMP wait policy)
@@ -95,6 +104,81 @@ def child(kind, path, init_path, max_iter):
                       "base_rss_anon": base, "inertia": float(km.inertia_)}))
 
 
+def cpcm_child(kind, path, out_path):
+    """One CPCM fit in this (fresh) process; prints a JSON line, saves the labels."""
+    base = rss_anon()
+    with PeakSampler() as mem:
+        X = np.load(path) if kind == "ram" else np.load(path, mmap_mode="r")
+        t0 = time.perf_counter()
+        from metriclust import CPCM
+
+        est = CPCM(int(os.environ.get("BENCH_K", "5")), n_init=3, random_state=0).fit(X)
+        seconds = time.perf_counter() - t0
+    np.save(out_path, np.asarray(est.labels_))
+    print(json.dumps({"kind": kind, "seconds": seconds, "peak_rss_anon": mem.peak,
+                      "base_rss_anon": base, "blur_ratio": float(est.blur_ratio_),
+                      "n_iter": int(est.n_iter_), "best_start": est.best_start_,
+                      "search_size": int(est.search_size_)}))
+
+
+def write_blobs(path, n, d, k, block=1 << 20, seed=0):
+    """K Gaussian clusters (centers N(0, 3^2 I), unit noise), float32, block by block."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=3.0, size=(k, d)).astype(np.float32)
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        y = rng.integers(k, size=e - s)
+        X[s:e] = centers[y] + rng.standard_normal((e - s, d), dtype=np.float32)
+    X.flush()
+    del X
+
+
+def main_cpcm(args):
+    from metriclust._core.threads import effective_n_threads
+
+    directory = args.dir or tempfile.mkdtemp(prefix="bench-ooc-")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "blobs.npy")
+    n, d, k = args.rows, args.features, args.clusters
+    lines, _ = _common.machine_header("bench_out_of_core --cpcm", effective_n_threads())
+    print("\n".join(lines))
+    t0 = time.perf_counter()
+    if not (os.path.exists(path) and np.load(path, mmap_mode="r").shape == (n, d)):
+        write_blobs(path, n, d, k)
+    warm_page_cache(path)
+    print(f"data: {n:,} x {d} float32 blobs, K = {k} = {n * d * 4 / 1e9:.2f} GB at {path} "
+          f"(written/read in {time.perf_counter() - t0:.0f} s); CPCM(K, n_init=3, "
+          f"random_state=0), linear; load average {_common.load_average():.1f}", flush=True)
+    kinds = [c for c in ("memmap", "ram") if c not in args.skip]
+    res = {}
+    for c in kinds:
+        out = os.path.join(directory, f"labels-{c}.npy")
+        env = dict(os.environ, BENCH_K=str(k))
+        r = subprocess.run([sys.executable, __file__, "--cpcm-child", c, path, out],
+                           capture_output=True, text=True, env=env)
+        res[c] = (json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else
+                  {"kind": c, "error": r.stderr.strip()[-300:]})
+        print("  ", json.dumps(res[c]), flush=True)
+    same = "-"
+    if all("error" not in res.get(c, {"error": 1}) for c in ("memmap", "ram")):
+        same = bool(np.array_equal(np.load(os.path.join(directory, "labels-memmap.npy")),
+                                   np.load(os.path.join(directory, "labels-ram.npy"))))
+    print()
+    print(_common.markdown_table(["fit", "seconds", "peak RssAnon (GB)", "blur ratio",
+                                  "iterations", "labels = ram"]))
+    for c in kinds:
+        r = res[c]
+        if "error" in r:
+            print(_common.markdown_row([c, "failed", "", "", "", r["error"][-80:]]))
+        else:
+            print(_common.markdown_row([c, r["seconds"], r["peak_rss_anon"] / 1e9,
+                                        r["blur_ratio"], r["n_iter"], same]))
+    print(f"\nload average at end {_common.load_average():.1f}")
+    if not args.keep and args.dir is None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def write_data(path, n, d, block=1 << 21, seed=0):
     rng = np.random.default_rng(seed)
     X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
@@ -130,7 +214,10 @@ def main():
     ap.add_argument("--skip", nargs="*", default=[], choices=["memmap", "ram", "sklearn"])
     ap.add_argument("--keep", action="store_true", help="keep DIR/X.npy")
     ap.add_argument("--spin", action="store_true")
+    ap.add_argument("--cpcm", action="store_true", help="CPCM linear instead of KMeans")
     args = ap.parse_args()
+    if args.cpcm:
+        return main_cpcm(args)
 
     from metriclust._core.threads import effective_n_threads
 
@@ -183,7 +270,9 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+    if len(sys.argv) > 1 and sys.argv[1] == "--cpcm-child":
+        cpcm_child(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         main()

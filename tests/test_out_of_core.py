@@ -491,3 +491,138 @@ def test_label_counts_by_chunks():
 
     lab = np.random.default_rng(0).integers(0, 7, size=10_001).astype(np.int32)
     np.testing.assert_array_equal(label_counts(lab, 9, chunk=1000), np.bincount(lab, minlength=9))
+
+
+# ------------------------------------------------- the block engine (local backend)
+
+from metriclust._core.engine import source  # noqa: E402
+
+
+def _col_sums(block):
+    return block.sum(axis=0)
+
+
+def _argmax_changed(block, old):
+    lab = block.argmax(axis=1).astype(np.int32)
+    return lab, int(np.count_nonzero(lab != old))
+
+
+def _row_norms(block, scale):
+    return scale * np.sqrt((block * block).sum(axis=1))
+
+
+def test_engine_local_map_reduce_rows_in_block_order(tmp_path, data):
+    M = _memmap(tmp_path, data)
+    src = source(M, block_rows=77)
+    assert src.kind == "local" and src.n_blocks == 14 and src.shape == data.shape
+    ref = [data[s:e].sum(axis=0) for s, e in src.bounds]
+    np.testing.assert_array_equal(np.array(src.map(_col_sums)), np.array(ref))
+    acc = ref[0].copy()
+    for r in ref[1:]:     # reduced left to right, in block order
+        acc += r
+    np.testing.assert_array_equal(src.reduce(_col_sums), acc)
+    # per-row state written in place, block by block
+    lab = src.full(-1, np.int32)
+    out, changed = src.map_keep(_argmax_changed, rows=(lab,), out=lab)
+    assert out is lab and sum(changed) == data.shape[0]
+    np.testing.assert_array_equal(lab.values, data.argmax(axis=1))
+    lab.set([5, 900], [4, 4])
+    assert lab.values[5] == lab.values[900] == 4
+    np.testing.assert_array_equal(src.take_rows([900, 5, 5, 0]), data[[900, 5, 5, 0]])
+    np.testing.assert_allclose(src.rowwise(_row_norms, 2.0),
+                               2.0 * np.linalg.norm(data, axis=1), rtol=1e-14)
+    Xr = _RowSliceable(data)
+    np.testing.assert_array_equal(source(Xr, block_rows=100).take_rows([999, 3]),
+                                  data[[999, 3]])
+    with pytest.raises(ValueError, match="block_rows"):
+        source(M, block_rows=0)
+    bad = data.copy()
+    bad[500, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 500, column 1"):
+        source(_memmap(tmp_path, bad, "bad.npy"), block_rows=77).reduce(_col_sums)
+
+
+def test_kmeans_parallel_init_on_memmap(tmp_path):
+    # k-means|| runs on the same engine for a memmap: as good as k-means++ in memory
+    X = _blobs(n=6000, p=3, k=8, seed=14, offset=0.0)
+    M = _memmap(tmp_path, X)
+    got = [KMeans(8, init="k-means||", random_state=s).fit(M, block_rows=700).inertia_
+           for s in range(4)]
+    ref = [KMeans(8, random_state=s).fit(X).inertia_ for s in range(4)]
+    assert np.median(got) <= 1.05 * np.median(ref)
+    a = KMeans(8, init="k-means||", random_state=1).fit(M, block_rows=700)
+    b = KMeans(8, init="k-means||", random_state=1).fit(M, block_rows=700)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+# ------------------------------------------------- CPCM past RAM
+
+from metriclust import CPCM  # noqa: E402
+
+# blur ratio: relative agreement with the in-memory fit (the sums' order differs)
+BR_RTOL = {np.float32: 1e-5, np.float64: 1e-9}
+
+
+def _cpcm_data(dtype, n=24000):
+    # above the 20,000-row search sample: the polish runs on the blocks
+    rng = np.random.default_rng(13)
+    centers = np.array([[0.0, 0.0, 0.0, 0.0], [4.0, 1.0, 0.0, 0.0], [0.0, 5.0, 2.0, 0.0]])
+    y = rng.integers(3, size=n)
+    X = centers[y] + rng.normal(size=(n, 4)) * [1.0, 1.5, 0.7, 2.0] + 20.0
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("predictor, dtype", [("linear", np.float64), ("linear", np.float32),
+                                              ("kernel", np.float64)])
+def test_cpcm_memmap_equals_in_memory_fit(tmp_path, predictor, dtype):
+    X = _cpcm_data(dtype)
+    kw = dict(predictor=predictor, n_init=2, random_state=0)
+    if predictor == "kernel":
+        kw["n_components"] = 40
+    ref = CPCM(3, **kw).fit(X)
+    M = _memmap(tmp_path, X)
+    got = CPCM(3, **kw).fit(M, block_rows=5000)
+    assert got.search_size_ == ref.search_size_ == 20000
+    assert got.labels_.dtype == np.int32
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    assert got.n_iter_ == ref.n_iter_
+    assert got.best_start_ == ref.best_start_
+    assert got.blur_ratio_ == pytest.approx(ref.blur_ratio_, rel=BR_RTOL[dtype])
+    tol = 1e-4 if dtype == np.float32 else 1e-8
+    np.testing.assert_allclose(got.centers_, ref.centers_, rtol=tol, atol=tol)
+    if predictor == "linear":
+        np.testing.assert_allclose(got.coef_, ref.coef_, rtol=tol, atol=tol)
+    else:
+        assert got.sigma_ == ref.sigma_
+        assert got.effective_dof_ == pytest.approx(ref.effective_dof_, rel=1e-9)
+    Z = got.transform(M)
+    np.testing.assert_allclose(Z, ref.transform(X), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(got.predict(M), ref.predict(X))
+    np.testing.assert_allclose(got.transform(X[:100]), Z[:100], rtol=1e-12, atol=1e-12)
+
+
+def test_cpcm_memmap_block_size_and_thread_invariant(tmp_path):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X = _cpcm_data(np.float64)
+    M = _memmap(tmp_path, X)
+    fits = []
+    for b, nt in [(24000, 2), (3001, 2), (3001, 1)]:
+        with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
+            fits.append(CPCM(3, n_init=2, random_state=1).fit(M, block_rows=b))
+    for f in fits[1:]:      # block size: the same labels, the sums' rounding apart
+        np.testing.assert_array_equal(f.labels_, fits[0].labels_)
+        assert f.blur_ratio_ == pytest.approx(fits[0].blur_ratio_, rel=1e-12)
+        np.testing.assert_allclose(f.coef_, fits[0].coef_, rtol=1e-10, atol=1e-12)
+    # the same blocks give the same bits whatever the thread count
+    assert fits[1].blur_ratio_ == fits[2].blur_ratio_
+    np.testing.assert_array_equal(fits[1].coef_, fits[2].coef_)
+    np.testing.assert_array_equal(fits[1].centers_, fits[2].centers_)
+
+
+def test_cpcm_memmap_refuses_what_it_cannot_run(tmp_path):
+    M = _memmap(tmp_path, _cpcm_data(np.float64, n=300))
+    with pytest.raises(ValueError, match="predictor='linear' or 'kernel'"):
+        CPCM(2, predictor="stepwise").fit(M)
+    # X within the search sample is read whole: the in-memory fit
+    np.testing.assert_array_equal(CPCM(2, random_state=0, n_init=2).fit(M).labels_,
+                                  CPCM(2, random_state=0, n_init=2).fit(np.asarray(M)).labels_)

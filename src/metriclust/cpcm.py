@@ -21,7 +21,9 @@ from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, Transfo
                          check_is_fitted)
 from ._core.gram import median_pairwise_distance
 from ._core.kmeans import assign_labels
-from ._core import partition, predictors, starts
+from ._core import partition, predictors, starts, streaming
+from ._core.blockwise import check_out_of_core, is_out_of_core
+from ._core.engine import BlockSource, source
 from ._core.threads import single_blas_thread
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
@@ -220,6 +222,27 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
 
     Notes
     -----
+    Data larger than memory: an ``np.memmap`` or a row-sliceable array, and a
+    ``dask.array.Array``, are read by row blocks through the block engine
+    (:mod:`metriclust._core.engine`; one Dask task per chunk). Above 20,000
+    rows the search over starts runs in memory on the same random sample as
+    for in-memory X; the best fixed points are then iterated on all of X with
+    every stage a pass over the blocks
+    (:func:`metriclust._core.streaming.cpcm_run`): the linear predictor's
+    R factor by TSQR in one pass, ``X^T Z`` from per-cluster sums, and the
+    clustering stage's k-means in prediction space with ``Zhat`` computed per
+    block, never stored; the Nystrom kernel predictor (``"kernel"``, always
+    Nystrom there) computes its features per block and reduces the ``m x m``
+    products in block order. Labels equal those of the in-memory fit from the
+    same ``random_state`` (the tests hold the blur ratio to 1e-9 relative in
+    float64, 1e-5 in float32). ``labels_`` is then int32 (a lazy dask array for
+    Dask); ``transform``/``predict`` of such X also run by blocks. Peak extra
+    memory (out-of-core X): ``12 N`` bytes of int32 labels (current,
+    candidate and the best run's), the 20,000-row search sample and its
+    predictor, and one block with its transforms: about
+    ``block_rows * 8 * (2 p + 3 d)`` bytes (``d = K`` linear, ``m + K`` kernel),
+    plus ``n_blocks * p^2 * 8`` bytes of per-block R factors (linear).
+
     Cost per iteration with the linear predictor: one pass of per-cluster
     row sums over ``X`` (``Z^T X``, a C kernel), one ``N x p x K`` GEMM and
     a warm-started k-means in K dimensions; the QR is computed once and the
@@ -271,20 +294,27 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, block_rows=None):
         """Learn the partition and the metric from X.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            An ``np.memmap`` (a ``.npy`` opened with ``mmap_mode="r"``), a
+            row-sliceable array (h5py, zarr) or a ``dask.array.Array`` is never
+            loaded whole (predictor ``"linear"`` or ``"kernel"``): see
+            "Data larger than memory" in the Notes.
         y : ignored
+        block_rows : int, default=None
+            Rows per block for out-of-core X (default: 64 MiB of input a
+            block); ignored otherwise (a dask array's chunks are its blocks).
 
         Returns
         -------
         self
         """
-        if is_dask_array(X):
-            X = self._check_dask(X)
+        if is_dask_array(X) or is_out_of_core(X):
+            X = self._check_blocks(X, block_rows)
         else:
             X = check_array(X, name="X", ensure_min_samples=2)
         n, p = X.shape
@@ -296,18 +326,26 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         with single_blas_thread():
             return self._search(X, n, p, K)
 
-    def _check_dask(self, X):
-        """A dask array: searched on a sample, polished by Dask tasks (see _search).
+    def _check_blocks(self, X, block_rows=None):
+        """A dask array or out-of-core X (an np.memmap, a row-sliceable array): searched
+        on a sample, polished by passes over row blocks (see _search).
 
-        Up to the sample size the search covers all of X, so X is gathered.
+        Up to the sample size the search covers all of X, so X is read whole.
+        Returns an in-memory array or a :class:`metriclust._core.engine.BlockSource`.
         """
-        from . import _dask
-        X = _dask.check_dask_array(X, ensure_min_samples=2)
-        if self.predictor != "linear" or not isinstance(self.init, str):
-            raise ValueError("A dask array X takes predictor='linear' and a named init "
-                             f"(got predictor={self.predictor!r}); gather X first for "
-                             "the others.")
-        return np.ascontiguousarray(X) if X.shape[0] <= _SEARCH_MAX_N else X
+        what = "A dask array" if is_dask_array(X) else "Out-of-core"
+        if is_dask_array(X):
+            from . import _dask
+            X = _dask.check_dask_array(X, ensure_min_samples=2)
+        else:
+            check_out_of_core(X, ensure_min_samples=2)
+        if self.predictor not in ("linear", "kernel") or not isinstance(self.init, str):
+            raise ValueError(f"{what} X takes predictor='linear' or 'kernel' and a named "
+                             f"init (got predictor={self.predictor!r}); load X in memory "
+                             "for the others.")
+        if X.shape[0] <= _SEARCH_MAX_N:
+            return check_array(np.array(X), name="X", ensure_min_samples=2)
+        return source(X, block_rows=block_rows)
 
     def _search(self, X, n, p, K):
         rng = check_random_state(self.random_state)
@@ -316,6 +354,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         self.start_kinds_ = {}
         records = []
         many = isinstance(self.init, str)
+        blocks = isinstance(X, BlockSource)
         if not many or n <= _SEARCH_MAX_N:
             model = self._make_predictor(X, K, rng)
             min_size = self._min_size(n, K)
@@ -326,26 +365,28 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             # Large N: search on a subsample, then iterate the best fixed points on all
             # of X from their predicted labels (each converges in a few iterations).
             idx = np.sort(rng.choice(n, _SEARCH_MAX_N, replace=False))
-            Xs = np.ascontiguousarray(X[idx])
+            Xs = X.take_rows(idx) if blocks else np.ascontiguousarray(X[idx])
             sub = self._make_predictor(Xs, K, rng)
             runs = self._run_starts(Xs, K, sub, rng, self._min_size(len(idx), K), records)
             del Xs
-            if is_dask_array(X):    # the same polish, each pass as Dask tasks
-                from . import _dask
-                model, nearest, run_cpcm = _dask.LinearPredictor(X), _dask.nearest_center, \
-                    _dask.cpcm_run
-            else:
-                model = self._make_predictor(X, K, rng)
-                nearest, run_cpcm = (lambda Z, C: assign_labels(Z, C)[0]), _cpcm
+            # memmap or dask: the same polish, every pass over X's row blocks
+            model = self._block_predictor(X, K, rng) if blocks else \
+                self._make_predictor(X, K, rng)
             min_size = self._min_size(n, K)
             best = None
             for run in sorted(runs, key=lambda r: r["blur_ratio"])[:_N_POLISH]:
                 theta = partition.cluster_means(run["fit"].Zhat, run["labels"], K)[0]
-                Z = (model if is_dask_array(X) else sub).transform(X, run["fit"])
-                labels0 = nearest(Z, theta.astype(Z.dtype))
-                del Z
-                full = run_cpcm(model, labels0, K, self.max_iter, self.tol, min_size,
-                                int(rng.integers(2**31)))
+                seed = int(rng.integers(2**31))
+                if blocks:
+                    labels0 = streaming.start_labels(
+                        X, streaming.prediction_transform(sub, run["fit"], X.n_threads), theta)
+                    full = streaming.cpcm_run(X, model, labels0, K, self.max_iter, self.tol,
+                                              min_size)
+                else:
+                    Z = sub.transform(X, run["fit"])
+                    labels0 = assign_labels(Z, theta.astype(Z.dtype))[0]
+                    del Z
+                    full = _cpcm(model, labels0, K, self.max_iter, self.tol, min_size, seed)
                 full["start"] = run["start"]
                 if best is None or full["blur_ratio"] < best["blur_ratio"]:
                     best = full
@@ -486,6 +527,25 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         return predictors.Kernel(X, sigma=sigma, alpha=alpha, n_components=m,
                                  random_state=int(rng.integers(2**31)))
 
+    def _block_predictor(self, src, K, rng):
+        """:meth:`_make_predictor` for X read by row blocks (drawing the same random
+        numbers, so that it makes the same predictor as on X in memory)."""
+        if self.predictor == "linear":
+            return streaming.BlockLinear(src)
+        alpha = _DEFAULT_ALPHA["kernel"] if self.alpha is None else float(self.alpha)
+        n = src.n_rows
+        if isinstance(self.sigma, str):
+            # median_pairwise_distance on X: the same 2000 rows, read from their blocks
+            sample = check_random_state(int(rng.integers(2**31))).choice(n, 2000,
+                                                                       replace=False)
+            med = median_pairwise_distance(src.take_rows(np.sort(sample)))
+            sigma = med if med > 0 else 1.0
+        else:
+            sigma = float(self.sigma)
+        m = self.n_components if self.n_components is not None else _KERNEL_AUTO_COMPONENTS
+        return streaming.BlockKernel(src, sigma=sigma, alpha=alpha, n_components=m,
+                                     random_state=int(rng.integers(2**31)))
+
     # --------------------------------------------------------------- starts
     def _starts(self, X, K, model, rng, min_size):
         """Yield (kind, index, labels) for every admissible starting partition."""
@@ -592,7 +652,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         }
         self.centers_ = (best["theta"] if "theta" in best
                          else partition.cluster_means(fit.Zhat, self.labels_, K)[0])
-        if isinstance(model, predictors.Kernel):
+        if model.name == "kernel":
             self.__dict__.pop("_metric", None)
             self.sigma_ = model.sigma
             self.effective_dof_ = model.effective_dof
@@ -628,14 +688,10 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map X into the prediction space (``n_samples x K``; K-1 for lda)."""
         check_is_fitted(self, "labels_")
-        if is_dask_array(X):    # lazy, with X's row chunks
-            from . import _dask
-            X = _dask.check_dask_array(X)
-            check_n_features(self, X)
-            if isinstance(self._model, predictors.Kernel):
-                raise ValueError("transform of a dask array needs predictor='linear', "
-                                 "'stepwise' or 'lda'.")
-            return _dask.affine_map(X, self._pfit.coef, self._pfit.intercept)
+        src = self._block_source(X)
+        if src is not None:     # per block: lazy with X's row chunks for a dask array
+            T = streaming.prediction_transform(self._model, self._pfit, src.n_threads)
+            return streaming.transform_rows(src, T)
         X = check_array(X, name="X")
         check_n_features(self, X)
         return self._model.transform(X, self._pfit)
@@ -645,12 +701,26 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
 
         A dask array gives a lazy dask array with X's row chunks.
         """
+        src = self._block_source(X)
+        if src is not None:
+            T = streaming.prediction_transform(self._model, self._pfit, src.n_threads)
+            return streaming.predict_labels(src, self.centers_, transform=T)
         Zhat = self.transform(X)
-        if is_dask_array(Zhat):
-            from . import _dask
-            return _dask.nearest_center(Zhat, self.centers_)
         return assign_labels(np.ascontiguousarray(Zhat),
                              self.centers_.astype(Zhat.dtype, copy=False))[0]
+
+    def _block_source(self, X):
+        """A BlockSource for a dask array or out-of-core X (checked), else None."""
+        check_is_fitted(self, "labels_")
+        if is_dask_array(X):
+            from . import _dask
+            X = _dask.check_dask_array(X)
+        elif not is_out_of_core(X):
+            return None
+        else:
+            check_out_of_core(X)
+        check_n_features(self, X)
+        return source(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,9 +8,10 @@ import numpy as np
 
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
                          TransformerMixin, _with_sklearn_twin, check_is_fitted)
-from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_core, iter_blocks
+from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_core
 from ._core.kmeans import assign_labels, center_distances, kmeans
-from ._core.streaming import assign_blockwise, kmeans_blockwise, label_counts
+from ._core.engine import source
+from ._core.streaming import assign_blockwise, distances, kmeans_blockwise, label_counts
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_sample_weight, is_dask_array)
 
@@ -53,9 +54,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         ones: the lecture's "least similar" seed; Gonzalez 1985), given
         centers, or a function ``init(X, n_clusters, random_state=rng)``
         (``rng`` a ``numpy.random.Generator``) returning them, called once per run.
-        For a dask array X: "k-means||" (Bahmani et al. 2012, a few passes
-        over the chunks) or "k-means++" on a uniform sample of about 100,000
-        rows; "farthest" is for data in memory.
+        For a dask array or out-of-core X also "k-means||" (Bahmani et al.
+        2012, a few passes over the blocks; the default for a dask array);
+        "k-means++" and "farthest" then run on a uniform sample of 100,000
+        rows.
     n_init : "auto" or int, default="auto"
         Number of seedings; the run with the lowest inertia is kept. "auto" is
         1 for k-means++ and an array, 10 for "random" and a callable (as
@@ -132,7 +134,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     does not depend on the thread count, and on the block size only by
     rounding); k-means++ seeds from a uniform sample of 100,000 rows (at least
     1,000 per cluster; all of X when it has fewer rows, then the seeding is the
-    in-memory one); ``labels_`` is int32. ``predict``, ``transform`` and
+    in-memory one), or ``init="k-means||"`` runs over the blocks (``8 N``
+    bytes more for its distances); ``labels_`` is int32. A dask array runs the
+    same code on the same block engine (:mod:`metriclust._core.engine`), one
+    Dask task per row chunk. ``predict``, ``transform`` and
     ``score`` read blocks too. Peak extra memory: ``4 N`` bytes of labels
     (``8 N`` with ``n_init > 1``; ``+ 8 N`` with ``sample_weight``), the seeding
     sample, and a few copies of one block (64 MiB of input by default).
@@ -192,8 +197,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         init = self.init
         if isinstance(init, str):
             if init == "k-means||" and not dask:
-                raise ValueError("init='k-means||' is the scalable seeding for dask arrays; "
-                                 "use 'k-means++' in memory.")
+                raise ValueError("init='k-means||' is the scalable seeding for dask arrays "
+                                 "and out-of-core X; use 'k-means++' in memory.")
         elif not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
         if isinstance(self.n_init, str):
@@ -244,7 +249,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 X = types.SimpleNamespace(shape=(n, p), dtype=dtype, data=X)
         else:
             X = check_array(X)
-        n_clusters, init, n_init = self._check_params(X)
+        n_clusters, init, n_init = self._check_params(
+            X, dask=isinstance(X, types.SimpleNamespace))
         w = None  # (all ones is not materialized: N values for data past RAM)
         if sample_weight is not None:
             w = check_sample_weight(np.asarray(sample_weight), X.shape[0], dtype=X.dtype)
@@ -367,10 +373,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             return _dask.transform_distances(X, self.cluster_centers_)
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
-            out = np.empty((X.shape[0], centers.shape[0]), dtype=centers.dtype)
-            for s, e, block in iter_blocks(X, centers.dtype, block_rows):
-                out[s:e] = center_distances(block - shift, centers)
-            return out
+            return distances(source(X, block_rows=block_rows), centers, shift)
         X, centers = self._check_test_data(X)
         return center_distances(X, centers)
 

@@ -38,6 +38,7 @@ from .threads import effective_n_threads, single_blas_thread
 from .validation import max_abs_value
 
 __all__ = [
+    "check_block",
     "check_out_of_core",
     "combine_r",
     "default_block_rows",
@@ -184,27 +185,41 @@ def read_block(X, start, stop, dtype, *, name="X", ensure_finite=True):
     ndarray of shape (stop - start, n_features)
     """
     block = np.ascontiguousarray(np.asarray(X[start:stop]), dtype=dtype)
-    if ensure_finite and block.size:
-        hi, lo = float(block.max()), float(block.min())
-        if not (math.isfinite(hi) and math.isfinite(lo)):
-            bad = np.argwhere(~np.isfinite(block))
-            r, c = (int(v) for v in bad[0])
-            kind = "NaN" if np.isnan(block[r, c]) else "infinity"
-            raise ValueError(
-                f"Input {name} contains {kind} at row {start + r}, column {c} "
-                f"(in rows {start}:{stop}, {len(bad)} non-finite value(s) in that block).")
-        n_total, p = int(X.shape[0]), int(X.shape[1])
-        limit = max_abs_value(dtype, n_total, p)
-        biggest = max(hi, -lo)
-        if biggest > limit:
-            remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
-            if np.dtype(dtype) == np.float32:
-                remedy += ", or pass float64 data"
-            raise ValueError(
-                f"Input {name} has a value of magnitude {biggest:.3g} in rows {start}:{stop}; "
-                f"with its shape {(n_total, p)} and dtype {np.dtype(dtype)}, values above "
-                f"{limit:.3g} would make squared distances overflow. {remedy}.")
+    if ensure_finite:
+        check_block(block, start, int(X.shape[0]), name)
     return block
+
+
+def check_block(block, start, n_total, name="X"):
+    """ValueError for NaN/infinity or values too large for X's whole shape, naming the row.
+
+    The checks of :func:`read_block` on a block already read (``start``: its
+    first row in X; ``n_total``: X's rows): NaN and infinity are refused
+    naming the row and column in X, and so are values larger in magnitude than
+    :func:`metriclust._core.validation.max_abs_value` allows for X's whole shape.
+    """
+    if not block.size:
+        return
+    hi, lo = float(block.max()), float(block.min())
+    stop = start + block.shape[0]
+    if not (math.isfinite(hi) and math.isfinite(lo)):
+        bad = np.argwhere(~np.isfinite(block))
+        r, c = (int(v) for v in bad[0])
+        kind = "NaN" if np.isnan(block[r, c]) else "infinity"
+        raise ValueError(
+            f"Input {name} contains {kind} at row {start + r}, column {c} "
+            f"(in rows {start}:{stop}, {len(bad)} non-finite value(s) in that block).")
+    p = block.shape[1]
+    limit = max_abs_value(block.dtype, n_total, p)
+    biggest = max(hi, -lo)
+    if biggest > limit:
+        remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
+        if block.dtype == np.float32:
+            remedy += ", or pass float64 data"
+        raise ValueError(
+            f"Input {name} has a value of magnitude {biggest:.3g} in rows {start}:{stop}; "
+            f"with its shape {(n_total, p)} and dtype {block.dtype}, values above "
+            f"{limit:.3g} would make squared distances overflow. {remedy}.")
 
 
 def iter_blocks(X, dtype, block_rows=None, *, name="X", ensure_finite=True):

@@ -1,0 +1,395 @@
+"""One block engine: passes over the row blocks of data that is not one in-memory array.
+
+A :class:`BlockSource` is "a row-sliceable source of blocks" with two
+backends:
+
+- ``"local"``: an ``np.memmap`` (or a ``.npy`` opened with ``mmap_mode="r"``,
+  an h5py/zarr dataset, any 2-D array with row slicing, or an in-memory
+  ndarray) read one block of rows at a time, in order, in this process. Only
+  one block (and what the per-block function makes of it) is in memory.
+- ``"dask"``: a ``dask.array.Array``; one Dask task per row chunk on whatever
+  scheduler is active (a ``distributed.Client`` if one exists). ``dask`` is
+  imported only by this backend, when it is first used.
+
+Every pass is a *map* of a per-block function over the blocks, optionally
+after a per-block *transform* (a prediction ``X B + b0``, Nystrom features),
+whose small partial results come back in block order and are reduced in that
+fixed order (:func:`metriclust._core.blockwise.reduce_partials`). So results do
+not depend on the thread count, nor (Dask) on which worker finished first.
+
+Per-row state that later passes need (labels, k-means|| distances) lives in a
+:class:`RowArray`: a numpy array on the local backend (written block by block,
+in place), persisted chunks on the workers on the Dask backend (never
+gathered; ``RowArray.result()`` gives it back as a lazy dask array).
+
+Per-block functions and transforms must be module-level functions (or
+instances of module-level classes) of their arguments only, so that they
+pickle by reference and run on any worker that can import metriclust. A
+per-block function is called as::
+
+    fn(block, *row_blocks, *args)          # block after the transform, if any
+
+where ``row_blocks`` are the blocks of the ``rows=`` RowArrays (``None`` for a
+``None`` entry). With ``x=False`` the data block is not read and ``fn`` is
+called as ``fn(*row_blocks, *args)``.
+
+The API is described for other modules in /work/reports/engine-api.md and is
+kept stable.
+"""
+
+import numbers
+
+import numpy as np
+
+from .blockwise import (check_block, check_out_of_core, default_block_rows, is_out_of_core,
+                        reduce_partials, row_blocks)
+from .threads import effective_n_threads
+from .validation import is_dask_array
+
+__all__ = ["BlockSource", "RowArray", "source", "check_block"]
+
+
+def _as_block(raw, dtype):
+    return np.ascontiguousarray(np.asarray(raw), dtype=dtype)
+
+
+def _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
+    """Body of one block's task (both backends): read, check, transform, call."""
+    if raw is None:
+        return fn(*rows, *args)
+    block = _as_block(raw, dtype)
+    if check:
+        check_block(block, start, n_total, name)
+    if transform is not None:
+        block = transform(block)
+    return fn(block, *rows, *args)
+
+
+def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
+    # fn returns (per-row values, partial)
+    out = _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args)
+    return out[0], out[1]
+
+
+def _set_rows(values, local_idx, new):
+    values = np.array(values, copy=True)
+    values[local_idx] = new
+    return values
+
+
+def _fill(m, value, dtype):
+    return np.full(m, value, dtype=dtype)
+
+
+def _concat_rows(*parts):
+    return np.concatenate(parts)
+
+
+class RowArray:
+    """One value (or row of values) per row of a :class:`BlockSource`, aligned with its blocks.
+
+    Local backend: ``values`` is a numpy array (``block(i)`` a view).
+    Dask backend: ``parts`` is a list of persisted delayed chunks.
+    """
+
+    def __init__(self, src, values=None, parts=None, dtype=None, width=None):
+        self.src = src
+        self.values = values
+        self.parts = parts
+        self.dtype = np.dtype(dtype if dtype is not None else values.dtype)
+        self.width = width
+
+    def block(self, i):
+        if self.values is not None:
+            s, e = self.src.bounds[i]
+            return self.values[s:e]
+        return self.parts[i]
+
+    def result(self):
+        """numpy array (local) or lazy dask array with the source's row chunks (dask)."""
+        if self.values is not None:
+            return self.values
+        import dask.array as da
+        shape = (lambda m: (m,)) if self.width is None else (lambda m: (m, self.width))
+        return da.concatenate([da.from_delayed(p, shape=shape(e - s), dtype=self.dtype)
+                               for p, (s, e) in zip(self.parts, self.src.bounds)])
+
+    def set(self, index, new):
+        """Rows ``index`` (global, int) take the values ``new``, in place."""
+        index = np.asarray(index, dtype=np.int64)
+        new = np.asarray(new, dtype=self.dtype)
+        if self.values is not None:
+            self.values[index] = new
+            return
+        import dask
+        which = np.searchsorted(self.src.starts, index, side="right") - 1
+        for b in np.unique(which):
+            sel = which == b
+            self.parts[b] = dask.persist(dask.delayed(_set_rows)(
+                self.parts[b], index[sel] - self.src.starts[b], new[sel]))[0]
+
+    def copy(self):
+        if self.values is not None:
+            return RowArray(self.src, values=self.values.copy())
+        return RowArray(self.src, parts=list(self.parts), dtype=self.dtype, width=self.width)
+
+    def assign_from(self, other):
+        """Take ``other``'s values (in place for the local backend: no second array)."""
+        if self.values is not None:
+            self.values[...] = other.values
+        else:
+            self.parts = list(other.parts)
+
+
+class BlockSource:
+    """A 2-D data source read by row blocks; see the module docstring.
+
+    Attributes
+    ----------
+    kind : {"local", "dask"}
+    n_rows, n_features : int
+    dtype : numpy.dtype
+        The working dtype of a block: float32 stays float32, other numbers float64.
+    bounds : list of (start, stop)
+        The row blocks, in order (Dask: X's row chunks).
+    starts : ndarray of int64
+        First row of each block.
+    n_threads : int
+        OpenMP threads a per-block kernel should use (local: the process's
+        setting; Dask: 1, Dask runs one task per worker thread).
+    """
+
+    def __init__(self, X, kind, bounds, dtype, *, name="X", n_threads=None, checked=False):
+        self.X = X
+        self.kind = kind
+        self.n_rows, self.n_features = (int(s) for s in X.shape)
+        self.dtype = np.dtype(dtype)
+        self.bounds = [(int(s), int(e)) for s, e in bounds]
+        self.starts = np.array([s for s, _ in self.bounds], dtype=np.int64)
+        self.name = name
+        self.n_threads = 1 if kind == "dask" else effective_n_threads(n_threads)
+        # the first pass checks every block (NaN, infinity, overflow); later ones do not
+        self.checked = checked
+        self._delayed = None
+
+    shape = property(lambda self: (self.n_rows, self.n_features))
+
+    @property
+    def n_blocks(self):
+        return len(self.bounds)
+
+    def __repr__(self):
+        return (f"BlockSource({self.kind}, shape={self.shape}, dtype={self.dtype}, "
+                f"{self.n_blocks} blocks)")
+
+    # ----------------------------------------------------------- blocks
+    def reblock(self, block_rows):
+        """The same data in blocks of ``block_rows`` rows (local); Dask keeps its chunks."""
+        if self.kind == "dask":
+            return self
+        return BlockSource(self.X, "local", row_blocks(self.n_rows, block_rows), self.dtype,
+                           name=self.name, n_threads=self.n_threads, checked=self.checked)
+
+    def _dask_blocks(self):
+        if self._delayed is None:
+            self._delayed = list(self.X.to_delayed().ravel())
+        return self._delayed
+
+    def _row_parts(self, rows, i):
+        return [None if r is None else r.block(i) for r in rows]
+
+    # ------------------------------------------------------------ passes
+    def _args(self, args, per_block, i):
+        return args if per_block is None else tuple(args) + (per_block[i],)
+
+    def map(self, fn, *args, rows=(), transform=None, x=True, per_block=None):
+        """Per-block results of ``fn``, computed, in block order (a list).
+
+        ``per_block``: a list of one value per block, passed as ``fn``'s last argument.
+        """
+        check = x and not self.checked
+        if self.kind == "local":
+            out = []
+            for i, (s, e) in enumerate(self.bounds):
+                raw = self.X[s:e] if x else None
+                out.append(_run(fn, raw, self.dtype, check, s, self.n_rows, self.name,
+                                transform, self._row_parts(rows, i),
+                                self._args(args, per_block, i)))
+        else:
+            import dask
+            blocks = self._dask_blocks()
+            tasks = [dask.delayed(_run)(fn, blocks[i] if x else None, self.dtype, check, s,
+                                        self.n_rows, self.name, transform,
+                                        self._row_parts(rows, i),
+                                        self._args(args, per_block, i))
+                     for i, (s, _) in enumerate(self.bounds)]
+            out = list(dask.compute(*tasks))
+        if check:
+            self.checked = True
+        return out
+
+    def reduce(self, fn, *args, rows=(), transform=None, x=True, per_block=None):
+        """``reduce_partials`` of :meth:`map`: fields summed (integer arrays concatenated)
+        left to right in block order."""
+        return reduce_partials(self.map(fn, *args, rows=rows, transform=transform, x=x,
+                                        per_block=per_block))
+
+    def map_keep(self, fn, *args, rows=(), transform=None, out=None, dtype=None, width=None,
+                 x=True, per_block=None):
+        """``fn`` returns ``(per-row values, partial)``: the values are kept in a RowArray.
+
+        Local: written into ``out.values`` block by block (``out`` may be one of
+        ``rows``: each block is read before it is overwritten), or a new array.
+        Dask: persisted on the workers. Returns ``(RowArray, [partials in block order])``.
+        """
+        check = x and not self.checked
+        if self.kind == "local":
+            if out is None:
+                shape = (self.n_rows,) if width is None else (self.n_rows, width)
+                out = RowArray(self, values=np.empty(shape, dtype=dtype))
+            partials = []
+            for i, (s, e) in enumerate(self.bounds):
+                raw = self.X[s:e] if x else None
+                vals, part = _run(fn, raw, self.dtype, check, s, self.n_rows, self.name,
+                                  transform, self._row_parts(rows, i),
+                                  self._args(args, per_block, i))
+                out.values[s:e] = vals
+                partials.append(part)
+        else:
+            import dask
+            blocks = self._dask_blocks()
+            pairs = [dask.delayed(_run_keep, nout=2)(
+                fn, blocks[i] if x else None, self.dtype, check, s, self.n_rows, self.name,
+                transform, self._row_parts(rows, i), self._args(args, per_block, i))
+                for i, (s, _) in enumerate(self.bounds)]
+            vals, parts = dask.persist([v for v, _ in pairs], [q for _, q in pairs])
+            partials = list(dask.compute(*parts))
+            dt = np.dtype(dtype) if dtype is not None else (
+                out.dtype if out is not None else np.dtype(np.float64))
+            if out is None:
+                out = RowArray(self, parts=list(vals), dtype=dt, width=width)
+            else:
+                out.parts = list(vals)
+        if check:
+            self.checked = True
+        return out, partials
+
+    def rowwise(self, fn, *args, rows=(), transform=None, n_columns=None, dtype=np.float64):
+        """Per-row output of ``fn`` (a predict/transform): a numpy array (local, filled
+        block by block) or a lazy dask array with the source's row chunks (dask)."""
+        if self.kind == "local":
+            check = not self.checked
+            shape = (self.n_rows,) if n_columns is None else (self.n_rows, int(n_columns))
+            out = np.empty(shape, dtype=dtype)
+            for i, (s, e) in enumerate(self.bounds):
+                out[s:e] = _run(fn, self.X[s:e], self.dtype, check, s, self.n_rows, self.name,
+                                transform, self._row_parts(rows, i), args)
+            self.checked = True
+            return out
+        import dask
+        import dask.array as da
+        check = not self.checked
+        blocks = self._dask_blocks()
+        parts = []
+        for i, (s, e) in enumerate(self.bounds):
+            d = dask.delayed(_run)(fn, blocks[i], self.dtype, check, s, self.n_rows, self.name,
+                                   transform, self._row_parts(rows, i), args)
+            shape = (e - s,) if n_columns is None else (e - s, int(n_columns))
+            parts.append(da.from_delayed(d, shape=shape, dtype=dtype))
+        return da.concatenate(parts)
+
+    # ------------------------------------------------------------- rows
+    def rows(self, values, dtype=None):
+        """Wrap a per-row array (numpy; for Dask also a dask array) as a RowArray, or None."""
+        if values is None:
+            return None
+        if isinstance(values, RowArray):
+            return values
+        if self.kind == "local":
+            v = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
+            if v.shape[0] != self.n_rows:
+                raise ValueError(f"a per-row array has {v.shape[0]} rows, X has {self.n_rows}.")
+            return RowArray(self, values=v)
+        import dask
+        import dask.array as da
+        v = values if is_dask_array(values) else da.from_array(np.asarray(values))
+        if v.shape[0] != self.n_rows:
+            raise ValueError(f"a per-row array has {v.shape[0]} rows, X has {self.n_rows}.")
+        if dtype is not None:
+            v = v.astype(dtype)
+        chunks = (tuple(e - s for s, e in self.bounds),) + tuple((c,) for c in v.shape[1:])
+        v = v.rechunk(chunks)
+        parts = dask.persist(*v.to_delayed().ravel())
+        return RowArray(self, parts=list(parts), dtype=v.dtype,
+                        width=None if v.ndim == 1 else int(v.shape[1]))
+
+    def full(self, value, dtype):
+        """A RowArray filled with ``value``."""
+        if self.kind == "local":
+            return RowArray(self, values=np.full(self.n_rows, value, dtype=dtype))
+        import dask
+        parts = dask.persist(*[dask.delayed(_fill)(e - s, value, dtype) for s, e in self.bounds])
+        return RowArray(self, parts=list(parts), dtype=dtype)
+
+    def take_rows(self, index):
+        """Rows ``index`` (int, any order, repeats allowed) of X in the working dtype.
+
+        Local: a memmap/ndarray by fancy indexing of the sorted unique rows (only
+        their pages are read), another row-sliceable array one block at a time.
+        Dask: ``X[rows]`` (only the chunks that hold them are read).
+        """
+        index = np.asarray(index, dtype=np.int64).reshape(-1)
+        if index.size and (index.min() < 0 or index.max() >= self.n_rows):
+            raise IndexError(f"row index out of range for {self.name} with {self.n_rows} rows.")
+        uniq, inverse = np.unique(index, return_inverse=True)
+        if self.kind == "dask":
+            got = np.asarray(self.X[uniq].compute())
+        elif isinstance(self.X, np.ndarray):
+            got = np.asarray(self.X[uniq])
+        else:
+            got = np.empty((uniq.size, self.n_features), dtype=self.dtype)
+            lo = 0
+            for s, e in self.bounds:
+                hi = int(np.searchsorted(uniq, e, side="left"))
+                if hi > lo:
+                    got[lo:hi] = _as_block(self.X[s:e], self.dtype)[uniq[lo:hi] - s]
+                lo = hi
+        got = _as_block(got, self.dtype)
+        return got[inverse.reshape(-1)]
+
+
+def source(X, *, block_rows=None, name="X", n_threads=None):
+    """A :class:`BlockSource` over X: Dask for a ``dask.array.Array``, local otherwise.
+
+    Parameters
+    ----------
+    X : np.memmap, row-sliceable 2-D array, ndarray or dask array
+        A dask array must have known row chunk sizes and be validated by
+        the caller (``metriclust._dask.check_dask_array``: one column chunk).
+    block_rows : int, optional
+        Local backend: rows per block (default
+        :func:`metriclust._core.blockwise.default_block_rows`, 64 MiB of input).
+        Ignored for Dask (the chunks are the blocks).
+    """
+    if isinstance(X, BlockSource):
+        return X
+    if is_dask_array(X):
+        dtype = np.dtype(X.dtype)
+        if dtype not in (np.float32, np.float64):
+            dtype = np.dtype(np.float64)
+        bounds = []
+        s = 0
+        for c in X.chunks[0]:
+            bounds.append((s, s + int(c)))
+            s += int(c)
+        return BlockSource(X, "dask", bounds, dtype, name=name)
+    if not (isinstance(X, np.ndarray) or is_out_of_core(X)):
+        raise TypeError(f"{name} must be an array with row slicing, got {type(X).__name__}.")
+    n, p, dtype = check_out_of_core(X, name=name)
+    if block_rows is None:
+        block_rows = default_block_rows(p, dtype.itemsize)
+    if isinstance(block_rows, bool) or not isinstance(block_rows, numbers.Integral) \
+            or block_rows < 1:
+        raise ValueError(f"block_rows must be an int >= 1, got {block_rows!r}.")
+    return BlockSource(X, "local", row_blocks(n, block_rows), dtype, name=name,
+                       n_threads=n_threads)
