@@ -82,10 +82,22 @@ def _cpd(**kw):
     return CPDUML(**base)
 
 
+def test_cpduml_nystrom_equals_in_memory(client):
+    # Unpatched: the spectral start's k-means++ runs on a sample that is X
+    # itself below 100,000 rows, so the whole fit is the in-memory one.
+    # (n_init=1: restarts ending in one partition numbered differently tie to
+    # rounding; either may be kept.)
+    X, _ = _blobs(900, 3, 3, seed=8, spread=1.5)
+    ref = _cpd(n_init=1).fit(X)
+    got = _cpd(n_init=1).fit(da.from_array(X, chunks=((300, 250, 350), 3)))
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    np.testing.assert_allclose(got.history_, ref.history_, rtol=CPD_RTOL)
+
+
 def test_cpduml_nystrom_equals_in_memory_from_the_same_start(client, monkeypatch):
-    # The Dask start seeds k-means with k-means|| (the scalable init), the
-    # in-memory one with k-means++: give both the same start partition, then
-    # every later step (Psi-steps, warm Lloyd) must agree.
+    # The same start partition given to both fits (the start's k-means is
+    # the engine's, tested in test_dask.py): every later step (Psi-steps,
+    # warm Lloyd on the moved chunks) must agree.
     X, _ = _blobs(900, 3, 3, seed=8, spread=1.5)
     start = np.asarray(np.argmin(((X[:, None, :] - X[[0, 1, 2]][None]) ** 2).sum(-1), 1),
                        dtype=np.int64)
@@ -112,7 +124,7 @@ def test_cpduml_nystrom_equals_in_memory_from_the_same_start(client, monkeypatch
 
 
 def test_cpduml_dask_spectral_start_is_a_good_partition(client):
-    # without the patch: the k-means|| start on the spectral coordinates finds the blobs
+    # without the patch: the start on the spectral coordinates finds the blobs
     X, y = _blobs(900, 3, 3, seed=8, spread=0.5)
     got = _cpd(random_state=2).fit(da.from_array(X, chunks=(300, 3)))
     from metriclust.metrics import adjusted_rand_index

@@ -46,9 +46,6 @@ PUBLIC_EDGES = {
     ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
     ("mmc", "_dask"): "Dask arrays: the rows of the pairs read from their chunks",
     ("cpduml", "_dask"): "Dask arrays: transform and predict chunk by chunk",
-    ("mmc", "_dask_methods"): "Dask arrays: D = all pairs not in S, block-pair tasks",
-    ("cpduml", "_dask_methods"): "Dask arrays: the low-rank fit, chunk tasks",
-    ("_dask_methods", "_dask"): "the Dask drivers reuse the shared Dask passes",
 }
 
 

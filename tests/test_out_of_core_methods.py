@@ -32,6 +32,19 @@ class _RowSliceable:
         return np.array(self._a[key])
 
 
+class _Recording(_RowSliceable):
+    """Row-sliceable, and records how many rows each read fetched."""
+
+    def __init__(self, a):
+        super().__init__(a)
+        self.reads = []
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        self.reads.append(out.shape[0] if out.ndim else 1)
+        return out
+
+
 def _blobs(n, p, k, seed, spread=1.0):
     rng = np.random.default_rng(seed)
     centers = rng.normal(scale=4.0, size=(k, p))
@@ -185,20 +198,12 @@ def test_mmc_all_pairs_covariance_init_and_transform(tmp_path):
                                rtol=1e-4)
 
 
-def test_mmc_all_pairs_reads_blocks_not_x_whole(tmp_path, monkeypatch):
+def test_mmc_all_pairs_reads_blocks_not_x_whole(tmp_path):
     # the all-pairs sums run block pair by block pair; no read is larger than a block
     X, S = _mmc_data(seed=6, n=200)
-    Xm = _memmap(tmp_path, X)
-    sizes = []
-    orig = pb.read_block
-
-    def spy(X_, start, stop, *a, **k):
-        sizes.append(stop - start)
-        return orig(X_, start, stop, *a, **k)
-
-    monkeypatch.setattr(pb, "read_block", spy)
-    MMC(tol=1e-6).fit(Xm, similar=S, block_rows=40)
-    assert sizes and max(sizes) <= 40
+    Xr = _Recording(X)
+    MMC(tol=1e-6).fit(Xr, similar=S, block_rows=40)
+    assert Xr.reads and max(Xr.reads) <= 40
 
 
 def test_mmc_all_pairs_bad_input(tmp_path):
@@ -277,19 +282,12 @@ def test_cpduml_auto_selection_memmap_equals_in_memory(tmp_path):
     _assert_same_cpd(got, ref, X)
 
 
-def test_cpduml_blockwise_reads_blocks_only(tmp_path, monkeypatch):
-    # no read of X larger than a block (landmarks and samples come through sample_rows)
+def test_cpduml_blockwise_reads_blocks_only(tmp_path):
+    # no read of X larger than a block (landmarks and samples: their rows only)
     X = _cpd_data(seed=11, n=600)
-    sizes = []
-    orig = cb.read_block
-
-    def spy(X_, start, stop, *a, **k):
-        sizes.append(stop - start)
-        return orig(X_, start, stop, *a, **k)
-
-    monkeypatch.setattr(cb, "read_block", spy)
-    est = _cpd().fit(_memmap(tmp_path, X), block_rows=100)
-    assert sizes and max(sizes) <= 100
+    Xr = _Recording(X)
+    est = _cpd().fit(Xr, block_rows=100)
+    assert Xr.reads and max(Xr.reads) <= 100
     assert isinstance(est.embedding_, cb.RowMap)
     assert est.labels_.shape == (600,)
 

@@ -265,12 +265,12 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
                                 "(approximation='nystrom', or 'auto' above "
                                 f"{DENSE_MAX_SAMPLES} points) and kernel=None; fit on "
                                 "X.compute() or a sample of its rows otherwise.")
-            from ._dask_methods import DaskBlocks
-            return self._fit_blockwise(DaskBlocks(X))
+            from ._core.cpd_blockwise import EngineBlocks
+            return self._fit_blockwise(EngineBlocks(X))
         if is_out_of_core(X) and X.shape[1] <= X.shape[0] and self._blockwise_ok(X.shape[0]):
-            from ._core.cpd_blockwise import MemmapBlocks
+            from ._core.cpd_blockwise import EngineBlocks
             check_out_of_core(X, ensure_min_samples=1)
-            return self._fit_blockwise(MemmapBlocks(X, block_rows))
+            return self._fit_blockwise(EngineBlocks(X, block_rows))
         X = check_array(X, name="X", dtype=np.float64)
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)

@@ -215,8 +215,8 @@ class MMC(TransformerMixin, BaseEstimator):
             X = np.asarray(X)   # wide: fewer rows than features, gathered
         if (is_out_of_core(X) and y is None and similar is not None and dissimilar is None
                 and X.shape[1] <= X.shape[0]):
-            from ._core.pairs_blockwise import MemmapSource
-            return self._fit_all_pairs(X, similar, MemmapSource(X, block_rows))
+            from ._core.pairs_blockwise import AllPairsSource
+            return self._fit_all_pairs(X, similar, AllPairsSource(X, block_rows))
         rows = None
         if (is_out_of_core(X) and similar is not None and dissimilar is not None
                 and not (isinstance(self.init, str) and self.init == "covariance")):
@@ -256,8 +256,8 @@ class MMC(TransformerMixin, BaseEstimator):
             y = np.asarray(y)
         S, D = self._side_information(X, y, similar, dissimilar)
         if D is None:       # all pairs not in S: block-pair tasks at every step
-            from ._dask_methods import DaskSource
-            return self._fit_all_pairs(X, S, DaskSource(X))
+            from ._core.pairs_blockwise import AllPairsSource
+            return self._fit_all_pairs(X, S, AllPairsSource(X))
         E, (S_e, D_e) = _dask.pair_rows(X, [S, D])
         init = self.init
         if isinstance(init, str) and init == "covariance":
@@ -298,7 +298,7 @@ class MMC(TransformerMixin, BaseEstimator):
 
         ``source``: ``gather(S) -> (rows, S renumbered)``, ``mean_cov(want_cov)
         -> (column mean, covariance or None)``, ``pair_map(mean)`` (the block-pair
-        driver, :func:`metriclust._core.pairs_blockwise.memmap_allpairs` or Dask's).
+        driver on the block engine): :class:`metriclust._core.pairs_blockwise.AllPairsSource`.
         """
         n, p = X.shape
         S = check_pairs(similar, n, name="similar", allow_empty=False)

@@ -32,7 +32,7 @@ recomputed, not stored).
 CONTRACT:
 
     RowMap(X, fn, n_columns, *args, block_rows=None): rows fn(X[a:b], *args), lazily
-    MemmapBlocks(X, block_rows) / the Dask driver: block_map, rows, kmeans, n, p
+    EngineBlocks(X, block_rows=None): block_map, rows, row_map, kmeans, n, p (on the engine)
     factor_moments_partial(block, landmarks, sigma, normalization) -> (U^T U, U^T X)
     cluster_partial(block, labels, K, landmarks, sigma, normalization) -> (sum U, sum X, counts)
     moved_rows(block, landmarks, sigma, M) -> x + g(x, L) M
@@ -45,12 +45,13 @@ CONTRACT:
 import numpy as np
 
 from .._kernels._sums import cluster_sums
-from .blockwise import default_block_rows, moments_partial, read_block, row_blocks
+from .blockwise import moments_partial, read_block
 from .cpd import PsiStep, low_rank_coef
+from .engine import source
 from .gram import drop_null_eigenpairs, factor_basis, gaussian_gram, gram_matmat
-from .streaming import kmeans_blockwise, sample_rows
+from .streaming import kmeans_blockwise
 
-__all__ = ["LowRankBlockSolver", "MemmapBlocks", "RowMap", "affine_rows", "cluster_partial",
+__all__ = ["EngineBlocks", "LowRankBlockSolver", "RowMap", "affine_rows", "cluster_partial",
            "factor_moments_partial", "field_rows", "float_rows", "moved_rows",
            "spectral_start", "within_partial"]
 
@@ -141,41 +142,43 @@ class RowMap:
                        *self.args)
 
 
-class MemmapBlocks:
-    """The block driver for an out-of-core X: block_map, rows, kmeans.
+class EngineBlocks:
+    """The block driver of the fit, on the block engine (memmap, h5py, Dask).
 
-    ``block_map(fn, *args, labels=None)`` returns ``[fn(block, [labels[a:b]],
-    *args)]`` in block order; ``kmeans(fn, args, n_columns, ...)`` runs
-    :func:`~metriclust._core.streaming.kmeans_blockwise` on the rows
-    ``fn(block, *args)`` (a :class:`RowMap`), returning int64 labels.
+    ``block_map(fn, *args, labels=None)``: ``[fn(block, [labels_b], *args)]``
+    in block order (``source.map``; the labels as a per-row array aligned with
+    the blocks). ``rows(indices)``: those rows as float64 (``take_rows``).
+    ``row_map(fn, n_columns, *args)``: the rows ``fn(block, *args)``, lazily
+    (a :class:`RowMap` of an out-of-core X, a Dask array with X's chunks).
+    ``kmeans(fn, args, n_columns, K, **kw)``: the engine's k-means
+    (:func:`~metriclust._core.streaming.kmeans_blockwise`) on those rows;
+    int64 labels in memory.
     """
 
     def __init__(self, X, block_rows=None):
-        self.X = X
-        self.n, self.p = (int(s) for s in X.shape)
-        self.block_rows = (default_block_rows(self.p, 8) if block_rows is None
-                           else int(block_rows))
-        self.blocks = row_blocks(self.n, self.block_rows)
+        self.src = source(X, block_rows=block_rows)
+        self.n, self.p = self.src.n_rows, self.src.n_features
+        self.block_rows = max(e - s for s, e in self.src.bounds)
 
     def block_map(self, fn, *args, labels=None):
-        out = []
-        for s, e in self.blocks:
-            B = read_block(self.X, s, e, np.float64)
-            out.append(fn(B, *args) if labels is None else fn(B, labels[s:e], *args))
-        return out
-
-    def row_map(self, fn, n_columns, *args):
-        """Rows ``fn(block, *args)`` as a lazy :class:`RowMap` (an attribute of the fit)."""
-        return RowMap(self.X, fn, n_columns, *args)
+        rows = () if labels is None else (self.src.rows(np.asarray(labels, dtype=np.int64)),)
+        return self.src.map(fn, *args, rows=rows)
 
     def rows(self, indices):
-        return np.ascontiguousarray(sample_rows(self.X, np.sort(indices), np.float64,
-                                                block_rows=self.block_rows))
+        return np.ascontiguousarray(self.src.take_rows(np.sort(indices)), dtype=np.float64)
+
+    def row_map(self, fn, n_columns, *args):
+        if self.src.kind == "dask":
+            return self.src.rowwise(fn, *args, n_columns=n_columns)
+        return RowMap(self.src.X, fn, n_columns, *args)
 
     def kmeans(self, fn, args, n_columns, n_clusters, **kw):
-        view = RowMap(self.X, fn, n_columns, *args)
-        res = kmeans_blockwise(view, n_clusters, block_rows=self.block_rows, **kw)
-        return res.labels.astype(np.int64)
+        res = kmeans_blockwise(self.row_map(fn, n_columns, *args), n_clusters,
+                               block_rows=self.block_rows, **kw)
+        labels = res.labels
+        if hasattr(labels, "compute"):
+            labels = labels.compute()
+        return np.asarray(labels, dtype=np.int64)
 
 
 def _sum_in_order(parts):
@@ -226,7 +229,7 @@ class LowRankBlockSolver:
 
     Parameters
     ----------
-    source : MemmapBlocks or the Dask driver
+    source : EngineBlocks
     landmarks : ndarray (m, p)
     sigma : float
     normalization : ndarray (m, r), ``N_L`` of the Nystrom factor

@@ -12,9 +12,9 @@ block pairs ``(I, J)``, ``I <= J``, in that fixed (row-major) order:
 
 minus S's own terms (the similar pairs' rows, gathered once). Each block pair's
 ``(h, G)`` is a pure function of the two blocks (:func:`allpairs_block_partial`),
-so a memmap driver (:func:`memmap_allpairs`) and a Dask driver
-(``metriclust._dask``-style tasks, :func:`dask_allpairs`) give the same partials,
-reduced in the same order. Memory: two blocks (and their whitened copies) and
+and one driver on the block engine (:func:`engine_allpairs`,
+:mod:`metriclust._core.engine`: memmap and Dask alike) reduces the partials in
+that order. Memory: two blocks (and their whitened copies) and
 ``p x p`` partials. Cost: ``O(N^2 p)`` flops per evaluation (every pair is
 visited, as in memory) and ``nb (nb + 1) / 2`` block reads.
 
@@ -24,8 +24,9 @@ CONTRACT:
     alldiag_block_partial(BI, BJ, shift, W, a, *, same, hessian, n_threads=None)
         -> (h, grad, H, grad_zero, n_zero)
     block_pairs(n_blocks) -> [(I, J), ...], I <= J, row-major
-    memmap_allpairs(X, block_rows, shift) -> pair_map(fn, W, arg, **kw) -> [partials]
-    MemmapSource(X, block_rows): gather(S), mean_cov(want_cov), pair_map(mean)
+    engine_allpairs(src, shift) -> pair_map(fn, W, arg, **kw) -> [partials, block-pair order]
+    memmap_allpairs(X, block_rows, shift) -> engine_allpairs(source(X, block_rows=...), shift)
+    AllPairsSource(X, block_rows=None): gather(S), mean_cov(want_cov), pair_map(mean)
     BlockAllPairSums(pair_map, W, E_S, S, n_threads=None): the ``PairSums`` face
         (``implicit``, ``full``, ``diag``, ``full_solver``) for ``mmc.py``
 """
@@ -33,13 +34,15 @@ CONTRACT:
 import numpy as np
 
 from .._kernels import _mmc, _pairwise
-from .blockwise import default_block_rows, moments_partial, read_block, row_blocks
+from .blockwise import moments_partial
+from .engine import source
 from .pairsums import unique_pairs
-from .streaming import gather_pair_rows, mean_and_variance_blockwise
+from .streaming import column_mean_and_variance, take_pair_rows
 from .threads import effective_n_threads
 
-__all__ = ["BlockAllPairSums", "MemmapSource", "alldiag_block_partial",
-           "allpairs_block_partial", "block_pairs", "memmap_allpairs", "whiten"]
+__all__ = ["AllPairsSource", "BlockAllPairSums", "alldiag_block_partial",
+           "allpairs_block_partial", "block_pairs", "engine_allpairs", "memmap_allpairs",
+           "whiten"]
 
 #: Pairs per explicit-pair call of the diagonal block-pair sums.
 _DIAG_CHUNK = 1 << 16
@@ -109,62 +112,76 @@ def alldiag_block_partial(BI, BJ, shift, W, a, *, same, hessian, n_threads=None)
     return h, grad, H, gz, nz
 
 
-def memmap_allpairs(X, block_rows, shift):
-    """A ``pair_map`` over the row blocks of an out-of-core ``X`` (read as float64).
+def _pair_task(BI, fn, BJ, shift, W, arg, kw, mode):
+    # block I of the engine pass for block J: I == J, I < J, or (I > J) nothing
+    if mode is None:
+        return None
+    return fn(BI, BJ, shift, W, arg, same=mode == "same", **kw)
+
+
+def engine_allpairs(src, shift):
+    """A ``pair_map`` over the block pairs of an engine source (memmap or Dask).
 
     ``pair_map(fn, W, arg, **kw)`` returns ``[fn(B_I, B_J, shift, W, arg,
-    same=I == J, **kw) for (I, J) in block_pairs]``; block I stays in memory
-    while the blocks J >= I are read, so at most two blocks are held.
+    same=I == J, **kw) for (I, J) in block_pairs]``. For each block J (read
+    once, by ``take_rows``) one engine pass runs ``fn`` on the blocks
+    ``I <= J`` (the blocks ``I > J`` return at once); the partials are put in
+    :func:`block_pairs` order. Local: at most two blocks in memory; Dask:
+    block J travels with the tasks of its pass.
     """
-    blocks = row_blocks(X.shape[0], block_rows)
+    nb = src.n_blocks
+    index = {pair: k for k, pair in enumerate(block_pairs(nb))}
 
     def pair_map(fn, W, arg, **kw):
-        out = []
-        for i, (s, e) in enumerate(blocks):
-            BI = read_block(X, s, e, np.float64, ensure_finite=False)
-            for j in range(i, len(blocks)):
-                BJ = BI if j == i else read_block(X, *blocks[j], np.float64,
-                                                   ensure_finite=False)
-                out.append(fn(BI, BJ, shift, W, arg, same=i == j, **kw))
+        kw["n_threads"] = src.n_threads
+        out = [None] * len(index)
+        for j, (s, e) in enumerate(src.bounds):
+            BJ = np.ascontiguousarray(src.take_rows(np.arange(s, e, dtype=np.int64)),
+                                      dtype=np.float64)
+            modes = ["same" if i == j else ("cross" if i < j else None) for i in range(nb)]
+            parts = src.map(_pair_task, fn, BJ, shift, W, arg, kw, per_block=modes)
+            for i in range(j + 1):
+                out[index[(i, j)]] = parts[i]
         return out
 
-    pair_map.n_blocks = len(blocks)
+    pair_map.n_blocks = nb
     return pair_map
 
 
-class MemmapSource:
-    """What ``MMC._fit_all_pairs`` reads from an out-of-core X (memmap, h5py).
+def memmap_allpairs(X, block_rows, shift):
+    """:func:`engine_allpairs` of ``source(X, block_rows=block_rows)``."""
+    return engine_allpairs(source(X, block_rows=block_rows), shift)
 
-    ``block_rows`` None: 64 MiB float64 blocks. The mean is the k-means
-    core's blockwise one (``mean_and_variance_blockwise``); the covariance
-    (``init="covariance"``) comes from per-block moments about that mean.
+
+def _moments_f64(block, shift):
+    return moments_partial(np.asarray(block, dtype=np.float64), shift=shift)
+
+
+class AllPairsSource:
+    """What ``MMC._fit_all_pairs`` reads from X, through the block engine (memmap, h5py, Dask).
+
+    ``block_rows`` None: the engine's default (64 MiB of input a block; a
+    Dask array keeps its row chunks). The mean is the engine's
+    ``column_mean_and_variance``; the covariance (``init="covariance"``)
+    comes from per-block moments about that mean.
     """
 
     def __init__(self, X, block_rows=None):
-        self.X = X
-        self.block_rows = (default_block_rows(X.shape[1], 8) if block_rows is None
-                           else int(block_rows))
-        row_blocks(X.shape[0], self.block_rows)       # checks block_rows
+        self.src = source(X, block_rows=block_rows)
 
     def gather(self, S):
-        XS, S_loc, _, _ = gather_pair_rows(self.X, S, np.zeros((0, 2), dtype=np.int64))
-        return np.ascontiguousarray(XS, dtype=np.float64), S_loc
+        XS, (S_loc,), _ = take_pair_rows(self.src, [S], dtype=np.float64)
+        return XS, S_loc
 
     def mean_cov(self, want_cov):
-        mean, _ = mean_and_variance_blockwise(self.X, np.float64, with_variance=False)
+        mean, _ = column_mean_and_variance(self.src, with_variance=False)
         if not want_cov:
             return mean, None
-        n, p = self.X.shape
-        cross = np.zeros((p, p))
-        dev = np.zeros(p)
-        for s, e in row_blocks(n, self.block_rows):
-            _, ds, cr = moments_partial(read_block(self.X, s, e, np.float64), shift=mean)
-            dev += ds
-            cross += cr
-        return mean, (cross - np.outer(dev, dev) / n) / max(n - 1.0, 1.0)
+        total, dev, cross = self.src.reduce(_moments_f64, mean)
+        return mean, (cross - np.outer(dev, dev) / total) / max(total - 1.0, 1.0)
 
     def pair_map(self, mean):
-        return memmap_allpairs(self.X, self.block_rows, mean)
+        return engine_allpairs(self.src, mean)
 
 
 class BlockAllPairSums:
