@@ -289,9 +289,12 @@ class MMC(TransformerMixin, BaseEstimator):
         Cost: every evaluation of the objective and gradient visits all pairs,
         ``O(N^2 p)`` flops (``p^2`` more per pair with the diagonal metric's
         Hessian) and ``nb (nb + 1) / 2`` block reads; a solve takes tens to
-        hundreds of evaluations. At the measured ~2e8 pairs a second per
-        core (p = 8 to 20, full A), N = 1e5 costs ~25 s per evaluation on one
-        core; N of a few 1e5 is the practical limit on one machine, and past
+        hundreds of evaluations. Measured (``_pairwise.allpairs_full``, N = 2e4,
+        p = 8 and 20, on the shared 2-core machine at load average 22):
+        1.5-1.6e7 pairs a second on one thread, 2-2.7e7 on two, so one
+        evaluation at N = 1e5 (5e9 pairs) takes minutes and a fit hours there;
+        N of a few 1e4 is practical on such a machine (a few 1e5 on many idle
+        cores or a Dask cluster: the block pairs are independent tasks), and past
         that D should be an explicit sample of dissimilar pairs. Peak extra
         memory: two blocks and their whitened copies (``4 b p`` float64 for
         ``b`` rows a block), the rows S touches, ``O(p^2)`` partials.
