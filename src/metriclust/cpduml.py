@@ -181,6 +181,19 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     the moons. With labels for part of the data, tune
     ``sigma`` and ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
+    **Data larger than memory** (an ``np.memmap``, h5py dataset or Dask array)
+    with the Nystrom path and ``kernel=None``: every ``N``-long product of the
+    Psi-step is reduced from per-block partials (``U^T U``, ``U^T X``,
+    per-cluster sums of ``U`` and ``X``) and the moved points are recomputed
+    per block, so peak extra memory is ``8 N`` bytes of labels plus, for
+    ``b = block_rows`` rows a block, about ``8 b (3 p + 2 m)`` bytes (the
+    block, its kernel rows, its moved rows), the ``m x m`` / ``m x p`` /
+    ``K x m`` sums and the 2,000-row and 1,000-row samples of the median
+    distance and of ``"auto"``; each Psi-step costs ``O(N m p)`` per pass (one
+    for the sums, one for ``J``, one per Lloyd iteration).
+    ``embedding_`` and ``weights_`` are then lazy (row-sliceable views, or
+    Dask arrays with X's chunks).
+
     The paper's per-iteration Y-step (k-means on the top-K eigenvectors of
     :math:`X_1 X_1^T`) does not decrease :math:`J` monotonically; with the
     continuous eigenvectors in the Psi-step nothing is learned (for

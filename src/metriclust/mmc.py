@@ -145,8 +145,13 @@ class MMC(TransformerMixin, BaseEstimator):
     an h5py dataset) with explicit ``similar`` and ``dissimilar`` pairs: only
     the rows the pairs touch are read (peak extra memory: those rows, as
     float64, and the pairs), unless ``init="covariance"`` (which needs all of
-    X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With class
-    labels or the implicit all-pairs D, X is read whole.
+    X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With the
+    implicit all-pairs D (``fit(X, similar=S)``, also on a Dask array) the
+    objective and gradient are summed block pair by block pair (``O(N^2 p)``
+    per evaluation, as in memory; peak extra memory two blocks and their
+    whitened copies, ``4 b p`` float64 for ``b = block_rows``, plus the rows S
+    touches and ``O(p^2)``); see ``_fit_all_pairs``. With class labels, X is
+    read whole.
 
     A singular ``M_S`` (fewer similar pairs than features, features constant
     within every similar pair) makes the paper's problem unbounded; the ridge
