@@ -148,9 +148,10 @@ class MMC(TransformerMixin, BaseEstimator):
     X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With the
     implicit all-pairs D (``fit(X, similar=S)``, also on a Dask array) the
     objective and gradient are summed block pair by block pair (``O(N^2 p)``
-    per evaluation, as in memory; peak extra memory two blocks and their
-    whitened copies, ``4 b p`` float64 for ``b = block_rows``, plus the rows S
-    touches and ``O(p^2)``); see ``_fit_all_pairs``. With class labels, X is
+    per evaluation, as in memory; peak extra memory two blocks with their
+    whitened and projected copies and the kernel's centred copies, about
+    ``8 b p`` float64 for ``b = block_rows``, plus the rows S touches and
+    ``O(p^2)``); see ``_fit_all_pairs``. With class labels, X is
     read whole.
 
     A singular ``M_S`` (fewer similar pairs than features, features constant
@@ -301,8 +302,9 @@ class MMC(TransformerMixin, BaseEstimator):
         N of a few 1e4 is practical on such a machine (a few 1e5 on many idle
         cores or a Dask cluster: the block pairs are independent tasks), and past
         that D should be an explicit sample of dissimilar pairs. Peak extra
-        memory: two blocks and their whitened copies (``4 b p`` float64 for
-        ``b`` rows a block), the rows S touches, ``O(p^2)`` partials.
+        memory: two blocks with their whitened and projected copies and the
+        kernel's centred copies (about ``8 b p`` float64 for ``b`` rows a
+        block), the rows S touches, ``O(p^2)`` partials.
 
         ``source``: ``gather(S) -> (rows, S renumbered)``, ``mean_cov(want_cov)
         -> (column mean, covariance or None)``, ``pair_map(mean)`` (the block-pair
