@@ -306,3 +306,29 @@ def test_row_map_slices_only():
     np.testing.assert_array_equal(view[1:3], [[2, 3], [4, 5]])
     with pytest.raises(TypeError, match="slices"):
         view[[0, 1]]
+
+
+def test_crosspairs_thread_invariant():
+    rng = np.random.default_rng(13)
+    XI, XJ = rng.normal(size=(700, 6)), rng.normal(size=(500, 6))
+    Lt = rng.normal(size=(6, 6))
+    a = _pairwise.crosspairs_full(XI, XI @ Lt, XJ, XJ @ Lt, n_threads=1)
+    b = _pairwise.crosspairs_full(XI, XI @ Lt, XJ, XJ @ Lt, n_threads=2)
+    assert a[0] == b[0]
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_blockwise_fits_thread_invariant(tmp_path):
+    # same block size: the same bits whatever the OpenMP thread count
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X, S = _mmc_data(seed=3, n=300)
+    Xc = _cpd_data(seed=14, n=500)
+    Xm, Xcm = _memmap(tmp_path, X), _memmap(tmp_path, Xc, "C.npy")
+    out = []
+    for nt in (1, 2):
+        with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
+            m = MMC(tol=1e-9).fit(Xm, similar=S, block_rows=70)
+            c = _cpd().fit(Xcm, block_rows=128)
+        out.append((m.metric_, m.objective_, c.labels_, c.objective_, c.cluster_centers_))
+    for x, y in zip(*out):
+        np.testing.assert_array_equal(x, y)
