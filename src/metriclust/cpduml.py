@@ -250,7 +250,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             (:mod:`metriclust._core.cpd_blockwise`; see Notes).
         y : ignored
         block_rows : int, default=None
-            Rows per block for an out-of-core X (None: 64 MiB float64 blocks).
+            Rows per block for an out-of-core X (None: blocks whose working set,
+            ``8 (3 p + 2 n_components)`` bytes a row, is 64 MiB).
 
         Returns
         -------
@@ -281,9 +282,10 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             from ._core.cpd_blockwise import EngineBlocks
             return self._fit_blockwise(EngineBlocks(X))
         if is_out_of_core(X) and X.shape[1] <= X.shape[0] and self._blockwise_ok(X.shape[0]):
-            from ._core.cpd_blockwise import EngineBlocks
+            from ._core.cpd_blockwise import EngineBlocks, working_set_row_bytes
             check_out_of_core(X, ensure_min_samples=1)
-            return self._fit_blockwise(EngineBlocks(X, block_rows))
+            row_bytes = working_set_row_bytes(X.shape[1], self.n_components)
+            return self._fit_blockwise(EngineBlocks(X, block_rows, row_bytes=row_bytes))
         X = check_array(X, name="X", dtype=np.float64)
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)

@@ -211,7 +211,8 @@ class MMC(TransformerMixin, BaseEstimator):
         """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``.
 
         ``block_rows``: rows per block when X is read block by block (an
-        out-of-core X with D = all pairs not in S); None: 64 MiB blocks.
+        out-of-core X with D = all pairs not in S); None: ``64 MiB / (64 p)``
+        rows (two blocks and their copies then take about 64 MiB).
         """
         if is_dask_array(X):
             from . import _dask

@@ -32,7 +32,9 @@ recomputed, not stored).
 CONTRACT:
 
     RowMap(X, fn, n_columns, *args, block_rows=None): rows fn(X[a:b], *args), lazily
-    EngineBlocks(X, block_rows=None): block_map, rows, row_map, kmeans, n, p (on the engine)
+    EngineBlocks(X, block_rows=None, *, row_bytes=None): block_map, rows, row_map, kmeans,
+        n, p (on the engine; row_bytes: the per-row working set that sizes default blocks)
+    working_set_row_bytes(p, m) -> bytes a block row costs in the passes
     factor_moments_partial(block, landmarks, sigma, normalization) -> (U^T U, U^T X)
     cluster_partial(block, labels, K, landmarks, sigma, normalization) -> (sum U, sum X, counts)
     moved_rows(block, landmarks, sigma, M) -> x + g(x, L) M
@@ -45,7 +47,7 @@ CONTRACT:
 import numpy as np
 
 from .._kernels._sums import cluster_sums
-from .blockwise import moments_partial, read_block
+from .blockwise import default_block_rows, moments_partial, read_block
 from .cpd import PsiStep, low_rank_coef
 from .engine import source
 from .gram import drop_null_eigenpairs, factor_basis, gaussian_gram, gram_matmat
@@ -155,7 +157,11 @@ class EngineBlocks:
     int64 labels in memory.
     """
 
-    def __init__(self, X, block_rows=None):
+    def __init__(self, X, block_rows=None, *, row_bytes=None):
+        if block_rows is None and row_bytes is not None and not hasattr(X, "__dask_graph__"):
+            # blocks sized by their working set (kernel rows, moved rows), not by
+            # X's bytes alone: 64 MiB of it
+            block_rows = default_block_rows(1, row_bytes)
         self.src = source(X, block_rows=block_rows)
         self.n, self.p = self.src.n_rows, self.src.n_features
         self.block_rows = max(e - s for s, e in self.src.bounds)
@@ -179,6 +185,12 @@ class EngineBlocks:
         if hasattr(labels, "compute"):
             labels = labels.compute()
         return np.asarray(labels, dtype=np.int64)
+
+
+def working_set_row_bytes(p, m):
+    """Bytes one block row costs in the passes: float64 row, kernel row and factor
+    row (``m`` each), moved row, gram_matmat's output: ``8 (3 p + 2 m)``."""
+    return 8 * (3 * int(p) + 2 * int(m))
 
 
 def _sum_in_order(parts):

@@ -34,7 +34,7 @@ CONTRACT:
 import numpy as np
 
 from .._kernels import _mmc, _pairwise
-from .blockwise import moments_partial
+from .blockwise import default_block_rows, moments_partial
 from .engine import source
 from .pairsums import unique_pairs
 from .streaming import column_mean_and_variance, take_pair_rows
@@ -160,13 +160,17 @@ def _moments_f64(block, shift):
 class AllPairsSource:
     """What ``MMC._fit_all_pairs`` reads from X, through the block engine (memmap, h5py, Dask).
 
-    ``block_rows`` None: the engine's default (64 MiB of input a block; a
-    Dask array keeps its row chunks). The mean is the engine's
+    ``block_rows`` None: blocks of ``64 MiB / (64 p)`` rows (their working set,
+    about ``8 b p`` float64 for two blocks, is 64 MiB); a Dask array keeps its
+    row chunks. The mean is the engine's
     ``column_mean_and_variance``; the covariance (``init="covariance"``)
     comes from per-block moments about that mean.
     """
 
     def __init__(self, X, block_rows=None):
+        if block_rows is None and not hasattr(X, "__dask_graph__"):
+            # two blocks and their copies, about 8 float64 values a row and feature
+            block_rows = default_block_rows(8 * int(X.shape[1]), 8)
         self.src = source(X, block_rows=block_rows)
 
     def gather(self, S):
