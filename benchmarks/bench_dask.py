@@ -20,9 +20,16 @@ CPCM (second target): linear predictor on N x p float32 blobs with K
 clusters, fitted in memory and on the dask array (same random_state); the
 table gives both times and how far the results differ.
 
+MMC and CPD-UML (``--methods``): MMC (full A, tol=1e-6, 1000 similar pairs, D
+= all pairs not in S: one task per block pair and evaluation) on ``--mmc-n``
+rows and CPD-UML (Nystrom, m = 50, n_init=1, max_iter=10) on ``--cpd-n`` rows,
+d = 8 float32 blobs in ``--method-chunks`` chunks, fitted in memory and on
+the cluster; times and how far the results differ.
+
 Usage: python benchmarks/bench_dask.py [--n 2e7] [--d 8] [--k 16] [--chunks 64]
            [--iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5] [--cpcm-chunks C]
            [--skip-kmeans] [--skip-cpcm] [--quick]
+           [--methods [--mmc-n 2e4] [--cpd-n 1e6] [--method-chunks 8]]
 dask-ml is needed for the KMeans peer (pip install dask-ml); without it the
 peer's row is skipped.
 """
@@ -188,6 +195,67 @@ def bench_cpcm(args, client, lines):
     lines.append("")
 
 
+def bench_methods(args, client, lines):
+    """MMC (D = all pairs not in S) and CPD-UML (Nystrom) on Dask against the in-memory fit."""
+    import warnings
+
+    import dask.array as da
+    from metriclust import CPDUML, MMC
+    from metriclust.metrics import adjusted_rand_index
+
+    rng = np.random.default_rng(3)
+    d, K = 8, 4
+    centers = rng.normal(scale=3.0, size=(K, d))
+    rows = []
+    # MMC: the all-pairs sums, one task per block pair and evaluation
+    n = int(args.mmc_n)
+    y = rng.integers(K, size=n)
+    X = (centers[y] + rng.normal(size=(n, d))).astype(np.float32)
+    S = []
+    while len(S) < 1000:
+        i, j = rng.integers(n, size=2)
+        if i != j and y[i] == y[j]:
+            S.append((i, j))
+    S = np.array(S)
+    Xd = da.from_array(X, chunks=(-(-n // args.method_chunks), d)).persist()
+    load0 = _common.load_average()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        ref = MMC(tol=1e-6).fit(X, similar=S)
+        t1 = time.perf_counter()
+        got = MMC(tol=1e-6).fit(Xd, similar=S)
+        t2 = time.perf_counter()
+    diff = np.linalg.norm(got.metric_ - ref.metric_) / np.linalg.norm(ref.metric_)
+    rows.append([f"MMC all pairs, N = {n}", t1 - t0, t2 - t1, ref.n_iter_, got.n_iter_,
+                 f"J rel. diff {abs(got.objective_ / ref.objective_ - 1):.1e}, "
+                 f"A rel. diff {diff:.1e}"])
+    # CPD-UML: Nystrom features per chunk
+    n = int(args.cpd_n)
+    y = rng.integers(K, size=n)
+    X = (centers[y] + rng.normal(size=(n, d))).astype(np.float32)
+    Xd = da.from_array(X, chunks=(-(-n // args.method_chunks), d)).persist()
+    kw = dict(n_clusters=K, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=50,
+              n_init=1, max_iter=10, random_state=0)
+    t0 = time.perf_counter()
+    ref = CPDUML(**kw).fit(X)
+    t1 = time.perf_counter()
+    got = CPDUML(**kw).fit(Xd)
+    t2 = time.perf_counter()
+    rows.append([f"CPDUML Nystrom m = 50, N = {n}", t1 - t0, t2 - t1, ref.n_iter_, got.n_iter_,
+                 f"J rel. diff {abs(got.objective_ / ref.objective_ - 1):.1e}, ARI "
+                 f"{adjusted_rand_index(ref.labels_, got.labels_):.4f}"])
+    load1 = _common.load_average()
+    lines.append(f"## MMC (D = all pairs not in S) and CPD-UML (Nystrom) on Dask, d = {d}, "
+                 f"K = {K}, float32, {args.method_chunks} chunks; load average {load0:.1f} "
+                 f"before, {load1:.1f} after")
+    lines.append("")
+    lines.append(_common.markdown_table(
+        ["fit", "in memory (s)", "dask (s)", "iterations (memory)", "iterations (dask)",
+         "agreement"], rows))
+    lines.append("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=float, default=2e7)
@@ -203,6 +271,11 @@ def main():
                     help="row chunks of CPCM's data (default: --chunks)")
     ap.add_argument("--skip-kmeans", action="store_true")
     ap.add_argument("--skip-cpcm", action="store_true")
+    ap.add_argument("--methods", action="store_true",
+                    help="also MMC (all pairs) and CPD-UML (Nystrom) against memory")
+    ap.add_argument("--mmc-n", type=float, default=2e4)
+    ap.add_argument("--cpd-n", type=float, default=1e6)
+    ap.add_argument("--method-chunks", type=int, default=8)
     ap.add_argument("--quick", action="store_true", help="N = 2e6 and 1e6, 2 repeats")
     ap.add_argument("--spin", action="store_true", help="OpenMP threads spin (default passive)")
     args = ap.parse_args()
@@ -226,6 +299,10 @@ def main():
             done = len(lines)
         if not args.skip_cpcm:
             bench_cpcm(args, client, lines)
+            print("\n".join(lines[done:]), flush=True)
+            done = len(lines)
+        if args.methods:
+            bench_methods(args, client, lines)
             print("\n".join(lines[done:]), flush=True)
     finally:
         client.close()

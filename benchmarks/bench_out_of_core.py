@@ -29,10 +29,24 @@ block to ``DIR/blobs.npy``), fitted in a fresh child process on the memmap
 the table gives seconds, peak RssAnon, blur ratio, iterations and whether the
 labels are equal (compared in the parent, from the labels each child saved).
 
+MMC and CPD-UML (``--mmc``, ``--cpduml``; issue #11's remaining methods):
+float32 blobs with their labels (``DIR/lblobs.npy``), each fit in a fresh
+child process on the memmap and on the data in RAM. ``--mmc``: MMC (full A,
+tol=1e-6) with 1000 similar pairs drawn from the labels and D = all pairs not
+in S (the block-pair sums; ``--block-rows``); the table adds J and the
+relative difference of A against the RAM fit. ``--cpduml``: CPDUML with the
+Nystrom path (sigma=0.5, lam=1e-3, n_components=50, n_init=1, max_iter=10,
+random_state=0); the table adds J and the adjusted Rand index of the two
+partitions (past 100,000 rows the out-of-core k-means++ seeds on a 100,000-row
+sample, so the starts may differ).
+
 Usage: python benchmarks/bench_out_of_core.py --rows N [--features 16] [--clusters 16]
            [--dir DIR] [--diff 3] [--repeats 2] [--skip ram sklearn] [--keep]
        python benchmarks/bench_out_of_core.py --cpcm --rows 60000000 --features 20
            --clusters 5 [--skip ram] [--dir DIR] [--keep]
+       python benchmarks/bench_out_of_core.py --mmc --rows 20000 --features 8 --clusters 4
+           [--block-rows 5000]
+       python benchmarks/bench_out_of_core.py --cpduml --rows 1000000 --features 8 --clusters 4
 """
 
 import _common  # noqa: I001  (first: sets the OpenMP wait policy)
@@ -119,6 +133,110 @@ def cpcm_child(kind, path, out_path):
                       "base_rss_anon": base, "blur_ratio": float(est.blur_ratio_),
                       "n_iter": int(est.n_iter_), "best_start": est.best_start_,
                       "search_size": int(est.search_size_)}))
+
+
+def method_child(method, kind, path, out_path, block_rows):
+    """One MMC or CPDUML fit in this (fresh) process; prints a JSON line, saves the result."""
+    import warnings
+
+    base = rss_anon()
+    with PeakSampler() as mem:
+        X = np.load(path) if kind == "ram" else np.load(path, mmap_mode="r")
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if method == "mmc":
+                from metriclust import MMC
+
+                S = np.load(path + ".similar.npy")
+                kw = {} if kind == "ram" else {"block_rows": block_rows}
+                est = MMC(tol=1e-6).fit(X, similar=S, **kw)
+                result, J = est.metric_, est.objective_
+            else:
+                from metriclust import CPDUML
+
+                est = CPDUML(int(os.environ.get("BENCH_K", "4")), sigma=0.5, lam=1e-3,
+                             approximation="nystrom", n_components=50, n_init=1,
+                             max_iter=10, random_state=0).fit(X)
+                result, J = np.asarray(est.labels_), est.objective_
+        seconds = time.perf_counter() - t0
+    np.save(out_path, result)
+    print(json.dumps({"kind": kind, "seconds": seconds, "peak_rss_anon": mem.peak,
+                      "base_rss_anon": base, "objective": float(J),
+                      "n_iter": int(est.n_iter_)}))
+
+
+def write_labelled_blobs(path, n, d, k, n_similar=1000, block=1 << 20, seed=0):
+    """``write_blobs``'s clusters, plus ``n_similar`` same-cluster pairs (``path.similar.npy``)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=3.0, size=(k, d)).astype(np.float32)
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+    y = np.empty(n, dtype=np.int64)
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        y[s:e] = rng.integers(k, size=e - s)
+        X[s:e] = centers[y[s:e]] + rng.standard_normal((e - s, d), dtype=np.float32)
+    X.flush()
+    del X
+    S = []
+    while len(S) < n_similar:
+        i, j = rng.integers(n, size=2)
+        if i != j and y[i] == y[j]:
+            S.append((i, j))
+    np.save(path + ".similar.npy", np.array(S, dtype=np.int64))
+    np.save(path + ".y.npy", y)
+
+
+def main_method(args, method):
+    from metriclust._core.threads import effective_n_threads
+    from metriclust.metrics import adjusted_rand_index
+
+    directory = args.dir or tempfile.mkdtemp(prefix="bench-ooc-")
+    os.makedirs(directory, exist_ok=True)
+    n, d, k = args.rows, args.features, args.clusters
+    path = os.path.join(directory, f"lblobs-{n}-{d}-{k}.npy")
+    lines, _ = _common.machine_header(f"bench_out_of_core --{method}", effective_n_threads())
+    print("\n".join(lines))
+    if not os.path.exists(path + ".y.npy"):
+        write_labelled_blobs(path, n, d, k)
+    warm_page_cache(path)
+    what = ("MMC(tol=1e-6), full A, 1000 similar pairs, D = all pairs not in S, "
+            f"block_rows={args.block_rows}" if method == "mmc" else
+            "CPDUML(K, sigma=0.5, lam=1e-3, approximation='nystrom', n_components=50, "
+            "n_init=1, max_iter=10, random_state=0)")
+    print(f"data: {n:,} x {d} float32 blobs, K = {k} ({n * d * 4 / 1e6:.1f} MB); {what}; "
+          f"load average {_common.load_average():.1f}", flush=True)
+    kinds = [c for c in ("memmap", "ram") if c not in args.skip]
+    res = {}
+    for c in kinds:
+        out = os.path.join(directory, f"{method}-{c}.npy")
+        r = subprocess.run([sys.executable, __file__, "--method-child", method, c, path, out,
+                            str(args.block_rows)], capture_output=True, text=True,
+                           env=dict(os.environ, BENCH_K=str(k)))
+        res[c] = (json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else
+                  {"kind": c, "error": r.stderr.strip()[-300:]})
+        print("  ", json.dumps(res[c]), flush=True)
+    agree = "-"
+    ok = all("error" not in res.get(c, {"error": 1}) for c in ("memmap", "ram"))
+    if ok:
+        a, b = (np.load(os.path.join(directory, f"{method}-{c}.npy")) for c in ("memmap", "ram"))
+        agree = (float(np.linalg.norm(a - b) / np.linalg.norm(b)) if method == "mmc" else
+                 float(adjusted_rand_index(b, a)))
+    print()
+    print(_common.markdown_table(["fit", "seconds", "peak RssAnon (MB)", "J", "iterations",
+                                  "rel. Frobenius diff of A vs ram" if method == "mmc" else
+                                  "ARI vs ram"]))
+    for c in kinds:
+        r = res[c]
+        if "error" in r:
+            print(_common.markdown_row([c, "failed", "", "", "", r["error"][-80:]]))
+        else:
+            print(_common.markdown_row([c, r["seconds"], r["peak_rss_anon"] / 1e6,
+                                        r["objective"], r["n_iter"],
+                                        agree if c == "memmap" else "-"]))
+    print(f"\nload average at end {_common.load_average():.1f}")
+    if not args.keep and args.dir is None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def write_blobs(path, n, d, k, block=1 << 20, seed=0):
@@ -215,9 +333,14 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep DIR/X.npy")
     ap.add_argument("--spin", action="store_true")
     ap.add_argument("--cpcm", action="store_true", help="CPCM linear instead of KMeans")
+    ap.add_argument("--mmc", action="store_true", help="MMC, D = all pairs not in S")
+    ap.add_argument("--cpduml", action="store_true", help="CPDUML, Nystrom path")
+    ap.add_argument("--block-rows", type=int, default=5000, help="MMC's block rows")
     args = ap.parse_args()
     if args.cpcm:
         return main_cpcm(args)
+    if args.mmc or args.cpduml:
+        return main_method(args, "mmc" if args.mmc else "cpduml")
 
     from metriclust._core.threads import effective_n_threads
 
@@ -270,7 +393,9 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--cpcm-child":
+    if len(sys.argv) > 1 and sys.argv[1] == "--method-child":
+        method_child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--cpcm-child":
         cpcm_child(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))

@@ -166,6 +166,13 @@ static int eval_factor(ml_mmc_spg *s, const double *Lt, ptrdiff_t r, double *h, 
     ptrdiff_t n = pb->n, p = pb->p, pp = p * p;
     int st;
     s->n_eval += 1;
+    if (pb->form == ML_MMC_CALLBACK) {
+        memset(Gz, 0, (size_t)pp * sizeof(double));
+        *nz = 0.0;
+        st = pb->eval(pb->eval_ctx, Lt, p, r, h, G);
+        if (st == ML_OK && !isfinite(*h)) st = ML_ERR_NUMERIC;
+        return st;
+    }
     if (pb->form == ML_MMC_DIRECT)
         return ml_pairs_full(pb->E, n, p, pb->pairs, pb->m, Lt, r, h, G, NULL, Gz, nz,
                              pb->dgemm, pb->dsyrk, pb->n_threads);
@@ -239,7 +246,8 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
     ptrdiff_t p = pb->p, n = pb->n;
     /* LAPACK takes int sizes: 2 p^2 + 6 p + 1 must fit */
     if (p <= 0 || p > 20000 || n < 0 || pb->m < 0 || set->max_iter < 1 || set->memory < 1
-        || set->window < 1 || pb->form < ML_MMC_DIRECT || pb->form > ML_MMC_ALLPAIRS
+        || set->window < 1 || pb->form < ML_MMC_DIRECT || pb->form > ML_MMC_CALLBACK
+        || (pb->form == ML_MMC_CALLBACK && !pb->eval)
         || !pb->dgemm || !pb->dsyrk || !pb->dsyevd || !pb->dsyevr)
         return NULL;
     if (pb->form == ML_MMC_LAPLACIAN && pb->m_close < 0) return NULL;
@@ -264,7 +272,7 @@ ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set)
     ok &= (s->log = calloc((size_t)(3 * s->log_cap + 1), sz)) != NULL;
     ok &= (s->work = calloc((size_t)s->lwork, sz)) != NULL;
     ok &= (s->iwork = calloc((size_t)(s->liwork + 2 * p), sizeof(int))) != NULL;
-    if (ok && pb->form != ML_MMC_DIRECT) {
+    if (ok && pb->form != ML_MMC_DIRECT && pb->form != ML_MMC_CALLBACK) {
         size_t np = (size_t)(n * p) + 1;
         ok &= (s->Y = calloc(np, sz)) != NULL;
         ok &= (s->T = calloc(np, sz)) != NULL;

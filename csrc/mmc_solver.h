@@ -31,8 +31,15 @@ typedef void (*ml_dsyevr_fn)(char *jobz, char *range, char *uplo, int *n, double
 enum {
     ML_MMC_DIRECT = 0,     /* explicit pairs, direct kernel (ml_pairs_full) */
     ML_MMC_LAPLACIAN = 1,  /* explicit pairs: far ones by the Laplacian form, close ones direct */
-    ML_MMC_ALLPAIRS = 2    /* all pairs i < j minus the (unique) similar pairs */
+    ML_MMC_ALLPAIRS = 2,   /* all pairs i < j minus the (unique) similar pairs */
+    ML_MMC_CALLBACK = 3    /* the caller's function gives h and G (data read block by
+                            * block: metriclust._core.pairs_blockwise); no G_zero */
 };
+
+/* ML_MMC_CALLBACK: *h and G (p x p) at the factor Lt (p x r, row-major) of B;
+ * returns ML_OK or an error status, which the solver returns as it is. */
+typedef int (*ml_mmc_eval_fn)(void *ctx, const double *Lt, ptrdiff_t p, ptrdiff_t r,
+                              double *h, double *G);
 
 /* Why ml_mmc_spg_run returned. */
 enum {
@@ -57,6 +64,8 @@ typedef struct {
     ml_dsyevd_fn dsyevd;
     ml_dsyevr_fn dsyevr;
     int n_threads;
+    ml_mmc_eval_fn eval;       /* CALLBACK: the sums (E, pairs unused) */
+    void *eval_ctx;
 } ml_mmc_problem;
 
 typedef struct ml_mmc_spg ml_mmc_spg;
@@ -78,7 +87,7 @@ typedef struct {
 ml_mmc_spg *ml_mmc_spg_new(const ml_mmc_problem *pb, const ml_mmc_settings *set);
 void ml_mmc_spg_free(ml_mmc_spg *s);
 
-/* h, G (and G_zero, n_zero except for ALLPAIRS: zero and 0) at B >= 0 (p x p).
+/* h, G (and G_zero, n_zero except for ALLPAIRS, CALLBACK: zero and 0) at B >= 0 (p x p).
  * Uses the solver's scratch: not concurrently with ml_mmc_spg_run. */
 int ml_mmc_spg_evaluate(ml_mmc_spg *s, const double *B, double *h, double *G,
                         double *G_zero, double *n_zero);

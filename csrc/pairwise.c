@@ -521,6 +521,10 @@ typedef struct {
     ptrdiff_t n, p;
     ml_dgemm_fn dgemm;
     ml_dsyrk_fn dsyrk;
+    /* ml_crosspairs_full: the column rows (nJ x p), distinct from X's rows;
+     * NULL for the pairs i < j within X */
+    const double *XJ;
+    ptrdiff_t nJ;
 } allpairs_job;
 
 /* Row tile I of ml_allpairs_full into acc (lower triangle p x p) and *hacc. */
@@ -528,15 +532,19 @@ static void full_rowtile(const allpairs_job *job, ptrdiff_t I, tile_ws *ws,
                          double *acc, double *hacc) {
     const ptrdiff_t T = ML_GRAM_TILE, n = job->n, p = job->p;
     const ptrdiff_t i0 = I * T, ti = min_p(T, n - i0);
+    /* columns: the rows j > i of X itself, or all rows of XJ (cross pairs) */
+    const int cross = job->XJ != NULL;
+    const double *Xcol = cross ? job->XJ : job->X;
+    const ptrdiff_t ncol = cross ? job->nJ : n;
     memset(ws->T, 0, (size_t)(ti * p) * sizeof(double));
     memset(ws->rs, 0, (size_t)ti * sizeof(double));
-    for (ptrdiff_t j0 = i0; j0 < n && !ml_interrupted(); j0 += T) {
-        const ptrdiff_t tj = min_p(T, n - j0);
+    for (ptrdiff_t j0 = cross ? 0 : i0; j0 < ncol && !ml_interrupted(); j0 += T) {
+        const ptrdiff_t tj = min_p(T, ncol - j0);
         ml_sqdist_tile_f64(job->dist, i0, ti, j0, tj, 0, 0.0, ws->W, tj, ws->buf, ws->acc);
-        weights_full(ws->W, ti, tj, j0 == i0, ws->rs, ws->cs, hacc);
+        weights_full(ws->W, ti, tj, !cross && j0 == i0, ws->rs, ws->cs, hacc);
         /* column role: X_J^T diag(W^T 1) X_J */
-        weighted_gram_acc(acc, job->X + j0 * p, ws->cs, tj, p, ws->rows, job->dsyrk);
-        add_weighted_rows(ws->T, ws->W, job->X + j0 * p, ti, tj, p, job->dgemm);
+        weighted_gram_acc(acc, Xcol + j0 * p, ws->cs, tj, p, ws->rows, job->dsyrk);
+        add_weighted_rows(ws->T, ws->W, Xcol + j0 * p, ti, tj, p, job->dgemm);
     }
     /* row role: X_I^T diag(W 1) X_I, then minus (C + C^T), C = X_I^T T */
     weighted_gram_acc(acc, job->X + i0 * p, ws->rs, ti, p, ws->rows, job->dsyrk);
@@ -622,7 +630,8 @@ static int allpairs_run(const allpairs_job *job, int diagonal, int grad, int zer
                         ptrdiff_t ntask, ptrdiff_t len, double *hpart,
                         double *part, int n_threads) {
     const ptrdiff_t nt = (job->n + ML_GRAM_TILE - 1) / ML_GRAM_TILE, p = job->p;
-    const double work = 0.5 * (double)job->n * (double)job->n * (double)(2 * p);
+    const double work = (job->XJ ? (double)job->nJ : 0.5 * (double)job->n)
+                        * (double)job->n * (double)(2 * p);
     int status = ML_OK;
     #pragma omp parallel if(ntask > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
@@ -662,6 +671,37 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
     if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
     if (status == ML_OK && nt > 0) {
         allpairs_job job = {&dist, X, NULL, NULL, n, p, dgemm, dsyrk};
+        status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
+    }
+    if (status == ML_OK) {
+        add_partials(h, hpart, ntask, 1, 1);
+        add_partials(G, gpart, ntask, p * p, p * p);
+        symmetrize_lower(G, p);
+        if (!isfinite(*h)) status = ML_ERR_NUMERIC;
+    }
+    ml_sqdist_free_f64(&dist);
+    free(hpart);
+    free(gpart);
+    return status;
+}
+
+int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
+                       const double *XJ, const double *YJ, ptrdiff_t nJ,
+                       ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    if (nI < 0 || nJ < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
+    memset(G, 0, (size_t)(p * p) * sizeof(double));
+    *h = 0.0;
+    if (nI == 0 || nJ == 0) return ML_OK;
+    ml_sqdist_f64 dist;
+    int status = ml_sqdist_init_f64(&dist, YI, nI, YJ, nJ, r, dgemm);
+    const ptrdiff_t nt = (nI + ML_GRAM_TILE - 1) / ML_GRAM_TILE;
+    const ptrdiff_t ntask = n_tasks_for(nt, p * p);
+    double *hpart = calloc((size_t)ntask, sizeof(double));
+    double *gpart = calloc((size_t)(ntask * p * p), sizeof(double));
+    if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
+    if (status == ML_OK) {
+        allpairs_job job = {&dist, XI, NULL, NULL, nI, p, dgemm, dsyrk, XJ, nJ};
         status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
     }
     if (status == ML_OK) {

@@ -79,4 +79,18 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
 int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
                      ptrdiff_t p, ptrdiff_t r, double *h, double *G,
                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+
+/* Cross pairs (i, j), i a row of XI (nI x p), j a row of XJ (nJ x p): every
+ * one of the nI nJ pairs once, as ml_allpairs_full (its tile code, with XJ's
+ * rows in the column role). YI = XI Lt, YJ = XJ Lt (rows centred by the
+ * caller with one common shift). *h = sum_ij d_ij and
+ *   G = sum_ij W_ij (x_i - x_j)(x_i - x_j)^T
+ *     = XI^T diag(W 1) XI + XJ^T diag(W^T 1) XJ - (C + C^T), C = XI^T W XJ,
+ * with W_ij = 1/(2 d_ij) (0 where d_ij = 0); row tiles of XI in fixed tasks,
+ * partials added in order. The block-pair term of the all-pairs sums of
+ * data read block by block (metriclust._core.pairs_blockwise). */
+int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
+                       const double *XJ, const double *YJ, ptrdiff_t nJ,
+                       ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 #endif

@@ -249,13 +249,7 @@ def test_mmc_explicit_pairs_equals_in_memory_fit(client, diagonal, init):
                                rtol=1e-8)
 
 
-def test_mmc_dask_needs_explicit_dissimilar_pairs(client):
-    from metriclust import MMC
-
-    X, y = _blobs(500, 3, 2, seed=10)
-    S, _ = _pairs(y, 20, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="dissimilar"):
-        MMC().fit(da.from_array(X, chunks=(100, 3)), similar=S)
+# D = all pairs not in S on a Dask array: tests/test_dask_methods.py.
 
 
 def test_cpduml_transform_and_predict_chunk_by_chunk(client):

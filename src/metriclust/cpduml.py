@@ -14,6 +14,7 @@ from ._core.cpd import DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_m
 from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
+from ._core.blockwise import check_out_of_core, is_out_of_core
 from ._core.validation import (check_array, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
@@ -180,6 +181,19 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     the moons. With labels for part of the data, tune
     ``sigma`` and ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
+    **Data larger than memory** (an ``np.memmap``, h5py dataset or Dask array)
+    with the Nystrom path and ``kernel=None``: every ``N``-long product of the
+    Psi-step is reduced from per-block partials (``U^T U``, ``U^T X``,
+    per-cluster sums of ``U`` and ``X``) and the moved points are recomputed
+    per block, so peak extra memory is ``8 N`` bytes of labels plus, for
+    ``b = block_rows`` rows a block, about ``8 b (3 p + 2 m)`` bytes (the
+    block, its kernel rows, its moved rows), the ``m x m`` / ``m x p`` /
+    ``K x m`` sums and the 2,000-row and 1,000-row samples of the median
+    distance and of ``"auto"``; each Psi-step costs ``O(N m p)`` per pass (one
+    for the sums, one for ``J``, one per Lloyd iteration).
+    ``embedding_`` and ``weights_`` are then lazy (row-sliceable views, or
+    Dask arrays with X's chunks).
+
     The paper's per-iteration Y-step (k-means on the top-K eigenvectors of
     :math:`X_1 X_1^T`) does not decrease :math:`J` monotonically; with the
     continuous eigenvectors in the Psi-step nothing is learned (for
@@ -224,13 +238,20 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, block_rows=None):
         """Learn the displacement field and the partition of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (N, p)
+            Also an out-of-core array (``np.memmap``, h5py) or a Dask array:
+            with the Nystrom path (``approximation="nystrom"``, or ``"auto"``
+            above 4000 points) and ``kernel=None`` it is read block by block
+            (:mod:`metriclust._core.cpd_blockwise`; see Notes).
         y : ignored
+        block_rows : int, default=None
+            Rows per block for an out-of-core X (None: blocks whose working set,
+            ``8 (3 p + 2 n_components)`` bytes a row, is 64 MiB).
 
         Returns
         -------
@@ -240,12 +261,31 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         # threaded OpenBLAS on tall-skinny products and potrf was measured 3-10^4
         # times slower on the shared 2-core machine; the C kernels use OpenMP.
         with single_blas_thread():
-            return self._fit(X)
+            return self._fit(X, block_rows)
 
-    def _fit(self, X):
+    def _blockwise_ok(self, n):
+        """Whether the fit of n points runs block by block (Nystrom, no kernel PCA)."""
+        approximation = self.approximation
+        if approximation == "auto":
+            approximation = "dense" if n <= DENSE_MAX_SAMPLES else "nystrom"
+        return approximation == "nystrom" and self.kernel is None
+
+    def _fit(self, X, block_rows=None):
         if is_dask_array(X):
-            raise TypeError("CPDUML.fit does not take a dask array yet (transform and "
-                            "predict do); fit on X.compute() or a sample of its rows.")
+            from . import _dask
+            X = _dask.check_dask_array(X, ensure_min_samples=1)
+            if not self._blockwise_ok(X.shape[0]):
+                raise TypeError("CPDUML.fit takes a dask array with the Nystrom path "
+                                "(approximation='nystrom', or 'auto' above "
+                                f"{DENSE_MAX_SAMPLES} points) and kernel=None; fit on "
+                                "X.compute() or a sample of its rows otherwise.")
+            from ._core.cpd_blockwise import EngineBlocks
+            return self._fit_blockwise(EngineBlocks(X))
+        if is_out_of_core(X) and X.shape[1] <= X.shape[0] and self._blockwise_ok(X.shape[0]):
+            from ._core.cpd_blockwise import EngineBlocks, working_set_row_bytes
+            check_out_of_core(X, ensure_min_samples=1)
+            row_bytes = working_set_row_bytes(X.shape[1], self.n_components)
+            return self._fit_blockwise(EngineBlocks(X, block_rows, row_bytes=row_bytes))
         X = check_array(X, name="X", dtype=np.float64)
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
@@ -285,6 +325,63 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self.embedding_ = step.X1
         self.cluster_centers_, _ = cluster_means(step.X1, self.labels_, K)
         self._set_weights(step.psi)
+        return self
+
+    def _fit_blockwise(self, source):
+        """``_fit`` of the Nystrom path (``kernel=None``) on data read block by block.
+
+        The same steps and random draws as in memory (the median-distance
+        sample, the spectral start, the ``"auto"`` selection on its 1000-point
+        sample, the landmark rows), with every ``N``-long product reduced from
+        per-block partials in block order
+        (:class:`metriclust._core.cpd_blockwise.LowRankBlockSolver`). Equal to
+        the in-memory fit up to the order of the sums (labels equal where no
+        assignment is a near-tie). ``embedding_`` and ``weights_`` are then
+        lazy: row-sliceable views of an out-of-core X (rows computed when
+        sliced), Dask arrays with X's chunks for a Dask X; ``labels_`` is in
+        memory (``8 N`` bytes).
+        """
+        from ._core import cpd_blockwise as cb
+        n, p = source.n, source.p
+        K = check_n_clusters(self.n_clusters, n)
+        rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
+        self.n_features_in_ = p
+        self.approximation_ = "nystrom"
+        self.kernel_sigma_, self._kpca = None, None
+        # _scale: the median pairwise distance of the same sample of rows
+        sample = np.sort(rng_scale.choice(n, 2000, replace=False)) if n > 2000 else \
+            np.arange(n)
+        scale = _scale(source.rows(sample), rng_scale)
+        start = cb.spectral_start(source, K, self.n_init, rng_init)
+        self.selection_ = None
+        if self.sigma == "auto" or self.lam == "auto":
+            sigma, lam, start = self._select(None, None, K, scale, start, rng_init,
+                                             rng_factor, source=source)
+        else:
+            sigma, lam = float(self.sigma), float(self.lam)
+        self.sigma_ = sigma * scale
+        self.lam_ = lam * float(n) ** 2
+        # Nystrom's landmarks: the rows its generator call picks in memory
+        m = min(self.n_components, n)
+        L = source.rows(np.sort(rng_factor.choice(n, m, replace=False)))
+        nys = Nystrom(m, sigma=self.sigma_, landmarks=L).fit(L)
+        solver = cb.LowRankBlockSolver(source, nys.landmarks_, self.sigma_,
+                                       nys.normalization_, self.lam_)
+        best, history = _alternate(solver, start, K, self.lam_, self.max_iter, self.tol,
+                                   self.verbose)
+        self.objective_, self.labels_, step = best
+        self.labels_ = np.asarray(self.labels_, dtype=np.int64)
+        self.history_ = np.asarray(history)
+        self.n_iter_ = len(history)
+        self.cluster_centers_ = solver.cluster_centers(step.X1, self.labels_, K)
+        self._field_centers = nys.landmarks_
+        self._field_coef = solver.landmark_map @ step.psi
+        # Psi = Q C = g(X, L) N_L T C and X1 = X + g(X, L) field_coef, row by row
+        self.weights_ = source.row_map(cb.field_rows, p, nys.landmarks_, self.sigma_,
+                                       nys.normalization_ @ (solver.T @ step.psi))
+        self.embedding_ = source.row_map(cb.moved_rows, p, nys.landmarks_, self.sigma_,
+                                         self._field_coef)
+        self._factor = self._landmark_map = None
         return self
 
     @property
@@ -341,7 +438,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     # -- label-free choice of sigma and lam -----------------------------------
 
-    def _select(self, X, Z, K, scale, start, rng_init, rng_factor):
+    def _select(self, X, Z, K, scale, start, rng_init, rng_factor, source=None):
         """Pick (sigma, lam) by the normalized cut of the kNN graph of ``X``.
 
         Every candidate -- the grid ``SIGMA_GRID x LAM_GRID`` (or the given value
@@ -356,11 +453,14 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         range. A deforming candidate must score at most ``1 - SELECT_MARGIN``. Returns
         ``(sigma, lam, start)`` for the full fit.
         """
-        n = X.shape[0]
+        n = X.shape[0] if source is None else source.n
         sub = None
         if n > SELECT_MAX_SAMPLES:
             sub = np.sort(rng_init.choice(n, SELECT_MAX_SAMPLES, replace=False))
-        Xs, Zs = (X, Z) if sub is None else (X[sub], Z[sub])
+        if source is None:
+            Xs, Zs = (X, Z) if sub is None else (X[sub], Z[sub])
+        else:                   # X read block by block (kernel=None: Z = X): the sample
+            Xs = Zs = source.rows(np.arange(n) if sub is None else sub)
         # the input's kNN graph in its own units and with every feature standardized:
         # a partition must cut fewer edges in both, so that no single wide-range
         # feature decides (WDBC's features span five orders of magnitude)
@@ -368,7 +468,12 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
                   _knn_graph(_standardized(Xs), SELECT_NEIGHBORS))
         sigmas = SIGMA_GRID if self.sigma == "auto" else (float(self.sigma),)
         lams = LAM_GRID if self.lam == "auto" else (float(self.lam),)
-        km_labels = kmeans(Z, K, n_init=self.n_init, random_state=rng_init).labels
+        if source is None:
+            km_labels = kmeans(Z, K, n_init=self.n_init, random_state=rng_init).labels
+        else:
+            from ._core.cpd_blockwise import float_rows
+            km_labels = source.kmeans(float_rows, (), source.p, K, n_init=self.n_init,
+                                      random_state=rng_init)
         spectral = start if sub is None else _spectral_partition(Zs, K, self.n_init, rng_init)
         km_start = km_labels if sub is None else km_labels[sub]
         # k-means first: the largest lam from the k-means partition (Psi ~ 0)
@@ -488,10 +593,13 @@ def _alternate(solver, labels, n_clusters, lam, max_iter, tol, verbose):
 
     Returns ``(best, history)`` with ``best = (J, labels, PsiStep)`` the iterate of
     lowest J."""
+    # a block solver (data read block by block) brings its own passes for both
+    objective_of = getattr(solver, "objective", objective)
+    y_step = getattr(solver, "y_step", lloyd_from_partition)
     history, best = [], None
     for it in range(max_iter):
         step = solver.solve(labels, n_clusters)                              # eq. 20
-        J = objective(step.X1, labels, n_clusters, step.psi_sq_norm, lam)    # eq. 11
+        J = objective_of(step.X1, labels, n_clusters, step.psi_sq_norm, lam)  # eq. 11
         history.append(J)
         if verbose:
             print(f"CPDUML iteration {it}: J = {J:.10g}")
@@ -499,7 +607,7 @@ def _alternate(solver, labels, n_clusters, lam, max_iter, tol, verbose):
             best = (J, labels, step)
         if it > 0 and history[-2] - J <= tol * abs(history[-2]):
             break
-        new_labels = lloyd_from_partition(step.X1, labels, n_clusters)       # eq. 12
+        new_labels = y_step(step.X1, labels, n_clusters)                     # eq. 12
         if same_partition(new_labels, labels, n_clusters):
             break
         labels = new_labels

@@ -145,8 +145,14 @@ class MMC(TransformerMixin, BaseEstimator):
     an h5py dataset) with explicit ``similar`` and ``dissimilar`` pairs: only
     the rows the pairs touch are read (peak extra memory: those rows, as
     float64, and the pairs), unless ``init="covariance"`` (which needs all of
-    X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With class
-    labels or the implicit all-pairs D, X is read whole.
+    X). ``similar_`` and ``dissimilar_`` keep X's row numbers. With the
+    implicit all-pairs D (``fit(X, similar=S)``, also on a Dask array) the
+    objective and gradient are summed block pair by block pair (``O(N^2 p)``
+    per evaluation, as in memory; peak extra memory two blocks with their
+    whitened and projected copies and the kernel's centred copies, about
+    ``8 b p`` float64 for ``b = block_rows``, plus the rows S touches and
+    ``O(p^2)``); see ``_fit_all_pairs``. With class labels, X is
+    read whole.
 
     A singular ``M_S`` (fewer similar pairs than features, features constant
     within every similar pair) makes the paper's problem unbounded; the ridge
@@ -201,14 +207,23 @@ class MMC(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y=None, *, similar=None, dissimilar=None):
-        """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``."""
+    def fit(self, X, y=None, *, similar=None, dissimilar=None, block_rows=None):
+        """Learn ``A`` from pairs (``similar``/``dissimilar``) or class labels ``y``.
+
+        ``block_rows``: rows per block when X is read block by block (an
+        out-of-core X with D = all pairs not in S); None: ``64 MiB / (64 p)``
+        rows (two blocks and their copies then take about 64 MiB).
+        """
         if is_dask_array(X):
             from . import _dask
             X = _dask.check_dask_array(X, ensure_min_samples=2)
             if X.shape[1] <= X.shape[0]:
                 return self._fit_dask(_dask, X, y, similar, dissimilar)
             X = np.asarray(X)   # wide: fewer rows than features, gathered
+        if (is_out_of_core(X) and y is None and similar is not None and dissimilar is None
+                and X.shape[1] <= X.shape[0]):
+            from ._core.pairs_blockwise import AllPairsSource
+            return self._fit_all_pairs(X, similar, AllPairsSource(X, block_rows))
         rows = None
         if (is_out_of_core(X) and similar is not None and dissimilar is not None
                 and not (isinstance(self.init, str) and self.init == "covariance")):
@@ -247,9 +262,9 @@ class MMC(TransformerMixin, BaseEstimator):
         if y is not None and is_dask_array(y):
             y = np.asarray(y)
         S, D = self._side_information(X, y, similar, dissimilar)
-        if D is None:
-            raise ValueError("A dask array X needs explicit dissimilar pairs (or y): "
-                             "D = all pairs not in S reads every row at every step.")
+        if D is None:       # all pairs not in S: block-pair tasks at every step
+            from ._core.pairs_blockwise import AllPairsSource
+            return self._fit_all_pairs(X, S, AllPairsSource(X))
         E, (S_e, D_e) = _dask.pair_rows(X, [S, D])
         init = self.init
         if isinstance(init, str) and init == "covariance":
@@ -267,6 +282,60 @@ class MMC(TransformerMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.similar_, self.dissimilar_ = S, D
         return self
+
+    def _fit_all_pairs(self, X, similar, source):
+        """D = all pairs not in S with X read block by block (memmap, h5py, Dask).
+
+        The problem of :meth:`_fit` with its pair sums over all ``N (N - 1) / 2``
+        pairs taken block pair by block pair (row block I x row block J, I <= J,
+        in that fixed order; :mod:`metriclust._core.pairs_blockwise`), minus the
+        similar pairs' own terms from their gathered rows. Everything else
+        (whitening by ``M_S``, the solver, the scaling) is :meth:`_fit`'s on the
+        rows S touches. Equal to the in-memory fit up to the order of the sums.
+
+        Cost: every evaluation of the objective and gradient visits all pairs,
+        ``O(N^2 p)`` flops (``p^2`` more per pair with the diagonal metric's
+        Hessian) and ``nb (nb + 1) / 2`` block reads; a solve takes tens to
+        hundreds of evaluations. Measured (``_pairwise.allpairs_full``, N = 2e4,
+        p = 8 and 20, on the shared 2-core machine at load average 22):
+        1.5-1.6e7 pairs a second on one thread, 2-2.7e7 on two, so one
+        evaluation at N = 1e5 (5e9 pairs) takes minutes and a fit hours there;
+        N of a few 1e4 is practical on such a machine (a few 1e5 on many idle
+        cores or a Dask cluster: the block pairs are independent tasks), and past
+        that D should be an explicit sample of dissimilar pairs. Peak extra
+        memory: two blocks with their whitened and projected copies and the
+        kernel's centred copies (about ``8 b p`` float64 for ``b`` rows a
+        block), the rows S touches, ``O(p^2)`` partials.
+
+        ``source``: ``gather(S) -> (rows, S renumbered)``, ``mean_cov(want_cov)
+        -> (column mean, covariance or None)``, ``pair_map(mean)`` (the block-pair
+        driver on the block engine): :class:`metriclust._core.pairs_blockwise.AllPairsSource`.
+        """
+        n, p = X.shape
+        S = check_pairs(similar, n, name="similar", allow_empty=False)
+        XS, S_loc = source.gather(S)                    # the rows S touches, float64
+        mean, cov = source.mean_cov(self._wants_cov())
+        pair_map = source.pair_map(mean)
+        from ._core.pairs_blockwise import BlockAllPairSums, whiten
+        init = self.init
+        if self._wants_cov():
+            init = np.linalg.pinv(np.atleast_2d(cov), hermitian=True)
+        reduced = MMC(diagonal=self.diagonal, max_iter=self.max_iter, tol=self.tol,
+                      init=init, random_state=self.random_state, verbose=self.verbose)
+
+        def pair_sums(W):
+            return BlockAllPairSums(pair_map, W, whiten(XS, mean, W), S_loc)
+
+        with single_blas_thread():
+            reduced._fit(XS, S_loc, None, pair_sums=pair_sums)
+        for name in ("n_iter_", "converged_", "objective_", "components_", "metric_"):
+            setattr(self, name, getattr(reduced, name))
+        self.n_features_in_ = p
+        self.similar_, self.dissimilar_ = S, None
+        return self
+
+    def _wants_cov(self):
+        return isinstance(self.init, str) and self.init == "covariance"
 
     def _fit_in_span(self, X64, S, D):
         r"""Full ``A`` for wide data (``p > N``), solved in the span of the centred data.
@@ -370,7 +439,7 @@ class MMC(TransformerMixin, BaseEstimator):
                                                     1.0 / sv[keep] ** 2)
         return np.diag(self._initial_metric(X)).copy()
 
-    def _fit(self, X64, S, D, ridge_features=None):
+    def _fit(self, X64, S, D, ridge_features=None, pair_sums=None):
         p = X64.shape[1]
         # lambda's p: the caller's, when X64 holds coordinates in a subspace
         ridge_p = p if ridge_features is None else ridge_features
@@ -394,7 +463,8 @@ class MMC(TransformerMixin, BaseEstimator):
             m = np.maximum(m, 0.5 * _RIDGE * np.trace(M_S) / ridge_p)   # rounding guard
         W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
         W_inv = np.diag(np.sqrt(m)) if self.diagonal else np.sqrt(m)[:, None] * U.T
-        sums = PairSums(X64 @ W, D, S)
+        # pair_sums(W): the sums for data read block by block (_fit_all_pairs)
+        sums = PairSums(X64 @ W, D, S) if pair_sums is None else pair_sums(W)
         B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
 
         if self.diagonal:
@@ -422,7 +492,7 @@ class MMC(TransformerMixin, BaseEstimator):
         self.components_ = np.zeros((p, p))
         self.components_[: L.shape[0]] = L
         self.metric_ = self.components_.T @ self.components_
-        self.objective_ = float(self._sum_d(X64, S, D))
+        self.objective_ = float(self._sum_d(X64, S, D, pair_sums))
         self.similar_, self.dissimilar_ = S, D
 
     @property
@@ -480,12 +550,13 @@ class MMC(TransformerMixin, BaseEstimator):
             raise ValueError("init must be positive semi-definite and non-zero.")
         return A0
 
-    def _sum_d(self, X, S, D):
+    def _sum_d(self, X, S, D, pair_sums=None):
+        sums = PairSums(X, D, S) if pair_sums is None else pair_sums(None)
         if self.diagonal:               # A = diag(a): the diagonal pass, no p x p product
             a = np.einsum("ij,ij->j", self.components_, self.components_)
-            return PairSums(X, D, S).diag(a, gradient=False, hessian=False)[0]
+            return sums.diag(a, gradient=False, hessian=False)[0]
         Lt = np.ascontiguousarray(self.components_.T)
-        return PairSums(X, D, S).full(Lt, gradient=False)[0]
+        return sums.full(Lt, gradient=False)[0]
 
     # -- the learned space ------------------------------------------------------
     @property

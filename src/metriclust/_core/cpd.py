@@ -41,7 +41,8 @@ from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs
 from .partition import within_ss
 from .threads import blas_threads, effective_n_threads, single_blas_thread
 
-__all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "orthonormalize_factor",
+__all__ = ["PsiStep", "DensePsiSolver", "LowRankPsiSolver", "low_rank_coef",
+           "orthonormalize_factor",
            "indicator_products", "objective", "cross_gram_matmat",
            "KernelPCA"]
 
@@ -178,23 +179,32 @@ class LowRankPsiSolver:
 
     def solve_coef(self, labels, n_clusters):
         """The ``m x p`` coefficients ``C`` (``Psi = Q C``) for ``labels``."""
-        Q, s = self.Q, self.s
-        BT, _ = indicator_products(Q, labels, n_clusters)   # (K', m)
+        BT, _ = indicator_products(self.Q, labels, n_clusters)   # (K', m)
         YtX, _ = indicator_products(self.X, labels, n_clusters)
-        QtR = self._QtX - BT.T @ YtX
-        H = np.eye(len(s)) - BT.T @ BT
-        H *= s[:, None]
-        H *= s[None, :]
-        H[np.diag_indices(len(s))] += self.lam
-        from scipy.linalg import cho_solve
-        return -cho_solve(_cholesky(H), s[:, None] * QtR, overwrite_b=True,
-                          check_finite=False)
+        return low_rank_coef(self.s, self._QtX, BT, YtX, self.lam)
 
     def solve(self, labels, n_clusters):
         """``PsiStep`` for ``labels``; ``psi`` is the coefficient matrix ``C``."""
         C = self.solve_coef(labels, n_clusters)
         X1 = self.X + self.Q @ (self.s[:, None] * C)
         return PsiStep(C, X1, float(np.einsum("ij,ij->", C, C)))
+
+
+def low_rank_coef(s, QtX, BT, YtX, lam):
+    """``C = -(S (I - B B^T) S + lam I)^{-1} S Q^T R`` from the small products alone.
+
+    ``s`` (m,), ``QtX = Q^T X`` (m x p), ``BT = Y^T Q`` (K' x m), ``YtX = Y^T X``
+    (K' x p): the whole low-rank Psi-step once the ``N``-long sums are reduced
+    (in memory by :class:`LowRankPsiSolver`, block by block by
+    :mod:`metriclust._core.cpd_blockwise`).
+    """
+    QtR = QtX - BT.T @ YtX
+    H = np.eye(len(s)) - BT.T @ BT
+    H *= s[:, None]
+    H *= s[None, :]
+    H[np.diag_indices(len(s))] += lam
+    from scipy.linalg import cho_solve
+    return -cho_solve(_cholesky(H), s[:, None] * QtR, overwrite_b=True, check_finite=False)
 
 
 def cross_gram_matmat(A, B, V, *, sigma):

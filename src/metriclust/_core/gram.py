@@ -31,7 +31,8 @@ from .validation import check_array, check_n_features, check_random_state, check
 
 __all__ = ["gaussian_gram", "gram_matmat", "median_pairwise_distance", "Nystrom",
            "nystrom_factor", "top_eigenpairs", "null_eigval_rtol", "drop_null_eigenpairs",
-           "centered_gram_eigenpairs", "centered_factor_eigenpairs", "orthonormalize_factor"]
+           "centered_gram_eigenpairs", "centered_factor_eigenpairs", "factor_basis",
+           "orthonormalize_factor"]
 
 def _check_sigma(sigma):
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
@@ -607,6 +608,20 @@ def _row_blocks(n, width):
     return [(a, min(n, a + step)) for a in range(0, n, step)]
 
 
+def factor_basis(UtU, *, rtol=None):
+    """``(s, T)`` of :func:`orthonormalize_factor` from the ``m x m`` Gram ``U^T U`` alone.
+
+    ``U^T U = V diag(s) V^T`` without its numerically zero eigenpairs, ``T = V
+    diag(s)^{-1/2}``: ``Q = U T`` is orthonormal. Data read block by block sum
+    ``U^T U`` over the blocks and apply ``T`` per block
+    (:mod:`metriclust._core.cpd_blockwise`).
+    """
+    from scipy.linalg import eigh
+
+    s, V = drop_null_eigenpairs(*eigh(UtU, check_finite=False), rtol=rtol)
+    return s, V / np.sqrt(s)
+
+
 def orthonormalize_factor(U, *, rtol=None):
     """Bring ``G ~= U U^T`` to ``G ~= Q diag(s) Q^T`` with orthonormal ``Q``, in place.
 
@@ -619,11 +634,8 @@ def orthonormalize_factor(U, *, rtol=None):
     reaches rows not yet read), so no second ``N x m`` array is allocated.
     Returns ``(Q, s, T)``; ``Q`` is a view of ``U``'s memory.
     """
-    from scipy.linalg import eigh
-
     n, m = U.shape
-    s, V = drop_null_eigenpairs(*eigh(U.T @ U, check_finite=False), rtol=rtol)
-    T = V / np.sqrt(s)
+    s, T = factor_basis(U.T @ U, rtol=rtol)
     r = T.shape[1]
     flat = U.reshape(-1)
     for a, b in _row_blocks(n, m):

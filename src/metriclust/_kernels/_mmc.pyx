@@ -13,7 +13,7 @@ from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, dsyrk, load_or_abort, locked_load
 from metriclust._kernels._common cimport ml_dgemm_fn
-from metriclust._kernels._interrupt cimport interrupt_enter, interrupt_leave
+from metriclust._kernels._interrupt cimport ML_ERR_INTERRUPTED, interrupt_enter, interrupt_leave
 
 from metriclust._kernels._blas import scipy_capi
 
@@ -27,7 +27,9 @@ cdef extern from "mmc_solver.h" nogil:
                                   double *, double *, int *, int *, double *, int *,
                                   int *, int *, int *)
     int ML_ERR_EIGEN
-    int ML_MMC_DIRECT, ML_MMC_LAPLACIAN, ML_MMC_ALLPAIRS
+    int ML_MMC_DIRECT, ML_MMC_LAPLACIAN, ML_MMC_ALLPAIRS, ML_MMC_CALLBACK
+    ctypedef int (*ml_mmc_eval_fn)(void *ctx, const double *Lt, Py_ssize_t p, Py_ssize_t r,
+                                   double *h, double *G)
     int ML_MMC_CONVERGED, ML_MMC_STALLED, ML_MMC_MAX_ITER, ML_MMC_NONSMOOTH, ML_MMC_FACE
     int ML_MMC_LOG_FULL
     ctypedef struct ml_mmc_problem:
@@ -43,6 +45,8 @@ cdef extern from "mmc_solver.h" nogil:
         ml_dsyevd_fn dsyevd
         ml_dsyevr_fn dsyevr
         int n_threads
+        ml_mmc_eval_fn eval
+        void *eval_ctx
     ctypedef struct ml_mmc_settings:
         Py_ssize_t max_iter
         double tol
@@ -86,7 +90,10 @@ MAX_ITER = ML_MMC_MAX_ITER
 NONSMOOTH = ML_MMC_NONSMOOTH
 FACE = ML_MMC_FACE
 LOG_FULL = ML_MMC_LOG_FULL
-FORMS = {"direct": ML_MMC_DIRECT, "laplacian": ML_MMC_LAPLACIAN, "allpairs": ML_MMC_ALLPAIRS}
+FORMS = {"direct": ML_MMC_DIRECT, "laplacian": ML_MMC_LAPLACIAN, "allpairs": ML_MMC_ALLPAIRS,
+         "callback": ML_MMC_CALLBACK}
+# Status of a callback that raised (the exception is re-raised by the bridge).
+cdef int _CALLBACK_RAISED = -6
 # LAPACK takes int sizes (workspace 2 p^2 + 6 p + 1).
 MAX_FEATURES = 20000
 
@@ -160,6 +167,15 @@ cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n, str name) exce
                              f"range for {n} samples")
 
 
+cdef int _eval_trampoline(void *ctx, const double *Lt, Py_ssize_t p, Py_ssize_t r,
+                          double *h, double *G) noexcept nogil:
+    # ML_MMC_CALLBACK: the solver (running without the GIL) asks Python for h, G.
+    cdef int status
+    with gil:
+        status = (<FullSPG>ctx)._call_evaluator(Lt, p, r, h, G)
+    return status
+
+
 cdef class FullSPG:
     """The spectral projected gradient of MMC's full-A problem, in C.
 
@@ -174,11 +190,13 @@ cdef class FullSPG:
     cdef ml_mmc_spg *s
     cdef object arrays          # keeps E and the pairs alive for the C side
     cdef readonly Py_ssize_t p
+    cdef object evaluator       # form "callback": Lt (p x r) -> (h, G)
+    cdef object error           # what the evaluator raised, re-raised by the bridge
 
     def __cinit__(self, const double[:, ::1] E, str form, const int64_t[:, ::1] pairs,
                   close=None, *, Py_ssize_t max_iter, double tol, int memory, int window,
                   double stall_gap, double face_gap, bint newton_ok, bint verbose=False,
-                  int n_threads=0):
+                  int n_threads=0, evaluator=None):
         cdef Py_ssize_t n = E.shape[0], p = E.shape[1]
         if form not in FORMS:
             raise ValueError(f"form must be one of {sorted(FORMS)}, got {form!r}")
@@ -203,8 +221,17 @@ cdef class FullSPG:
             _check_pairs(cl, n, "close")
             pb.m_close = cl.shape[0]
             pb.close = &cl[0, 0] if pb.m_close > 0 else NULL
-        if form != "direct" and n < 1:
+        if form not in ("direct", "callback") and n < 1:
             raise ValueError("E needs at least one row")
+        pb.eval, pb.eval_ctx = NULL, NULL
+        self.evaluator, self.error = None, None
+        if form == "callback":
+            # The sums come from ``evaluator(Lt) -> (h, G)`` (data read block by
+            # block); E only gives p, the pairs are unused.
+            if not callable(evaluator):
+                raise TypeError("the callback form needs a callable evaluator")
+            self.evaluator = evaluator
+            pb.eval, pb.eval_ctx = _eval_trampoline, <void *>self
         pb.dgemm, pb.dsyrk = dgemm, dsyrk
         pb.dsyevd, pb.dsyevr = dsyevd, dsyevr
         pb.n_threads = n_threads
@@ -220,6 +247,38 @@ cdef class FullSPG:
 
     def __dealloc__(self):
         ml_mmc_spg_free(self.s)
+
+    cdef int _call_evaluator(self, const double *Lt, Py_ssize_t p, Py_ssize_t r,
+                             double *h, double *G) noexcept:
+        cdef Py_ssize_t t, u
+        cdef double[:, ::1] Gv, ltv
+        try:
+            lt = np.empty((p, r))
+            ltv = lt
+            for t in range(p):
+                for u in range(r):
+                    ltv[t, u] = Lt[t * r + u]
+            hv, Gm = self.evaluator(lt)
+            Gm = np.ascontiguousarray(Gm, dtype=np.float64)
+            if Gm.shape != (p, p):
+                raise ValueError(f"the evaluator returned G of shape {Gm.shape}, "
+                                 f"expected ({p}, {p})")
+            Gv = Gm
+            for t in range(p):
+                for u in range(p):
+                    G[t * p + u] = Gv[t, u]
+            h[0] = float(hv)
+            return 0
+        except KeyboardInterrupt:
+            return ML_ERR_INTERRUPTED       # interrupt_leave raises it again
+        except BaseException as exc:
+            self.error = exc
+            return _CALLBACK_RAISED
+
+    cdef void _reraise(self) except *:
+        if self.error is not None:
+            exc, self.error = self.error, None
+            raise exc
 
     cdef void _check_square(self, const double[:, ::1] M, str name) except *:
         if M.shape[0] != self.p or M.shape[1] != self.p:
@@ -239,6 +298,7 @@ cdef class FullSPG:
         with nogil:
             status = ml_mmc_spg_evaluate(self.s, &B[0, 0], &h, &Gv[0, 0], &Gzv[0, 0], &nz)
         interrupt_leave(entered, status)
+        self._reraise()
         _raise(status, "FullSPG.evaluate")
         return h, G, Gz, int(nz)
 
@@ -261,6 +321,7 @@ cdef class FullSPG:
         with nogil:
             status = ml_mmc_spg_run(self.s, &event)
         interrupt_leave(entered, status)
+        self._reraise()
         _raise(status, "FullSPG.run")
         return event
 

@@ -42,6 +42,10 @@ cdef extern from "pairwise.h" nogil:
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_crosspairs_full(const double *XI, const double *YI, Py_ssize_t nI,
+                           const double *XJ, const double *YJ, Py_ssize_t nJ,
+                           Py_ssize_t p, Py_ssize_t r, double *h, double *G,
+                           ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
 
 
 # Work (flops) below which every kernel here runs on one thread.
@@ -253,4 +257,37 @@ def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=
                                   dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
     check_status(status, "allpairs_full", "a pair index is out of range")
+    return h, G
+
+
+def crosspairs_full(const double[:, ::1] XI, const double[:, ::1] YI,
+                    const double[:, ::1] XJ, const double[:, ::1] YJ, int n_threads=0):
+    """Every pair (i, j) with i a row of ``XI`` and j a row of ``XJ``, Laplacian form.
+
+    The cross-block term of :func:`allpairs_full` (same tile code): distances
+    from ``YI`` / ``YJ`` (``X Lt``, rows centred with one common shift).
+    Returns ``(h, G)``: ``h = sum_ij d_ij`` and
+    ``G = sum_ij (x_i - x_j)(x_i - x_j)^T / (2 d_ij)``; no nI x nJ array.
+    """
+    cdef Py_ssize_t nI = XI.shape[0], nJ = XJ.shape[0], p = XI.shape[1], r = YI.shape[1]
+    if YI.shape[0] != nI or YJ.shape[0] != nJ:
+        raise ValueError(f"YI, YJ have {YI.shape[0]}, {YJ.shape[0]} rows; XI, XJ have "
+                         f"{nI}, {nJ}")
+    if XJ.shape[1] != p or YJ.shape[1] != r:
+        raise ValueError(f"XJ has {XJ.shape[1]} columns and YJ {YJ.shape[1]}; expected "
+                         f"{p} and {r}")
+    if p == 0 or r == 0:
+        raise ValueError("XI and YI need at least one column")
+    G = np.zeros((p, p))
+    if nI == 0 or nJ == 0:
+        return 0.0, G
+    cdef double[:, ::1] Gv = G
+    cdef double h = 0.0
+    cdef int status
+    entered = interrupt_enter()
+    with nogil:
+        status = ml_crosspairs_full(&XI[0, 0], &YI[0, 0], nI, &XJ[0, 0], &YJ[0, 0], nJ,
+                                    p, r, &h, &Gv[0, 0], dgemm, dsyrk, n_threads)
+    interrupt_leave(entered, status)
+    check_status(status, "crosspairs_full", "a size is out of range")
     return h, G
