@@ -31,6 +31,18 @@
 #define ML_KM_AUTO 0
 #define ML_KM_DIRECT 1
 #define ML_KM_GEMM 2
+/* Methods that force one no-BLAS kernel (tests and crossover benchmarks):
+ * the register tile, the small-d kernel, the centers-across-lanes kernel.
+ * A forced kernel that cannot serve (d, K) falls back to the tile. */
+#define ML_KM_TILE 3
+#define ML_KM_SMALL 4
+#define ML_KM_LANES 5
+
+/* The kernel that serves Lloyd's passes (ml_kmeans_kernel). */
+#define ML_KM_KERNEL_TILE 0
+#define ML_KM_KERNEL_SMALL 1
+#define ML_KM_KERNEL_LANES 2
+#define ML_KM_KERNEL_GEMM 3
 
 /* ---------------------------------------------------------------------------
  * The k-means core's crossovers and thresholds: the one table.  Each entry
@@ -92,6 +104,16 @@
  *   hide each other's latency) while their 4 d coordinates fit the 16
  *   registers of AVX2 with the running minima, i.e. for d <= SMALL_WIDE_D;
  *   2 above.  Set by the register count, not timed.
+ * ML_KM_LANES_MIN_D, ML_KM_LANES_MAX_D, ML_KM_LANES_MAX_K: Lloyd's passes
+ *   and assignments use the centers-across-lanes kernel (centers packed
+ *   d x W per block, x broadcast from the row-major X, no transpose, no BLAS)
+ *   for LANES_MIN_D <= d <= LANES_MAX_D and K <= LANES_MAX_K where the
+ *   small-d kernel does not serve; the tile otherwise.  Labels are the same
+ *   bits either way (same scores, term for term).  (measurements: see below)
+ * ML_KM_LANES_P32(Q), ML_KM_LANES_P16(Q): points per step of that kernel
+ *   for Q center vectors per block, with 32 vector registers (AVX-512) and
+ *   with 16 (AVX2, SSE2): P Q accumulators, Q center vectors and P running
+ *   minima and indices fill the register file.  Set by the register count.
  * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
  *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
  *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
@@ -122,16 +144,27 @@
 #define ML_KM_PP_BLOCK 2048
 #define ML_KM_PRUNE_MIN_K 256
 #define ML_KM_PRUNE_MIN_D 16
-#define ML_KM_SMALL_MAX_D 8
-#define ML_KM_SMALL_MAX_K 64
-#define ML_KM_SMALL_MAX_K_AT_MAX_D 16
+#define ML_KM_SMALL_MAX_D 2
+#define ML_KM_SMALL_MAX_K 16
+#define ML_KM_SMALL_KERNEL_D 8
 #define ML_KM_SMALL_WIDE_D 4
 #define ML_KM_SMALL_STEP_VECTORS(d) ((d) <= ML_KM_SMALL_WIDE_D ? 4 : 2)
+#define ML_KM_LANES_MAX_D ML_KM_TILE_MAX_D
+#define ML_KM_LANES_MAX_K ML_KM_TILE_MAX_K
+#define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
+#define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
 #define ML_KM_TILE_CENTERS 6
 #define ML_KM_VECTOR_BYTES 32
 #define ML_KM_COPIES 4
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
+
+/* The kernel that serves the unpruned assignment of (d, K) under `method`
+ * (ML_KM_KERNEL_*): BLAS, the small-d kernel, the centers-across-lanes
+ * kernel or the tile.  The one place the path is chosen (from the table
+ * above).  The pruned pass, which also needs the second best score, uses
+ * the tile or BLAS. */
+int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */
