@@ -20,17 +20,15 @@ int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
 int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
 {
     if (ml_kmeans_uses_gemm(d, K, method, have_gemm)) return ML_KM_KERNEL_GEMM;
-    const int small_ok = d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K;
-    const int lanes_ok = d <= ML_KM_LANES_MAX_D && K <= ML_KM_LANES_MAX_K;
+    const int small_ok = d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K &&
+                         (d < ML_KM_SMALL_MAX_D || K <= ML_KM_SMALL_MAX_K_AT_MAX_D);
     switch (method) {
     case ML_KM_TILE: return ML_KM_KERNEL_TILE;
     case ML_KM_SMALL:
         return d <= ML_KM_SMALL_KERNEL_D ? ML_KM_KERNEL_SMALL : ML_KM_KERNEL_TILE;
     case ML_KM_LANES: return ML_KM_KERNEL_LANES;
     default:
-        if (small_ok) return ML_KM_KERNEL_SMALL;
-        if (lanes_ok) return ML_KM_KERNEL_LANES;
-        return ML_KM_KERNEL_TILE;
+        return small_ok ? ML_KM_KERNEL_SMALL : ML_KM_KERNEL_LANES;
     }
 }
 

@@ -343,6 +343,11 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
 #define CV_VB 32
 #include "kmeans_cv_impl.h"
 #undef CV_VB
+#if ML_HAVE_CLONES
+#define CV_VB 64
+#include "kmeans_cv_impl.h"
+#undef CV_VB
+#endif
 #define KM_CV_FN(TGT, ISA, VB, PP, Q)                                          \
     TGT static void FN(lanes_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,         \
                                            ptrdiff_t d, const REAL *ct,        \
@@ -351,9 +356,9 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
         KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, PP, Q);         \
     }
 #if ML_HAVE_CLONES
-KM_CV_FN(ML_TARGET_V4, v4, 32, ML_KM_LANES_P32(1), 1)
-KM_CV_FN(ML_TARGET_V4, v4, 32, ML_KM_LANES_P32(2), 2)
-KM_CV_FN(ML_TARGET_V4, v4, 32, ML_KM_LANES_P32(4), 4)
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
 KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
 KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
 KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
@@ -362,7 +367,8 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(1), 1)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(2), 2)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
 #undef KM_CV_FN
-#define KM_LANES_VB(level) (ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
+#define KM_LANES_VB(level) \
+    (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
 #else
 /* Portable form: the same scores, one point and one center at a time. */
 static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
