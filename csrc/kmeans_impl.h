@@ -539,7 +539,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
     }
 }
 
-/* Specialised for d = 1..8 and for w == NULL (the branch on w then folds). */
+/* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
 #define KM_ACCUM_D(DV)                                                        \
     ML_CLONES static void FN(accum_d##DV)(const REAL *X, const REAL *w,       \
                                           ptrdiff_t m, const int32_t *lab,    \
@@ -559,6 +559,8 @@ KM_ACCUM_D(5)
 KM_ACCUM_D(6)
 KM_ACCUM_D(7)
 KM_ACCUM_D(8)
+KM_ACCUM_D(16)
+KM_ACCUM_D(32)
 #undef KM_ACCUM_D
 
 /* Any d, also compiled per ISA level (inlined into the un-cloned pass it
@@ -587,6 +589,8 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 6: FN(accum_d6)(X, w, m, lab, acc, copies, stride, K); break;
     case 7: FN(accum_d7)(X, w, m, lab, acc, copies, stride, K); break;
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
+    case 16: FN(accum_d16)(X, w, m, lab, acc, copies, stride, K); break;
+    case 32: FN(accum_d32)(X, w, m, lab, acc, copies, stride, K); break;
     default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
