@@ -10,6 +10,11 @@
  *       v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
  *       v3 = AVX2 + FMA + BMI, default = SSE2.  The choice is made once by an
  *       ifunc resolver from the CPU's feature bits (cpuid), not its model.
+ *       Where the clones must differ in more than the instructions (register
+ *       blocking), a kernel is written once as an always-inline body and
+ *       instantiated per level with ML_TARGET_V4 / ML_TARGET_V3 / no
+ *       attribute; ml_simd_level() picks the instance (the same feature
+ *       bits as the resolver, so it agrees with the clones).
  *   Clang on Mach-O (macOS), MSVC, musl libc, other architectures (aarch64 has NEON
  *       in its baseline), or ML_NO_CLONES defined at build time:
  *       ML_CLONES is empty and the loops are compiled once for the baseline,
@@ -40,6 +45,12 @@
 #define ML_HAVE_CLONES 1
 #define ML_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* Kernels whose blocking depends on the register file (16 vector registers
+ * on AVX2, 32 on AVX-512) are compiled once per level with these, each with
+ * its own block sizes, and picked at run time by ml_simd_level(); the
+ * baseline form carries no attribute. */
+#define ML_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define ML_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
 #else
 #define ML_HAVE_CLONES 0
 #define ML_CLONES

@@ -31,6 +31,18 @@
 #define ML_KM_AUTO 0
 #define ML_KM_DIRECT 1
 #define ML_KM_GEMM 2
+/* Methods that force one no-BLAS kernel (tests and crossover benchmarks):
+ * the register tile, the small-d kernel, the centers-across-lanes kernel.
+ * A forced kernel that cannot serve (d, K) falls back to the tile. */
+#define ML_KM_TILE 3
+#define ML_KM_SMALL 4
+#define ML_KM_LANES 5
+
+/* The kernel that serves Lloyd's passes (ml_kmeans_kernel). */
+#define ML_KM_KERNEL_TILE 0
+#define ML_KM_KERNEL_SMALL 1
+#define ML_KM_KERNEL_LANES 2
+#define ML_KM_KERNEL_GEMM 3
 
 /* ---------------------------------------------------------------------------
  * The k-means core's crossovers and thresholds: the one table.  Each entry
@@ -40,10 +52,12 @@
  * order: labels can differ only where two centers are within rounding of
  * each other).
  *
- * ML_KM_TILE_MAX_D, ML_KM_TILE_MAX_K: method="auto" uses the tile when
- *   d <= TILE_MAX_D and K <= TILE_MAX_K, BLAS otherwise (ml_kmeans_uses_gemm
- *   in kmeans.c).  Measured (bench_kmeans.py --crossover, N = 2e5, 2 threads,
- *   BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
+ * ML_KM_TILE_MAX_D, ML_KM_TILE_MAX_K: method="auto" uses a no-BLAS kernel
+ *   (small-d or centers across lanes) when d <= TILE_MAX_D and
+ *   K <= TILE_MAX_K, BLAS otherwise (ml_kmeans_uses_gemm in kmeans.c).
+ *   Measured against the tile, which the lanes kernel now matches or beats
+ *   (so the crossover is conservative; bench_kmeans.py --crossover, N = 2e5,
+ *   2 threads, BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
  *   K in {8, ..., 256} (1.03 at d = 128, K = 256); float64 1.4-3.0 at
  *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 or
  *   K = 256 it was not measured; BLAS, which blocks for the caches, is kept.
@@ -92,6 +106,36 @@
  *   hide each other's latency) while their 4 d coordinates fit the 16
  *   registers of AVX2 with the running minima, i.e. for d <= SMALL_WIDE_D;
  *   2 above.  Set by the register count, not timed.
+ * The centers-across-lanes kernel (no entry of its own): Lloyd's passes and
+ *   assignments use it (centers packed d x W per block, x broadcast from the
+ *   row-major X: no transpose, no packing of X, no BLAS) wherever the small-d
+ *   kernel and BLAS do not serve (ml_kmeans_kernel in kmeans.c); the tile
+ *   now serves only the pruned passes
+ *   (which need the second-best score) and method="tile".  Labels are the
+ *   same bits either way (same scores, term for term).  Measured (C harness
+ *   benchmarks/harness_kmeans.c, built -O3 like the wheel, 1 thread, N = 1e5
+ *   uniform, CPU ms per iteration, tile / lanes; load 15-23): d = 16: 1.21
+ *   (K = 8, f32), 1.52 (8, f64), 1.28 (32, f32), 1.10 (64, f64), 1.13 (256,
+ *   f32); d = 12, K = 16, f32: 1.05; d = 32, K = 16, f64: 1.48; d = 64: 1.23
+ *   (32, f64), 1.39 (64, f32); d = 128: 0.96 (32, f32), 1.08 (128, f64),
+ *   0.97 (256, f32).  Against the small-d kernel (N = 4e5, small / lanes):
+ *   d = 2, K = 32: 0.62; d = 3: 0.57 (K = 8), 0.73 (64); d = 5, K = 8, f32:
+ *   0.63; d = 8: 1.11 (8, f64), 0.70 (8, f32), 1.10 (16, f64), 1.12 (32,
+ *   f64), 0.96 (32, f32): the small-d kernel keeps d <= 8 (its table above
+ *   is unchanged); at d = 8 and K > 16 the lanes kernel takes the tile's
+ *   place.
+ * ML_KM_LANES_P32(Q), ML_KM_LANES_P16(Q): points per step of that kernel
+ *   for Q center vectors per block (Q = 1, 2, 4: the fewest that hold K
+ *   centers, else 4 and several blocks), with 32 vector registers (AVX-512)
+ *   and with 16 (AVX2, SSE2): P Q accumulators, Q center vectors and P
+ *   running minima and indices fill the register file.  Set by the register
+ *   count.
+ * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
+ *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
+ *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),
+ *   1.15 (64, f32), 1.00 (64, f64), 1.01 (256, f32); d = 32, K = 16, f64:
+ *   1.13; d = 64: 0.91 (32, f64), 1.01 (64, f32); d = 128, K = 32, f32: 0.97.
+ *   Zen 4 splits zmm operations into two 256-bit halves: no gain, so ymm.
  * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
  *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
  *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
@@ -125,13 +169,26 @@
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 16
+#define ML_KM_SMALL_KERNEL_D 8
 #define ML_KM_SMALL_WIDE_D 4
 #define ML_KM_SMALL_STEP_VECTORS(d) ((d) <= ML_KM_SMALL_WIDE_D ? 4 : 2)
+#ifndef ML_KM_LANES_V4_BYTES
+#define ML_KM_LANES_V4_BYTES 32
+#endif
+#define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
+#define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
 #define ML_KM_TILE_CENTERS 6
 #define ML_KM_VECTOR_BYTES 32
 #define ML_KM_COPIES 4
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
+
+/* The kernel that serves the unpruned assignment of (d, K) under `method`
+ * (ML_KM_KERNEL_*): BLAS, the small-d kernel, the centers-across-lanes
+ * kernel or the tile.  The one place the path is chosen (from the table
+ * above).  The pruned pass, which also needs the second best score, uses
+ * the tile or BLAS. */
+int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place the path is chosen. */

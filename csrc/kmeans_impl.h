@@ -197,7 +197,7 @@ KM_TILE_FN(tile_any, d, d)
 #undef KM_TILE_FN
 
 /* ---------------------------------------------------------------------------
- * The small-d kernel (d <= ML_KM_SMALL_MAX_D, K <= ML_KM_SMALL_MAX_K): labels
+ * The small-d kernel (d <= ML_KM_SMALL_KERNEL_D, K <= ML_KM_SMALL_MAX_K): labels
  * of a chunk with no center padding, no scores in memory and several point
  * vectors in flight.  cpk holds K rows [||c_k||^2, -2 c_k1, ..., -2 c_kd]
  * (L1-resident; each value is broadcast where it is used), the points of a
@@ -225,7 +225,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
         const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
-        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_MAX_D];
+        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_KERNEL_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
         if (mt == tp) {
@@ -236,7 +236,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                     for (ptrdiff_t p = 0; p < KM_TV; ++p)
                         x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
         } else {
-            REAL xt[ML_KM_SMALL_MAX_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
+            REAL xt[ML_KM_SMALL_KERNEL_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
             for (ptrdiff_t p = 0; p < tp; ++p)
                 for (ptrdiff_t j = 0; j < d; ++j)
                     xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
@@ -296,7 +296,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 }
 #endif
 
-/* One clone per d = 1..ML_KM_SMALL_MAX_D (d a constant: the loops over the
+/* One clone per d = 1..ML_KM_SMALL_KERNEL_D (d a constant: the loops over the
  * coordinates and point vectors unroll into registers). */
 #define KM_SMALL_FN(DV)                                                       \
     ML_CLONES static void FN(small_d##DV)(const REAL *X, ptrdiff_t m,         \
@@ -314,7 +314,110 @@ KM_SMALL_FN(6)
 KM_SMALL_FN(7)
 KM_SMALL_FN(8)
 #undef KM_SMALL_FN
+
+/* ---------------------------------------------------------------------------
+ * The centers-across-lanes kernel (ML_KM_LANES_*; d = 9..128, K <= 64 by
+ * default): labels of a chunk with the centers, not the points, in the
+ * vector lanes.  The centers come packed once per pass in blocks of W:
+ * block b is d + 1 rows of W values, row 0 the norms ||c_k||^2 (+inf for
+ * the padding centers of the last block, which never win), row 1 + j the
+ * values -2 c_kj (0 for padding).  Each point's coordinates are broadcast
+ * from the row-major X (no transpose of X, no packing of X, no BLAS), P
+ * points share each load of a center row, and the argmin is reduced across
+ * the lanes once per point (kmeans_cv_impl.h).  The score of a (point,
+ * center) pair is the tile's, term for term (norm, then x_j (-2 c_kj) in
+ * j order, fused the same way), and ties go to the lowest index: the
+ * labels are the tile's bit for bit.  Compiled per ISA level with its own
+ * blocking (AVX-512: 32 registers; AVX2 and the SSE2 baseline: 16).
+ * ------------------------------------------------------------------------- */
+typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
+                                const REAL *, ptrdiff_t, int32_t *);
+#if KM_HAVE_VEC
+#ifndef KM_CV_MAXP
+#define KM_CV_MAXP 8
+#define KM_CV_MAXQ 4
+#endif
+#define CV_VB 16
+#include "kmeans_cv_impl.h"
+#undef CV_VB
+#define CV_VB 32
+#include "kmeans_cv_impl.h"
+#undef CV_VB
+#if ML_HAVE_CLONES
+#define CV_VB 64
+#include "kmeans_cv_impl.h"
+#undef CV_VB
+#endif
+#define KM_CV_FN(TGT, ISA, VB, PP, Q)                                          \
+    TGT static void FN(lanes_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,         \
+                                           ptrdiff_t d, const REAL *ct,        \
+                                           ptrdiff_t nb, int32_t *lab)         \
+    {                                                                          \
+        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, PP, Q);         \
+    }
+#if ML_HAVE_CLONES
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
+KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
+KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
+KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
+KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
+#endif
+KM_CV_FN(, base, 16, ML_KM_LANES_P16(1), 1)
+KM_CV_FN(, base, 16, ML_KM_LANES_P16(2), 2)
+KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
+#undef KM_CV_FN
+#define KM_LANES_VB(level) \
+    (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
+#else
+/* Portable form: the same scores, one point and one center at a time. */
+static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
+                             ptrdiff_t d, const REAL *ML_RESTRICT ct,
+                             ptrdiff_t nb, int32_t *ML_RESTRICT lab)
+{
+    const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const REAL *x = X + b * d;
+        REAL bs = (REAL)INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < nb * W; ++k) {
+            const REAL *cb = ct + (k / W) * (d + 1) * W + k % W;
+            REAL a = cb[0];
+            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[(1 + j) * W];
+            if (a < bs) { bs = a; bk = (int32_t)k; }
+        }
+        lab[b] = bk;
+    }
+}
+#define KM_LANES_VB(level) ML_KM_VECTOR_BYTES
+#endif
 ML_FP_CONTRACT_END
+
+/* The centers-across-lanes kernel for K centers on this CPU, with its block
+ * width (*W, centers per block) and block count (*nb). */
+static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+{
+    const int level = ml_simd_level();
+    const ptrdiff_t VL = KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL);
+#if KM_HAVE_VEC
+    const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
+    FN(km_lanes_fn) f;
+#if ML_HAVE_CLONES
+    if (level >= 4)
+        f = Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
+    else if (level == 3)
+        f = Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
+    else
+#endif
+        f = Q == 1 ? FN(lanes_base_q1) : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
+#else
+    const int Q = 1;
+    FN(km_lanes_fn) f = FN(lanes_scalar);
+#endif
+    *W = Q * VL;
+    *nb = (K + *W - 1) / *W;
+    return f;
+}
 
 typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
                                const REAL *, ptrdiff_t, REAL *, REAL *, REAL *,
@@ -331,15 +434,13 @@ static FN(km_tile_fn) FN(tile_for)(ptrdiff_t d)
 typedef void (*FN(km_small_fn))(const REAL *, ptrdiff_t, const REAL *, ptrdiff_t,
                                 int32_t *);
 
-/* The small-d kernel for (d, K), or NULL where the tile serves. */
-static FN(km_small_fn) FN(small_for)(ptrdiff_t d, ptrdiff_t K)
+/* The small-d kernel for d (ml_kmeans_kernel decides where it serves). */
+static FN(km_small_fn) FN(small_for)(ptrdiff_t d)
 {
-    static const FN(km_small_fn) by_d[ML_KM_SMALL_MAX_D + 1] = {
+    static const FN(km_small_fn) by_d[ML_KM_SMALL_KERNEL_D + 1] = {
         NULL, FN(small_d1), FN(small_d2), FN(small_d3), FN(small_d4),
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
-    if (d > ML_KM_SMALL_MAX_D || K > ML_KM_SMALL_MAX_K) return NULL;
-    if (d == ML_KM_SMALL_MAX_D && K > ML_KM_SMALL_MAX_K_AT_MAX_D) return NULL;
-    return by_d[d];
+    return d <= ML_KM_SMALL_KERNEL_D ? by_d[d] : NULL;
 }
 
 /* GEMM path: nearest (and second nearest) over the columns of P (m x K,
@@ -438,7 +539,7 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
     }
 }
 
-/* Specialised for d = 1..8 and for w == NULL (the branch on w then folds). */
+/* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
 #define KM_ACCUM_D(DV)                                                        \
     ML_CLONES static void FN(accum_d##DV)(const REAL *X, const REAL *w,       \
                                           ptrdiff_t m, const int32_t *lab,    \
@@ -458,6 +559,8 @@ KM_ACCUM_D(5)
 KM_ACCUM_D(6)
 KM_ACCUM_D(7)
 KM_ACCUM_D(8)
+KM_ACCUM_D(16)
+KM_ACCUM_D(32)
 #undef KM_ACCUM_D
 
 /* Any d, also compiled per ISA level (inlined into the un-cloned pass it
@@ -486,6 +589,8 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 6: FN(accum_d6)(X, w, m, lab, acc, copies, stride, K); break;
     case 7: FN(accum_d7)(X, w, m, lab, acc, copies, stride, K); break;
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
+    case 16: FN(accum_d16)(X, w, m, lab, acc, copies, stride, K); break;
+    case 32: FN(accum_d32)(X, w, m, lab, acc, copies, stride, K); break;
     default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
@@ -514,7 +619,7 @@ FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
         const REAL *x = X + b * d;
         const double wb = w ? (double)w[b] : 1.0;
 #if KM_HAVE_VEC
-        km_v4d t[KM_PACKED_RS(ML_KM_SMALL_MAX_D) / 4];
+        km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
         for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
         for (ptrdiff_t j = 0; j < d; ++j)
             t[j / 4][j % 4] = w ? wb * (double)x[j] : (double)x[j];
@@ -560,7 +665,7 @@ typedef void (*FN(km_accum_packed_fn))(const REAL *, const REAL *, ptrdiff_t,
                                        ptrdiff_t);
 static FN(km_accum_packed_fn) FN(accum_packed_for)(ptrdiff_t d)
 {
-    static const FN(km_accum_packed_fn) by_d[ML_KM_SMALL_MAX_D + 1] = {
+    static const FN(km_accum_packed_fn) by_d[ML_KM_SMALL_KERNEL_D + 1] = {
         NULL, FN(accum_packed_d1), FN(accum_packed_d2), FN(accum_packed_d3),
         FN(accum_packed_d4), FN(accum_packed_d5), FN(accum_packed_d6),
         FN(accum_packed_d7), FN(accum_packed_d8)};
@@ -584,6 +689,9 @@ typedef struct {
     GEMM_T gemm;
     FN(km_tile_fn) tile;
     FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
+    FN(km_lanes_fn) lanes; /* centers-across-lanes kernel, or NULL */
+    ptrdiff_t lw, lnb;     /* its block width and block count */
+    REAL *ct;              /* lnb x (d + 1) x lw packed centers (lanes) */
     FN(km_accum_packed_fn) accum_packed; /* with small: row-packed sums */
     ptrdiff_t rs;         /* packed row stride (small d), 0: generic layout */
     ptrdiff_t acc_stride; /* doubles per accumulator copy */
@@ -606,6 +714,10 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
     const ptrdiff_t K = ws->K, d = ws->d;
     if (ws->small && !best2) {
         ws->small(X, m, ws->cpk, K, lab);
+        return;
+    }
+    if (ws->lanes && !best2) {
+        ws->lanes(X, m, d, ws->ct, ws->lnb, lab);
         return;
     }
     if (!ws->use_gemm) {
@@ -650,7 +762,7 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
 
 static void FN(work_free)(FN(km_work) *ws)
 {
-    free(ws->cn); free(ws->cpk); free(ws->cblk); free(ws->cnb); free(ws->seg);
+    free(ws->cn); free(ws->cpk); free(ws->ct); free(ws->cblk); free(ws->cnb); free(ws->seg);
     free(ws->seg_changed); free(ws->scratch);
 }
 
@@ -663,9 +775,11 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->nt = ml_threads(n_threads);
     if (ws->nt < 1) ws->nt = 1;
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
-    ws->use_gemm = ml_kmeans_uses_gemm(d, K, method, gemm != NULL);
+    const int kernel = ml_kmeans_kernel(d, K, method, gemm != NULL);
+    ws->use_gemm = kernel == ML_KM_KERNEL_GEMM;
     ws->tile = FN(tile_for)(d);
-    ws->small = ws->use_gemm ? NULL : FN(small_for)(d, K);
+    ws->small = kernel == ML_KM_KERNEL_SMALL ? FN(small_for)(d) : NULL;
+    ws->lanes = kernel == ML_KM_KERNEL_LANES ? FN(lanes_for)(K, &ws->lw, &ws->lnb) : NULL;
     ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
@@ -691,13 +805,15 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->per_thread = (ws->per_thread + 15) / 16 * 16;
     ws->cn = malloc((size_t)K * sizeof(REAL));
     ws->cpk = malloc((size_t)(K * (d + 1)) * sizeof(REAL));
+    if (ws->lanes)
+        ws->ct = malloc((size_t)(ws->lnb * (d + 1) * ws->lw) * sizeof(REAL));
     ws->cblk = malloc((size_t)(ws->nblk * KM_TK * d) * sizeof(REAL));
     ws->cnb = malloc((size_t)(ws->nblk * KM_TK) * sizeof(REAL));
     ws->scratch = malloc((size_t)(ws->nt * ws->per_thread) * sizeof(REAL));
     ws->seg_changed = malloc((size_t)S * sizeof(int64_t));
     if (with_sums)
         ws->seg = malloc((size_t)(S * ws->copies * ws->acc_stride) * sizeof(double));
-    if (!ws->cn || !ws->cpk || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
+    if (!ws->cn || !ws->cpk || (ws->lanes && !ws->ct) || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
         (with_sums && !ws->seg)) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
@@ -738,6 +854,15 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
         ws->cnb[k] = s;
         ws->cpk[k * (d + 1)] = s;
         for (ptrdiff_t j = 0; j < d; ++j) ws->cpk[k * (d + 1) + 1 + j] = cb[j * KM_TK];
+    }
+    if (ws->lanes) {
+        const ptrdiff_t W = ws->lw;
+        for (ptrdiff_t k = 0; k < ws->lnb * W; ++k) {
+            REAL *cb = ws->ct + (k / W) * (d + 1) * W + k % W;
+            cb[0] = k < K ? ws->cn[k] : (REAL)INFINITY;
+            for (ptrdiff_t j = 0; j < d; ++j)
+                cb[(1 + j) * W] = k < K ? -2 * C[k * d + j] : 0;
+        }
     }
 }
 

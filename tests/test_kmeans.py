@@ -321,13 +321,14 @@ def _labels_agree_off_ties(lab, X, C, dtype):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 127, 128, 129, 130])
 def test_assign_paths_across_crossovers(dtype, d):
-    """Tile (specialised d <= 8 and any d, K across its block of 6 and its
-    K crossover) and BLAS, against brute force."""
+    """Every kernel (small-d, centers across lanes, tile, BLAS), forced and as
+    the table picks it, with K across their blocks and crossovers, against
+    brute force."""
     rng = np.random.default_rng(d)
     X = rng.normal(size=(531, d)).astype(dtype)  # a partial chunk and tile
     for K in (1, 5, 6, 7, 13, 64, 257):
         C = rng.normal(size=(K, d)).astype(dtype)
-        for method in ("direct", "gemm", "auto"):
+        for method in ("direct", "gemm", "auto", "tile", "lanes", "small"):
             lab, _ = _k.assign(X, C, method, 2, False)
             _labels_agree_off_ties(lab, X, C, dtype)
 
@@ -371,6 +372,70 @@ def test_small_d_kernel_equals_tile(dtype, d):
         lab, _ = _k.assign(X, C, "auto", 1, False)
         D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
         np.testing.assert_array_equal(lab, D.argmin(1))  # exact data: exact scores
+
+
+def test_kernel_table():
+    """The one table in csrc/kmeans.h: small-d kernel for d <= 8 (K <= 64, and
+    K <= 16 at d = 8), centers across lanes up to d = 128 and K = 256, BLAS
+    beyond; "direct" never calls BLAS; forced kernels are served."""
+    for d in range(1, 9):
+        assert _k.kernel(d, 16) == "small"
+        assert _k.kernel(d, 65) == "lanes"
+    assert _k.kernel(8, 17) == "lanes" and _k.kernel(7, 64) == "small"
+    for d in (9, 16, 64, 128):
+        for K in (1, 8, 64, 256):
+            assert _k.kernel(d, K) == "lanes"
+    assert _k.kernel(129, 8) == "gemm" and _k.kernel(16, 257) == "gemm"
+    assert _k.kernel(129, 8, "direct") == "lanes" and _k.kernel(16, 257, "direct") == "lanes"
+    assert _k.kernel(3, 8, "tile") == "tile" and _k.kernel(30, 8, "small") == "tile"
+    assert _k.kernel(3, 8, "lanes") == "lanes" and _k.kernel(300, 8, "gemm") == "gemm"
+    with pytest.raises(ValueError, match="method"):
+        _k.kernel(3, 8, "fast")
+
+
+_LANE_DS = [1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 130]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", _LANE_DS)
+def test_lanes_kernel_exact_on_a_grid(dtype, d):
+    """Centers-across-lanes kernel on integer data and half-integer centers,
+    where every score is exact and many tie: its labels are the float64
+    brute-force argmin (lowest index on ties) and the tile's, bit for bit, for
+    K across one vector, one block (Q = 1, 2, 4) and several blocks, with a
+    partial chunk and a partial step of points."""
+    rng = np.random.default_rng(d)
+    X = rng.integers(-3, 4, size=(531, d)).astype(dtype)
+    for K in (1, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 100):
+        C = rng.integers(-3, 4, size=(K, d)).astype(dtype) + dtype(0.5)
+        ref = ref_sq_dist(X.astype(np.float64), C.astype(np.float64)).argmin(1)
+        lanes, _ = _k.assign(X, C, "lanes", 2, False)
+        tile, _ = _k.assign(X, C, "tile", 1, False)
+        np.testing.assert_array_equal(lanes, ref)
+        np.testing.assert_array_equal(tile, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d,K", [(3, 8), (8, 32), (9, 5), (16, 8), (16, 33), (24, 64),
+                                 (64, 32), (64, 64), (130, 9)])
+def test_lanes_lloyd_equals_tile_and_reference(dtype, d, K):
+    """Lloyd through the lanes kernel and through the tile: the same labels,
+    centers, inertia and n_iter, bit for bit (the same scores term for term),
+    on 1 and 2 threads; labels the float64 reference's off rounding ties."""
+    X = blobs(3000, d, K, 40 + d, spread=2.0).astype(dtype)
+    w = np.random.default_rng(d).uniform(0.5, 2.0, len(X)).astype(dtype)
+    init = X[np.random.default_rng(K).choice(len(X), K, replace=False)].copy()
+    runs = []
+    for method, nt in (("lanes", 1), ("lanes", 2), ("tile", 2)):
+        C = init.copy()
+        lab, inertia, n_iter, strict = _k.lloyd(X, w, C, 20, 0.0, method, nt)
+        runs.append((lab, C, inertia, n_iter, strict))
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0][0], other[0])
+        assert runs[0][1].tobytes() == other[1].tobytes()
+        assert runs[0][2:] == other[2:]
+    lab, C = runs[0][0], runs[0][1]
+    _labels_agree_off_ties(lab, X, C, dtype)
 
 
 def _ref_block(X, w, C):

@@ -17,6 +17,7 @@ from metriclust._kernels._status cimport check_status as _raise
 cdef extern from "kmeans.h" nogil:
     int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
     int ml_kmeans_uses_gemm(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
+    int ml_kmeans_kernel(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
     int ml_kmeans_simd_level()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, Py_ssize_t K, double *centers,
@@ -75,7 +76,11 @@ cdef extern from "kmeans.h" nogil:
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
 
-_METHODS = {"auto": 0, "direct": 1, "gemm": 2}
+# "auto": the table in csrc/kmeans.h; "direct": the same without BLAS; "gemm":
+# BLAS; "tile", "small", "lanes": force one no-BLAS kernel (tests, crossover
+# benchmarks; "small" serves d <= 8 only, the tile above).
+_METHODS = {"auto": 0, "direct": 1, "gemm": 2, "tile": 3, "small": 4, "lanes": 5}
+_KERNELS = ("tile", "small", "lanes", "gemm")
 
 
 cdef int _method_code(method) except -1:
@@ -90,6 +95,14 @@ def uses_gemm(Py_ssize_t n_features, method="auto", Py_ssize_t n_clusters=1):
     centers calls BLAS (the crossover table in csrc/kmeans.h decides)."""
     code = _method_code(method)
     return bool(ml_kmeans_uses_gemm(n_features, n_clusters, code, 1))
+
+
+def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto"):
+    """The kernel that serves Lloyd's unpruned passes for this shape: "small"
+    (small-d), "lanes" (centers across the vector lanes), "tile" or "gemm"
+    (the table in csrc/kmeans.h decides)."""
+    code = _method_code(method)
+    return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1)]
 
 
 def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):

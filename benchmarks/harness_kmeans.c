@@ -1,0 +1,76 @@
+/* Single-thread C harness for the k-means core's Lloyd pass (issue #10):
+ * CPU ms per iteration, (t(6 it) - t(2 it)) / 4, best of R, uniform data,
+ * no BLAS (the C core only).  Build it against any checkout's csrc/ to
+ * compare two versions on the same machine in the same run:
+ *
+ *   gcc -O2 -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
+ *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
+ *       -o /tmp/harness
+ *   /tmp/harness N d K f32|f64 [method [reps [threads]]]
+ *
+ * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes (the
+ * ML_KM_* codes of kmeans.h; a build without a code runs auto).  Prints one
+ * line: the arguments, ms per iteration and a label checksum. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kmeans.h"
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads]\n"); return 2; }
+    const ptrdiff_t N = atol(argv[1]), d = atol(argv[2]), K = atol(argv[3]);
+    const int f32 = !strcmp(argv[4], "f32");
+    const int method = argc > 5 ? atoi(argv[5]) : 0;
+    const int reps = argc > 6 ? atoi(argv[6]) : 3;
+    const int nt = argc > 7 ? atoi(argv[7]) : 1;
+    double *X = malloc(N * d * sizeof(double));
+    float *Xf = malloc(N * d * sizeof(float));
+    int64_t *lab = malloc(N * sizeof(int64_t));
+    unsigned long long s = 12345;
+    for (ptrdiff_t t = 0; t < N * d; ++t) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        X[t] = (double)(s >> 11) / 9007199254740992.0;
+        Xf[t] = (float)X[t];
+    }
+    double best[2] = {1e30, 1e30};
+    long long check = 0;
+    for (int r = 0; r < reps; ++r)
+        for (int v = 0; v < 2; ++v) {
+            const int it = v ? 6 : 2;
+            double *C = malloc(K * d * sizeof(double));
+            float *Cf = malloc(K * d * sizeof(float));
+            for (ptrdiff_t k = 0; k < K; ++k)
+                for (ptrdiff_t j = 0; j < d; ++j) {
+                    C[k * d + j] = X[(k * 7919 % N) * d + j];
+                    Cf[k * d + j] = Xf[(k * 7919 % N) * d + j];
+                }
+            double inertia;
+            int n_iter, strict, st;
+            const double t0 = cpu_now();
+            if (f32)
+                st = ml_kmeans_lloyd_f32(Xf, NULL, N, d, K, Cf, it, 0.0, lab, &inertia,
+                                         &n_iter, &strict, NULL, method, nt);
+            else
+                st = ml_kmeans_lloyd_f64(X, NULL, N, d, K, C, it, 0.0, lab, &inertia,
+                                         &n_iter, &strict, NULL, method, nt);
+            const double t = cpu_now() - t0;
+            if (st != 0) { fprintf(stderr, "status %d\n", st); return 1; }
+            if (t < best[v]) best[v] = t;
+            if (v) { check = 0; for (ptrdiff_t i = 0; i < N; ++i) check = check * 31 + lab[i]; }
+            free(C); free(Cf);
+        }
+    printf("N=%td d=%td K=%td %s method=%d: %.2f ms/it  check=%llx\n", N, d, K,
+           f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
+           (unsigned long long)check);
+    return 0;
+}

@@ -1,0 +1,126 @@
+/* The centers-across-lanes kernel of the k-means core for one floating type
+ * and one vector width; included by kmeans_impl.h with REAL, REAL_INT, SFX
+ * and CV_VB (vector bytes: 16, 32 or 64) defined, inside its contraction
+ * region.  See kmeans_impl.h ("The centers-across-lanes kernel") for the
+ * layout and the contract.
+ *
+ * A step is P points by one block of W = Q * VL centers (VL lanes per
+ * vector): P x Q vector accumulators start at the block's norms, and for
+ * each coordinate j the Q vectors of -2 c_.j (one L1 row of the packed
+ * block) are multiplied by x_pj broadcast straight from the row-major X and
+ * added (one fused multiply-add per accumulator).  Every lane keeps its
+ * running minimum and the index of the center that gave it (strict <, so
+ * ties stay with the lower index); after the last block the lanes are
+ * reduced once per point: the minimum value, then the lowest index among
+ * the lanes that hold it. */
+
+#define CV_CAT3_(a, b, c) a##_##b##_##c
+#define CV_CAT3(a, b, c) CV_CAT3_(a, b, c)
+#define CVN(name) CV_CAT3(name, SFX, CV_VB)
+#define CV_VL ((int)(CV_VB / sizeof(REAL)))
+#if defined(__GNUC__) && !defined(__clang__)
+#define CV_UNROLL _Pragma("GCC unroll 16")
+#elif defined(__clang__)
+#define CV_UNROLL _Pragma("unroll")
+#else
+#define CV_UNROLL
+#endif
+
+typedef REAL CVN(km_cv) __attribute__((vector_size(CV_VB)));
+typedef REAL_INT CVN(km_cvi) __attribute__((vector_size(CV_VB)));
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  /* GCC 12 sees the unrolled arrays as unset */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static ML_ALWAYS_INLINE void
+CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+             const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
+             const int P, const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const ptrdiff_t W = (ptrdiff_t)Q * CV_VL, bstride = (d + 1) * W;
+    VI lane;
+    CV_UNROLL
+    for (int l = 0; l < CV_VL; ++l) lane[l] = l;
+    const VI big = (REAL_INT)INT32_MAX - (VI){0};
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
+        const ptrdiff_t np = m - b0 < P ? m - b0 : P;
+        const REAL *xp[KM_CV_MAXP];
+        /* Rows past the chunk's end repeat its row b0 (labels discarded). */
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
+        V bs[KM_CV_MAXP];
+        VI bk[KM_CV_MAXP];
+        for (ptrdiff_t blk = 0; blk < nb; ++blk) {
+            const REAL *cb = ct + blk * bstride;
+            V acc[KM_CV_MAXP][KM_CV_MAXQ];
+            CV_UNROLL
+            for (int q = 0; q < Q; ++q) {
+                V nq;
+                memcpy(&nq, cb + q * CV_VL, sizeof nq);
+                CV_UNROLL
+                for (int p = 0; p < P; ++p) acc[p][q] = nq;
+            }
+            const REAL *cj = cb + W;
+            for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
+                V c[KM_CV_MAXQ];
+                CV_UNROLL
+                for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
+                CV_UNROLL
+                for (int p = 0; p < P; ++p) {
+                    const V xb = xp[p][j] - (V){0};
+                    CV_UNROLL
+                    for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
+                }
+            }
+            CV_UNROLL
+            for (int p = 0; p < P; ++p) {
+                int q0 = 0;
+                if (blk == 0) {
+                    bs[p] = acc[p][0];
+                    bk[p] = lane;
+                    q0 = 1;
+                }
+                CV_UNROLL
+                for (int q = q0; q < Q; ++q) {
+                    const VI lt = (VI)(acc[p][q] < bs[p]);
+                    const VI kv = lane + (REAL_INT)(blk * W + q * CV_VL);
+                    bs[p] = (V)((lt & (VI)acc[p][q]) | (~lt & (VI)bs[p]));
+                    bk[p] = (lt & kv) | (~lt & bk[p]);
+                }
+            }
+        }
+        CV_UNROLL
+        for (int p = 0; p < np; ++p) {
+            /* The minimum over the lanes, then the lowest center index among
+             * the lanes that hold it. */
+            V v = bs[p];
+            CV_UNROLL
+            for (int s = CV_VL / 2; s >= 1; s /= 2) {
+                const V t = __builtin_shuffle(v, lane ^ s);
+                const VI lt = (VI)(t < v);
+                v = (V)((lt & (VI)t) | (~lt & (VI)v));
+            }
+            const VI eq = (VI)(bs[p] == v);
+            VI k = (eq & bk[p]) | (~eq & big);
+            CV_UNROLL
+            for (int s = CV_VL / 2; s >= 1; s /= 2) {
+                const VI t = __builtin_shuffle(k, lane ^ s);
+                const VI lt = (VI)(t < k);
+                k = (lt & t) | (~lt & k);
+            }
+            lab[b0 + p] = (int32_t)k[0];
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#undef CV_CAT3_
+#undef CV_CAT3
+#undef CVN
+#undef CV_VL
+#undef CV_UNROLL
