@@ -84,9 +84,19 @@ def _shifted(block, shift):
     return block if shift is None else block - np.asarray(shift, dtype=block.dtype)
 
 
-def _lloyd_block(block, old, w, centers, shift, n_threads, with_inertia):
+def _lloyd_block(block, old, w, centers, shift, n_threads, with_inertia, center_first=False):
     """Labels and the reduced part of one Lloyd step on a block (``lloyd_partial``),
-    and how many labels differ from ``old``."""
+    and how many labels differ from ``old``.
+
+    ``center_first``: the block is a temporary (a transform's output): subtract the
+    shift from it in place first, so that the distances are those of the in-memory
+    core on its centred copy of the data, to the bit (``lloyd_partial`` otherwise
+    assigns the rows as read to the centers moved back by the shift: no copy of
+    the block, the same labels except at near-ties).
+    """
+    if center_first and shift is not None:
+        np.subtract(block, np.asarray(shift, dtype=block.dtype), out=block)
+        shift = None
     sums, counts, inertia, labels = lloyd_partial(block, centers, w, shift, n_threads,
                                                   with_inertia=with_inertia)
     labels = labels.astype(np.int32)
@@ -349,7 +359,8 @@ def lloyd_pass(src, centers, shift, weights, labels, *, with_inertia=False, tran
     """One Lloyd pass: labels updated in ``labels`` (a RowArray), and the block partials
     reduced in block order: ``(sums, counts, inertia, n_changed)``."""
     _, parts = src.map_keep(_lloyd_block, centers, shift, src.n_threads, with_inertia,
-                            rows=(labels, weights), out=labels, transform=transform)
+                            transform is not None, rows=(labels, weights), out=labels,
+                            transform=transform)
     sums, counts, inertia, changed = reduce_partials(
         [(s, c, i, np.float64(ch)) for s, c, i, ch in parts])
     return sums, counts, inertia, int(changed)
