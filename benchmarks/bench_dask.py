@@ -27,7 +27,7 @@ d = 8 float32 blobs in ``--method-chunks`` chunks, fitted in memory and on
 the cluster; times and how far the results differ.
 
 Usage: python benchmarks/bench_dask.py [--n 2e7] [--d 8] [--k 16] [--chunks 64]
-           [--iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5]
+           [--iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5] [--cpcm-chunks C]
            [--skip-kmeans] [--skip-cpcm] [--quick]
            [--methods [--mmc-n 2e4] [--cpd-n 1e6] [--method-chunks 8]]
 dask-ml is needed for the KMeans peer (pip install dask-ml); without it the
@@ -158,7 +158,8 @@ def bench_cpcm(args, client, lines):
     from metriclust import CPCM
 
     n, p, K = int(args.cpcm_n), args.cpcm_p, args.cpcm_k
-    rows = -(-n // args.chunks)
+    chunks = args.cpcm_chunks or args.chunks
+    rows = -(-n // chunks)
     rng = np.random.default_rng(2)
     centers = rng.normal(scale=1.5, size=(K, p)).astype(np.float32)
 
@@ -179,7 +180,7 @@ def bench_cpcm(args, client, lines):
     labels = got.labels_.compute()
     t2 = time.perf_counter()
     load1 = _common.load_average()
-    lines.append(f"## CPCM linear, N = {n:.3g}, p = {p}, K = {K}, float32, {args.chunks} "
+    lines.append(f"## CPCM linear, N = {n:.3g}, p = {p}, K = {K}, float32, {chunks} "
                  f"chunks; load average {load0:.1f} before, {load1:.1f} after")
     lines.append("")
     lines.append(_common.markdown_table(
@@ -187,7 +188,8 @@ def bench_cpcm(args, client, lines):
         [["in memory", t1 - t0, ref.blur_ratio_, ref.n_iter_],
          ["dask (LocalCluster)", t2 - t1, got.blur_ratio_, got.n_iter_]]))
     lines.append("")
-    lines.append(f"Labels equal: {bool(np.array_equal(labels, ref.labels_))}; "
+    lines.append(f"Labels equal: {bool(np.array_equal(labels, ref.labels_))} "
+                 f"({int(np.count_nonzero(labels != ref.labels_))} rows differ); "
                  f"|blur ratio difference| {abs(got.blur_ratio_ - ref.blur_ratio_):.3g}; "
                  f"largest |coef_ difference| {float(np.max(np.abs(got.coef_ - ref.coef_))):.3g}.")
     lines.append("")
@@ -265,6 +267,8 @@ def main():
     ap.add_argument("--cpcm-n", type=float, default=1e7)
     ap.add_argument("--cpcm-p", type=int, default=20)
     ap.add_argument("--cpcm-k", type=int, default=5)
+    ap.add_argument("--cpcm-chunks", type=int, default=None,
+                    help="row chunks of CPCM's data (default: --chunks)")
     ap.add_argument("--skip-kmeans", action="store_true")
     ap.add_argument("--skip-cpcm", action="store_true")
     ap.add_argument("--methods", action="store_true",

@@ -619,10 +619,30 @@ def test_cpcm_memmap_block_size_and_thread_invariant(tmp_path):
     np.testing.assert_array_equal(fits[1].centers_, fits[2].centers_)
 
 
-def test_cpcm_memmap_refuses_what_it_cannot_run(tmp_path):
+def test_cpcm_memmap_small_or_other_predictors_in_memory(tmp_path):
     M = _memmap(tmp_path, _cpcm_data(np.float64, n=300))
-    with pytest.raises(ValueError, match="predictor='linear' or 'kernel'"):
-        CPCM(2, predictor="stepwise").fit(M)
+    # stepwise and lda have no block path: X is read into memory
+    np.testing.assert_array_equal(
+        CPCM(2, predictor="stepwise", random_state=0, n_init=2).fit(M).labels_,
+        CPCM(2, predictor="stepwise", random_state=0, n_init=2).fit(np.asarray(M)).labels_)
     # X within the search sample is read whole: the in-memory fit
     np.testing.assert_array_equal(CPCM(2, random_state=0, n_init=2).fit(M).labels_,
                                   CPCM(2, random_state=0, n_init=2).fit(np.asarray(M)).labels_)
+
+
+def test_kmeans_blockwise_of_a_per_block_transform(tmp_path):
+    # k-means of rows transformed block by block (never stored) = k-means of the
+    # transformed data in memory; a pass over a subset of the blocks
+    from metriclust._core.streaming import Affine
+
+    X = _blobs(n=3000, p=4, k=4, seed=15)
+    B = np.random.default_rng(1).normal(size=(4, 3))
+    b0 = np.array([1.0, -2.0, 0.5])
+    M = _memmap(tmp_path, X)
+    got = kmeans_blockwise(M, 4, random_state=2, block_rows=400, transform=Affine(B, b0))
+    ref = kmeans(np.ascontiguousarray(X @ B + b0), 4, random_state=2)
+    np.testing.assert_array_equal(got.labels, ref.labels)
+    np.testing.assert_allclose(got.centers, ref.centers, rtol=1e-10)
+    src = source(M, block_rows=400)
+    np.testing.assert_array_equal(np.array(src.map(_col_sums, blocks=[3, 0])),
+                                  np.array([X[1200:1600].sum(0), X[:400].sum(0)]))

@@ -330,19 +330,22 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         """A dask array or out-of-core X (an np.memmap, a row-sliceable array): searched
         on a sample, polished by passes over row blocks (see _search).
 
-        Up to the sample size the search covers all of X, so X is read whole.
+        Up to the sample size the search covers all of X, so X is read whole (and
+        so it is for the predictors without a block path, "stepwise" and "lda").
         Returns an in-memory array or a :class:`metriclust._core.engine.BlockSource`.
         """
-        what = "A dask array" if is_dask_array(X) else "Out-of-core"
+        blockable = self.predictor in ("linear", "kernel") and isinstance(self.init, str)
         if is_dask_array(X):
             from . import _dask
             X = _dask.check_dask_array(X, ensure_min_samples=2)
+            if not blockable:
+                raise ValueError("A dask array X takes predictor='linear' or 'kernel' and a "
+                                 f"named init (got predictor={self.predictor!r}); gather X "
+                                 "first for the others.")
         else:
             check_out_of_core(X, ensure_min_samples=2)
-        if self.predictor not in ("linear", "kernel") or not isinstance(self.init, str):
-            raise ValueError(f"{what} X takes predictor='linear' or 'kernel' and a named "
-                             f"init (got predictor={self.predictor!r}); load X in memory "
-                             "for the others.")
+            if not blockable:    # the other predictors read X into memory
+                return check_array(X, name="X", ensure_min_samples=2)
         if X.shape[0] <= _SEARCH_MAX_N:
             return check_array(np.array(X), name="X", ensure_min_samples=2)
         return source(X, block_rows=block_rows)

@@ -71,6 +71,27 @@ def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args
     return out[0], out[1]
 
 
+#: Arguments of a Dask pass larger than this (arrays, transforms holding arrays)
+#: go into the graph once, shared by every chunk's task, not once per task.
+_SHARE_BYTES = 1 << 16
+
+
+def _shared_one(a):
+    if a is None:
+        return None
+    size = a.nbytes if isinstance(a, np.ndarray) else sum(
+        v.nbytes for v in getattr(a, "__dict__", {}).values() if isinstance(v, np.ndarray))
+    if size <= _SHARE_BYTES:
+        return a
+    import dask
+    return dask.delayed(a, pure=True, traverse=False)
+
+
+def _shared(args):
+    return tuple(_shared_one(a) if isinstance(a, np.ndarray) or hasattr(a, "__dict__")
+                 else a for a in args)
+
+
 def _set_rows(values, local_idx, new):
     values = np.array(values, copy=True)
     values[local_idx] = new
@@ -202,37 +223,45 @@ class BlockSource:
     def _args(self, args, per_block, i):
         return args if per_block is None else tuple(args) + (per_block[i],)
 
-    def map(self, fn, *args, rows=(), transform=None, x=True, per_block=None):
+    def map(self, fn, *args, rows=(), transform=None, x=True, per_block=None, blocks=None):
         """Per-block results of ``fn``, computed, in block order (a list).
 
         ``per_block``: a list of one value per block, passed as ``fn``'s last argument.
+        ``blocks``: indices of the blocks to run on (in the order given; ``per_block``
+        then has one value per given block); default all. A pass over a subset does not
+        count as the checking pass.
         """
+        which = range(self.n_blocks) if blocks is None else [int(b) for b in blocks]
+        if per_block is not None and blocks is not None:
+            per_block = dict(zip(which, per_block))
         check = x and not self.checked
         if self.kind == "local":
             out = []
-            for i, (s, e) in enumerate(self.bounds):
+            for i in which:
+                s, e = self.bounds[i]
                 raw = self.X[s:e] if x else None
                 out.append(_run(fn, raw, self.dtype, check, s, self.n_rows, self.name,
                                 transform, self._row_parts(rows, i),
                                 self._args(args, per_block, i)))
         else:
             import dask
-            blocks = self._dask_blocks()
-            tasks = [dask.delayed(_run)(fn, blocks[i] if x else None, self.dtype, check, s,
-                                        self.n_rows, self.name, transform,
+            args, transform = _shared(args), _shared_one(transform)
+            dblocks = self._dask_blocks()
+            tasks = [dask.delayed(_run)(fn, dblocks[i] if x else None, self.dtype, check,
+                                        self.bounds[i][0], self.n_rows, self.name, transform,
                                         self._row_parts(rows, i),
                                         self._args(args, per_block, i))
-                     for i, (s, _) in enumerate(self.bounds)]
+                     for i in which]
             out = list(dask.compute(*tasks))
-        if check:
+        if check and blocks is None:
             self.checked = True
         return out
 
-    def reduce(self, fn, *args, rows=(), transform=None, x=True, per_block=None):
+    def reduce(self, fn, *args, rows=(), transform=None, x=True, per_block=None, blocks=None):
         """``reduce_partials`` of :meth:`map`: fields summed (integer arrays concatenated)
-        left to right in block order."""
+        left to right in the order of the blocks."""
         return reduce_partials(self.map(fn, *args, rows=rows, transform=transform, x=x,
-                                        per_block=per_block))
+                                        per_block=per_block, blocks=blocks))
 
     def map_keep(self, fn, *args, rows=(), transform=None, out=None, dtype=None, width=None,
                  x=True, per_block=None):
@@ -258,6 +287,7 @@ class BlockSource:
         else:
             import dask
             blocks = self._dask_blocks()
+            args, transform = _shared(args), _shared_one(transform)
             pairs = [dask.delayed(_run_keep, nout=2)(
                 fn, blocks[i] if x else None, self.dtype, check, s, self.n_rows, self.name,
                 transform, self._row_parts(rows, i), self._args(args, per_block, i))
@@ -290,6 +320,7 @@ class BlockSource:
         import dask.array as da
         check = not self.checked
         blocks = self._dask_blocks()
+        args, transform = _shared(args), _shared_one(transform)
         parts = []
         for i, (s, e) in enumerate(self.bounds):
             d = dask.delayed(_run)(fn, blocks[i], self.dtype, check, s, self.n_rows, self.name,

@@ -199,7 +199,7 @@ def column_mean_and_variance(src, weights=None, *, with_variance=True, transform
     Dask: the row chunks. The first pass over X checks it (NaN, infinity).
     """
     src = source(src)
-    if transform is None and src.kind == "local":
+    if src.kind == "local":
         sub = src.reblock(min(_MOMENT_BLOCK, max(e - s for s, e in src.bounds)))
         if weights is not None:
             weights = RowArray(sub, values=weights.values)
@@ -207,6 +207,8 @@ def column_mean_and_variance(src, weights=None, *, with_variance=True, transform
         sub = src
     if weights is None:
         total = float(src.n_rows)
+    elif weights.values is not None:    # as the in-memory core: one numpy sum
+        total = float(np.asarray(weights.values, dtype=np.float64).sum())
     else:
         total = float(sum(sub.map(_sum_weights, rows=(weights,), x=False)))
     mean = sub.reduce(_sum_block, rows=(weights,), transform=transform) / total
@@ -464,12 +466,18 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
     no more rows than that the sample is X and the seeding the in-memory one),
     or ``"k-means||"`` (:func:`kmeans_parallel`).
     """
-    n, dtype = src.n_rows, src.dtype
+    n = src.n_rows
+
+    def rows(idx):
+        got = src.take_rows(idx)
+        return got if transform is None else np.ascontiguousarray(transform(got))
+    dtype = np.dtype(shift.dtype)
     if isinstance(init, np.ndarray):
         return init - shift
     if callable(init):
+        shape = _Shape((n, shift.shape[0]))
         return _check_init_centers(init(src.X if X is None else X, n_clusters,
-                                        random_state=rng), n_clusters, src) - shift
+                                        random_state=rng), n_clusters, shape) - shift
     if init == "random":
         pr = None
         if weights is not None:
@@ -478,7 +486,7 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
             if np.count_nonzero(wv) >= n_clusters:
                 pr = np.asarray(wv, dtype=np.float64) / float(np.sum(wv, dtype=np.float64))
         idx = rng.choice(n, size=n_clusters, replace=False, p=pr)
-        return src.take_rows(idx) - shift
+        return rows(idx) - shift
     if init == "k-means||":
         return kmeans_parallel(src, n_clusters, shift, weights, rng, transform=transform)
     if init not in ("k-means++", "farthest"):
@@ -488,7 +496,7 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
         seed_sample_size = max(SEED_SAMPLE_SIZE, 1000 * n_clusters)
     idx = np.arange(n, dtype=np.int64) if n <= seed_sample_size else \
         np.sort(rng.choice(n, size=seed_sample_size, replace=False))
-    sample = np.ascontiguousarray(src.take_rows(idx) - shift, dtype=dtype)
+    sample = np.ascontiguousarray(rows(idx) - shift, dtype=dtype)
     sample_w = None
     if weights is not None:
         wv = weights.values if weights.values is not None else \
@@ -500,10 +508,15 @@ def seed(src, n_clusters, init, shift, weights, rng, *, seed_sample_size=None, X
                n_threads=src.n_threads)[0]
 
 
+class _Shape:
+    def __init__(self, shape):
+        self.shape = shape
+
+
 # ---------------------------------------------------------------- k-means
 def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                      max_iter=300, tol=1e-4, random_state=None, n_threads=None, verbose=0,
-                     block_rows=None, seed_sample_size=None):
+                     block_rows=None, seed_sample_size=None, transform=None):
     """Lloyd's k-means of X by passes over its row blocks (local or Dask backend).
 
     The iteration is the k-means core's (:func:`metriclust._core.kmeans.kmeans`
@@ -526,6 +539,10 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     and the kernels' per-row outputs. Dask: the labels stay on the workers
     (``4 N`` bytes spread over them); the client holds ``K x p`` partials.
 
+    ``transform``: a per-block transform (a module-level callable object; see
+    :mod:`metriclust._core.engine`): k-means of the rows ``transform(X)``,
+    computed block by block and never stored (given centers are in that space).
+
     Returns
     -------
     KMeansResult(centers, labels, inertia, n_iter)
@@ -534,6 +551,10 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     """
     src = source(X, block_rows=block_rows, n_threads=n_threads)
     n, p, dtype = src.n_rows, src.n_features, src.dtype
+    if transform is not None:    # the space of the transformed rows
+        probe = np.asarray(transform(src.take_rows([0])))
+        p = probe.shape[1]
+        dtype = probe.dtype if probe.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     if n_clusters > n:
         raise ValueError(f"n_samples={n} should be >= n_clusters={n_clusters}.")
     max_iter = min(int(max_iter), 2**31 - 1)
@@ -545,7 +566,7 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
         raise ValueError(f"seed_sample_size must be an int >= n_clusters={n_clusters}, "
                          f"got {seed_sample_size!r}.")
     w, w_scale = _check_weights(src, sample_weight)
-    mean, var = column_mean_and_variance(src, w, with_variance=tol > 0)
+    mean, var = column_mean_and_variance(src, w, with_variance=tol > 0, transform=transform)
     X_mean = mean.astype(dtype)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
 
@@ -553,14 +574,15 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     labels = src.full(-1, np.int32)
     for r in range(n_init):
         centers = np.ascontiguousarray(
-            seed(src, n_clusters, init, X_mean, w, rng, seed_sample_size=seed_sample_size),
+            seed(src, n_clusters, init, X_mean, w, rng, seed_sample_size=seed_sample_size,
+                 transform=transform),
             dtype=dtype)
         if r:
             labels = src.full(-1, np.int32) if src.kind == "dask" else labels
             if labels.values is not None:
                 labels.values.fill(-1)
         run = lloyd(src, centers, shift=X_mean, weights=w, labels=labels, max_iter=max_iter,
-                    abs_tol=abs_tol)
+                    abs_tol=abs_tol, transform=transform)
         if verbose:
             how = "strict convergence" if run["strict"] else (
                 "center shift within tolerance" if run["n_iter"] < max_iter
@@ -742,13 +764,27 @@ class NystromMap:
         return NystromMap(self.L, self.N, self.sigma, self.f_mean, B, b0, self.n_threads)
 
 
+class ModelMap:
+    """Per-block transform ``model.transform(block, fit)`` of any fitted predictor."""
+
+    def __init__(self, model, fit):
+        self.model, self.fit = model, fit
+        self.B = fit.coef
+
+    def __call__(self, block):
+        return np.asarray(self.model.transform(block, self.fit), dtype=np.float64)
+
+    def out_dtype(self, dtype):
+        return np.dtype(np.float64)
+
+
 def prediction_transform(model, fit, n_threads=1):
     """The per-block transform ``X -> Zhat`` of a fitted CPCM predictor (any of the
     in-memory ones with an affine map or a Nystrom kernel, or a block predictor)."""
     if getattr(model, "name", None) == "kernel":
         if getattr(model, "nystrom", None) is None:
-            raise ValueError("predictor='kernel' without Nystrom (n_components=None and "
-                             "N <= 2000) has no block-wise transform; pass n_components.")
+            # the exact kernel (N <= 2000 training rows): its cross Gram, per block
+            return ModelMap(model, fit)
         ny = model.nystrom
         return NystromMap(ny.landmarks_, ny.normalization_, ny.sigma_, model.f_mean,
                           fit.coef, fit.intercept, n_threads)
@@ -913,7 +949,14 @@ def _blur_and_within(src, fit, labels, n_clusters):
     cluster sums of ``Zhat`` are ``S B + n b0`` (no pass needed).
     """
     counts = fit.counts
-    zsums = fit.sums @ fit.coef + counts[:, None] * fit.intercept[None, :]
+    if fit.transform.out_dtype(src.dtype) == np.float32:
+        # float32 predictions: their cluster sums from the rounded values themselves
+        # (a pass), as in memory, so that the centers and the clustering stage's
+        # start agree to the bit with the in-memory fit's
+        zsums, counts = src.reduce(_cluster_sums_block, n_clusters, src.n_threads,
+                                   rows=(labels,), transform=fit.transform)
+    else:
+        zsums = fit.sums @ fit.coef + counts[:, None] * fit.intercept[None, :]
     theta = zsums / np.maximum(counts, 1.0)[:, None]
     n = counts.sum()
     dev = theta - zsums.sum(axis=0) / n if n > 0 else theta
@@ -943,12 +986,18 @@ def _lloyd_from_partition(src, model, fit, theta, labels_out, max_iter=300, tol=
     """``partition.lloyd_from_partition`` on ``Zhat`` (per block): Lloyd's k-means
     started from the cluster means ``theta``, centred on ``Zhat``'s mean, with the
     core's stop (``tol`` times the mean variance of ``Zhat``); the labels go to
-    ``labels_out``. The mean and variance of ``Zhat`` come from the predictor's
-    moments (``model.z_moments``) instead of two passes: they agree with the
-    in-memory ones to rounding (they set the centering shift and the stop)."""
+    ``labels_out``. For float64 predictions the mean and variance of ``Zhat``
+    come from the predictor's moments (``model.z_moments``) instead of two
+    passes: they agree with the in-memory ones to rounding (they set the
+    centering shift and the stop). Float32 predictions take them from the
+    rounded values (two passes), as in memory: the float32 shift could
+    otherwise differ by an ulp and move near-ties."""
     T = fit.transform
-    mean, var = model.z_moments(fit)
     zdt = T.out_dtype(src.dtype)
+    if zdt == np.float32:   # as in memory: the moments of the rounded predictions (2 passes)
+        mean, var = column_mean_and_variance(src, transform=T, with_variance=tol > 0)
+    else:
+        mean, var = model.z_moments(fit)
     shift = mean.astype(zdt)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
     if labels_out.values is not None:
