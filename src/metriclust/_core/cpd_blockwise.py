@@ -54,9 +54,9 @@ from .engine import source
 from .gram import drop_null_eigenpairs, factor_basis, gaussian_gram, gram_matmat
 from .streaming import kmeans_blockwise
 
-__all__ = ["EngineBlocks", "LowRankBlockSolver", "RowMap", "RowTransform", "affine_rows", "cluster_partial",
-           "factor_moments_partial", "field_rows", "float_rows", "moved_rows",
-           "spectral_start", "within_partial"]
+__all__ = ["EngineBlocks", "LowRankBlockSolver", "RowMap", "RowTransform", "affine_rows",
+           "cluster_partial", "factor_moments_partial", "field_rows", "float_rows",
+           "moved_rows", "spectral_start", "within_partial", "working_set_row_bytes"]
 
 
 # ------------------------------------------------------------ per-block functions
