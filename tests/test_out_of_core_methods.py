@@ -133,6 +133,15 @@ def test_solver_callback_errors_propagate():
                           face_gap=3e-2, newton_ok=False, evaluator=wrong_shape)
     with pytest.raises(ValueError, match="shape"):
         solver.evaluate(np.eye(3) / 3)
+
+    def interrupted(Lt):
+        raise KeyboardInterrupt
+
+    solver = _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64),
+                          max_iter=5, tol=1e-6, memory=10, window=20, stall_gap=100.0,
+                          face_gap=3e-2, newton_ok=False, evaluator=interrupted)
+    with pytest.raises(KeyboardInterrupt):      # Ctrl-C inside a block pass: handed on
+        solver.evaluate(np.eye(3) / 3)
     with pytest.raises(TypeError, match="callable"):
         _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64), max_iter=5,
                      tol=1e-6, memory=10, window=20, stall_gap=100.0, face_gap=3e-2,

@@ -1418,6 +1418,23 @@ BRIDGE = {
     "ap-duplicate-points": ("Z = np.ones((4, 3)); result = pw.allpairs_full(Z, Z)",
                             "either-nan"),
     "ap-threads-huge": ("result = pw.allpairs_full(X, X, 100000)", "either"),
+    "cp-ok": ("result = pw.crosspairs_full(X[:4].copy(), X[:4].copy(), X[4:].copy(),"
+              " X[4:].copy())\n"
+              "D = (X[:4, None] - X[None, 4:]).reshape(-1, X.shape[1])\n"
+              "assert np.isclose(result[0], np.linalg.norm(D, axis=1).sum())", "ok"),
+    "cp-rows": ("result = pw.crosspairs_full(X, X[:5].copy(), X, X)", "raise"),
+    "cp-cols": ("result = pw.crosspairs_full(X, X, np.ones((3, 2)), np.ones((3, 2)))",
+                "raise"),
+    "cp-zero-cols": ("result = pw.crosspairs_full(np.empty((3, 0)), np.empty((3, 0)),"
+                     " np.empty((2, 0)), np.empty((2, 0)))", "raise"),
+    "cp-zero-rows": ("result = pw.crosspairs_full(X[:0], X[:0], X, X)\n"
+                     "assert result[0] == 0", "ok"),
+    "cp-f32": ("result = pw.crosspairs_full(X32, X32, X32, X32)", "raise"),
+    "cp-noncontig": ("result = pw.crosspairs_full(nc(np.ones((10, 6))), X, X, X)", "raise"),
+    "cp-readonly": ("result = pw.crosspairs_full(ro(X), ro(X), ro(X), ro(X))", "ok"),
+    "cp-duplicate-points": ("Z = np.ones((4, 3)); result = pw.crosspairs_full(Z, Z, Z, Z)",
+                            "either-nan"),
+    "cp-threads-huge": ("result = pw.crosspairs_full(X, X, X, X, 100000)", "either"),
 }
 
 # The toolbox's bridges (mixture E/M steps, LVQ and SOM runs).

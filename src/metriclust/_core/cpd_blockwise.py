@@ -16,8 +16,8 @@ and the moved points are a function of each row alone,
 block order, the ``m x m`` system is solved as in memory
 (:func:`metriclust._core.cpd.low_rank_coef`), the objective's within-cluster
 sum is a pass over the moved blocks, and the Y-step's Lloyd runs on the
-moved points through :func:`metriclust._core.streaming.kmeans_blockwise` on a
-lazy row view (:class:`RowMap`), never an ``N x p`` array. The spectral
+moved points through :func:`metriclust._core.streaming.kmeans_blockwise` with
+the moved rows as a per-block transform, never an ``N x p`` array. The spectral
 start is the same: block moments, then k-means on the lazily mapped rows.
 
 Landmarks are the rows the in-memory ``Nystrom`` draws (the same generator
@@ -31,7 +31,8 @@ recomputed, not stored).
 
 CONTRACT:
 
-    RowMap(X, fn, n_columns, *args, block_rows=None): rows fn(X[a:b], *args), lazily
+    RowMap(X, fn, n_columns, *args): rows fn(X[a:b], *args), lazily (embedding_, weights_)
+    RowTransform(fn, *args): fn(block, *args) as an engine transform
     EngineBlocks(X, block_rows=None, *, row_bytes=None): block_map, rows, row_map, kmeans,
         n, p (on the engine; row_bytes: the per-row working set that sizes default blocks)
     working_set_row_bytes(p, m) -> bytes a block row costs in the passes
@@ -53,9 +54,9 @@ from .engine import source
 from .gram import drop_null_eigenpairs, factor_basis, gaussian_gram, gram_matmat
 from .streaming import kmeans_blockwise
 
-__all__ = ["EngineBlocks", "LowRankBlockSolver", "RowMap", "affine_rows", "cluster_partial",
-           "factor_moments_partial", "field_rows", "float_rows", "moved_rows",
-           "spectral_start", "within_partial"]
+__all__ = ["EngineBlocks", "LowRankBlockSolver", "RowMap", "RowTransform", "affine_rows",
+           "cluster_partial", "factor_moments_partial", "field_rows", "float_rows",
+           "moved_rows", "spectral_start", "within_partial", "working_set_row_bytes"]
 
 
 # ------------------------------------------------------------ per-block functions
@@ -144,6 +145,16 @@ class RowMap:
                        *self.args)
 
 
+class RowTransform:
+    """``fn(block, *args)`` as an engine per-block transform (picklable)."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self, block):
+        return self.fn(block, *self.args)
+
+
 class EngineBlocks:
     """The block driver of the fit, on the block engine (memmap, h5py, Dask).
 
@@ -153,8 +164,8 @@ class EngineBlocks:
     ``row_map(fn, n_columns, *args)``: the rows ``fn(block, *args)``, lazily
     (a :class:`RowMap` of an out-of-core X, a Dask array with X's chunks).
     ``kmeans(fn, args, n_columns, K, **kw)``: the engine's k-means
-    (:func:`~metriclust._core.streaming.kmeans_blockwise`) on those rows;
-    int64 labels in memory.
+    (:func:`~metriclust._core.streaming.kmeans_blockwise`) of the rows
+    ``fn(block, *args)``, a per-block transform; int64 labels in memory.
     """
 
     def __init__(self, X, block_rows=None, *, row_bytes=None):
@@ -179,8 +190,7 @@ class EngineBlocks:
         return RowMap(self.src.X, fn, n_columns, *args)
 
     def kmeans(self, fn, args, n_columns, n_clusters, **kw):
-        res = kmeans_blockwise(self.row_map(fn, n_columns, *args), n_clusters,
-                               block_rows=self.block_rows, **kw)
+        res = kmeans_blockwise(self.src, n_clusters, transform=RowTransform(fn, *args), **kw)
         labels = res.labels
         if hasattr(labels, "compute"):
             labels = labels.compute()

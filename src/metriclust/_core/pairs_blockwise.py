@@ -112,11 +112,9 @@ def alldiag_block_partial(BI, BJ, shift, W, a, *, same, hessian, n_threads=None)
     return h, grad, H, gz, nz
 
 
-def _pair_task(BI, fn, BJ, shift, W, arg, kw, mode):
-    # block I of the engine pass for block J: I == J, I < J, or (I > J) nothing
-    if mode is None:
-        return None
-    return fn(BI, BJ, shift, W, arg, same=mode == "same", **kw)
+def _pair_task(BI, fn, BJ, shift, W, arg, kw, same):
+    # block I (<= J) of the engine pass for block J
+    return fn(BI, BJ, shift, W, arg, same=same, **kw)
 
 
 def engine_allpairs(src, shift):
@@ -125,9 +123,10 @@ def engine_allpairs(src, shift):
     ``pair_map(fn, W, arg, **kw)`` returns ``[fn(B_I, B_J, shift, W, arg,
     same=I == J, **kw) for (I, J) in block_pairs]``. For each block J (read
     once, by ``take_rows``) one engine pass runs ``fn`` on the blocks
-    ``I <= J`` (the blocks ``I > J`` return at once); the partials are put in
-    :func:`block_pairs` order. Local: at most two blocks in memory; Dask:
-    block J travels with the tasks of its pass.
+    ``I <= J`` (``map(blocks=...)``); the partials are put in
+    :func:`block_pairs` order. Local: at most two blocks in memory and
+    ``nb (nb + 1) / 2 + nb`` block reads per evaluation; Dask: block J travels
+    with the tasks of its pass.
     """
     nb = src.n_blocks
     index = {pair: k for k, pair in enumerate(block_pairs(nb))}
@@ -138,8 +137,8 @@ def engine_allpairs(src, shift):
         for j, (s, e) in enumerate(src.bounds):
             BJ = np.ascontiguousarray(src.take_rows(np.arange(s, e, dtype=np.int64)),
                                       dtype=np.float64)
-            modes = ["same" if i == j else ("cross" if i < j else None) for i in range(nb)]
-            parts = src.map(_pair_task, fn, BJ, shift, W, arg, kw, per_block=modes)
+            parts = src.map(_pair_task, fn, BJ, shift, W, arg, kw, blocks=range(j + 1),
+                            per_block=[i == j for i in range(j + 1)])
             for i in range(j + 1):
                 out[index[(i, j)]] = parts[i]
         return out
