@@ -35,10 +35,8 @@ on few points (``m > 4 n``) are summed through the weighted pair graph's
 Laplacian (``PairSums``): O(n p^2) per iteration instead of O(m p^2).
 
 Diagonal A (the paper's Sec. 2.1, eq. (6)): Newton-Raphson on
-``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, as a projected
-Newton method (Bertsekas 1982): variables at the bound with a positive gradient
-are held, a Newton step on the rest, and an Armijo search along the projection
-arc ``max(a + t d, 0)``.
+``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, in the factor
+``a = b * b`` (no bound to run into), with an Armijo search along ``b + t d``.
 
 References
 ----------
@@ -892,10 +890,28 @@ def _projected_gradient_diagonal(sums, a0, max_iter, tol, verbose, memory=10):
     return best[1], max_iter, False
 
 
+# Diagonal Newton: the start is moved off a = 0 by this much (relative), and a step
+# is at most _DIAG_STEP times ||b|| long (the first steps, far from the optimum,
+# otherwise overshoot by orders of magnitude and backtrack).
+_DIAG_REG = 1e-6
+_DIAG_STEP = 1.0
+
+
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):
-    """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``)."""
+    """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``).
+
+    Newton in ``b`` with ``a = b * b`` (Xing et al.'s Newton-Raphson, Sec. 2.1,
+    without the constraint): a weight tending to 0 is a small ``b``, not a
+    bound that the step runs into and that the projection arc then cuts to a
+    sliver (the projected Newton this replaces crept over its last iterations).
+    ``g(b)`` is not convex, so the Hessian's eigenvalues are taken in absolute
+    value (the step stays a descent direction), with Armijo backtracking. The
+    solve stops when the duality bound at the point (:func:`_diagonal_gap`) is
+    within ``tol``.
+    """
     p = a0.size
     a = a0 / a0.sum() if a0.sum() > 0 else np.full(p, 1.0 / p)
+    a = 0.5 * (a + _DIAG_REG / p) / (1.0 + _DIAG_REG)    # sum(a) = 1/2: g's best scale
 
     def g_of(a):
         h = sums.diag(a, gradient=False, hessian=False)[0]
@@ -929,30 +945,33 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
             a = an
             h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
             continue
-        grad = 1.0 - gh / h                                  # grad g
-        hess = H / h + np.outer(gh, gh) / h**2               # hess g
-        # Bertsekas' projected Newton: hold bound variables pushed outward.
-        eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))
-        held = (a <= eps) & (grad > 0)
-        free = ~held
-        d = np.zeros(p)
-        lam, V = eigh_robust(hess[np.ix_(free, free)])
-        lam = np.maximum(lam, 1e-12 * max(lam.max(), np.finfo(float).tiny))
-        d[free] = -V @ ((V.T @ grad[free]) / lam)
-        d[held] = -grad[held]
-        t = 1.0
-        while True:                       # Armijo along the projection arc
-            an = np.maximum(a + t * d, 0.0)
-            if t == 1.0:                  # the full step is usually taken: one pass for all
+        grad = 1.0 - gh / h                                  # grad g in a
+        hess = H / h + np.outer(gh, gh) / h**2               # hess g in a
+        b = np.sqrt(a)
+        grad_b = 2.0 * b * grad
+        hess_b = 4.0 * (b[:, None] * hess * b[None, :])
+        hess_b[np.diag_indices(p)] += 2.0 * grad
+        lam, V = np.linalg.eigh(hess_b)
+        lam = np.abs(lam)
+        lam = np.maximum(lam, 1e-10 * max(lam.max(), np.finfo(float).tiny))
+        db = -V @ ((V.T @ grad_b) / lam)
+        dec = -(grad_b @ db)
+        norm_b, norm_db = np.linalg.norm(b), np.linalg.norm(db)
+        t = min(1.0, _DIAG_STEP * norm_b / norm_db) if norm_db > 0 else 1.0
+        first = True
+        while True:                       # Armijo along b + t db
+            an = (b + t * db) ** 2
+            if first:                     # usually taken: one pass for all sums
                 full_step = sums.diag(an, zero_pairs=True)
                 gn = an.sum() - np.log(full_step[0]) if full_step[0] > 0 else np.inf
             else:
                 gn = g_of(an)
-            if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
+            if gn <= g0 - 1e-4 * t * dec + noise or t < 1e-14:
                 break
             t *= 0.5
+            first = False
         if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
-        h, gh, H, g_zero, n_zero = full_step if t == 1.0 else sums.diag(a, zero_pairs=True)
+        h, gh, H, g_zero, n_zero = full_step if first else sums.diag(a, zero_pairs=True)
     return a, max_iter, False
