@@ -89,13 +89,18 @@ t0 = time.perf_counter()
 A, n_iter, converged = fit()
 first = time.perf_counter() - t0
 end_first = time.time()
-warm = []
+import resource  # noqa: E402 - after the timed part
+ru = resource.getrusage(resource.RUSAGE_SELF)
+cold_cpu = ru.ru_utime + ru.ru_stime          # process CPU from its start: imports too
+warm, warm_cpu = [], []
 for _ in range(int(sys.argv[4])):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     fit()
     warm.append(time.perf_counter() - t0)
-print(json.dumps(dict(end_first=end_first, first=first, warm=warm, n_iter=int(n_iter),
-                      converged=converged, A=np.asarray(A).tolist())))
+    warm_cpu.append(time.process_time() - c0)
+print(json.dumps(dict(end_first=end_first, first=first, warm=warm, warm_cpu=warm_cpu,
+                      cold_cpu=cold_cpu, n_iter=int(n_iter), converged=converged,
+                      A=np.asarray(A).tolist())))
 """
 
 
@@ -284,7 +289,14 @@ def issue17(args):
             ow = [np.median(o["warm"]) for o in ours[:len(peer)]]
             warm_r = [a / b for a, b in zip(pw, ow)]
             cold_r = [p["cold"] / o["cold"] for p, o in zip(peer, ours)]
+            # CPU seconds (steadier under load): warm fits, and the process from its start
+            p_wcpu = np.median([np.median(p["warm_cpu"]) for p in peer])
+            o_wcpu = np.median([np.median(o["warm_cpu"]) for o in ours])
+            p_ccpu = np.median([p["cold_cpu"] for p in peer])
+            o_ccpu = np.median([o["cold_cpu"] for o in ours])
             r = dict(kind=kind, seed=seed, opt=opt,
+                     cpu_warm_ratio=p_wcpu / o_wcpu, cpu_cold_ratio=p_ccpu / o_ccpu,
+                     peer_cold_cpu=p_ccpu, ours_cold_cpu=o_ccpu,
                      peer_warm=np.median(pw),
                      peer_cold=np.median([p["cold"] for p in peer]),
                      ours_warm=np.median([np.median(o["warm"]) for o in ours]),
@@ -396,6 +408,15 @@ def main():
               f"({r['cold_range'][0]:.1f}-{r['cold_range'][1]:.1f}) | "
               f"{r['peer_J']:.6f} | {r['ours_J']:.6f} | {r['opt']:.6f} | "
               f"{(r['opt'] - r['ours_J']) / r['opt']:.1e} | {r['iters']} |")
+    print("\nCPU time (user + system), medians: warm = one fit; cold = the process from its "
+          "start to the end of its first fit (interpreter start and imports included)")
+    print("\n| A | seed | warm CPU ratio | metric-learn cold CPU s | ours cold CPU s "
+          "| cold CPU ratio |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['seed']} | {r['cpu_warm_ratio']:.0f}x | "
+              f"{r['peer_cold_cpu']:.3f} | {r['ours_cold_cpu']:.3f} | "
+              f"{r['cpu_cold_ratio']:.1f}x |")
     for kind in ("full", "diag"):
         sel = [r for r in rows if r["kind"] == kind]
         if sel:
