@@ -630,7 +630,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
     solver.set_point(B, h, G, G_zero, n_zero, True)
-    solver.set_counters(0, 3, np.inf)   # first face solve at iteration 3
+    solver.set_counters(0, _FIRST_FACE, np.inf)   # the first face solve
     logged = 0
     while True:
         event = solver.run()
@@ -700,13 +700,14 @@ def _nonsmooth_step(solver, info, tol, verbose):
     return None
 
 
-# The face solve (_face_solve): tried from SPG's iteration 3 on (3 iterations
+# The face solve (_face_solve): tried from SPG's iteration _FIRST_FACE on (3 iterations
 # after each point it hands back, 10 after a failed try) below this gap; on faces
 # of r dimensions, r (r + 1) / 2 <= min(_MAX_FACE_VARS, p) (a face Newton step
 # then costs at most about one kernel pass); each face solved until the Newton
 # decrement is below _FACE_DECREMENT * tol, from its start plus _FACE_REG I / r
 # (off the boundary); at most _FACE_ROUNDS faces a try.
 _FACE_GAP = 10.0
+_FIRST_FACE = 3
 _MAX_FACE_VARS = 136
 _FACE_DECREMENT = 0.1
 _FACE_ROUNDS = 8
