@@ -273,7 +273,7 @@ def issue17(args):
         X, y, S, D = make_data(20, 10000, seed=seed)
         path = OUT / f"mmc17_seed{seed}.npz"
         np.savez(path, X=X, S=S, D=D)
-        for kind in ("full", "diag"):
+        for kind in args.kinds:
             diagonal = kind == "diag"
             opt = J_of(X, S, D, run_ours(X, S, D, diagonal, 1, tol=1e-10)["A"])
             peer, ours = [], []
@@ -366,6 +366,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a short grid")
     ap.add_argument("--fig6", action="store_true", help="only the Fig. 6 accuracy table")
     ap.add_argument("--reps", type=int, default=3, help="interleaved repeats (issue #17 set)")
+    ap.add_argument("--kinds", nargs="*", default=["full", "diag"], choices=["full", "diag"],
+                    help="full and/or diagonal A (issue #17 set)")
     ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3],
                     help="draws of the issue #17 problem (seed 1: the hard one)")
     ap.add_argument("--dims", type=int, nargs="*", default=[200, 500],

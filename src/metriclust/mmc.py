@@ -394,12 +394,15 @@ class MMC(TransformerMixin, BaseEstimator):
             m, U = eigh_robust(M_S)
             m = np.maximum(m, 0.5 * _RIDGE * np.trace(M_S) / ridge_p)   # rounding guard
         W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
-        W_inv = np.diag(np.sqrt(m)) if self.diagonal else np.sqrt(m)[:, None] * U.T
-        sums = PairSums(X64 @ W, D, S)
-        B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
+        if self.diagonal:               # W diagonal: scale the columns, no p x p products
+            sums = PairSums(X64 * (1.0 / np.sqrt(m)), D, S)
+        else:
+            W_inv = np.sqrt(m)[:, None] * U.T
+            sums = PairSums(X64 @ W, D, S)
+            B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
 
         if self.diagonal:
-            a0 = np.maximum(np.diag(B0), 0.0)
+            a0 = np.maximum(m * np.diag(self._initial_metric(X64)), 0.0)   # diag(W^-1 A0 W^-T)
             b, self.n_iter_, self.converged_ = _newton_diagonal(
                 sums, a0, self.max_iter, self.tol, self.verbose)
             Lt = np.diag(np.sqrt(b))
