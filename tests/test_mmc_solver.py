@@ -419,3 +419,20 @@ def test_full_solution_certified_and_at_an_independent_optimum(seed):
     J_ref, J_ours = _J(X, S, D, L @ L.T), _J(X, S, D, A)
     assert abs(J_ref - J_ours) / J_ref <= 1e-6
     assert J_ref <= upper * (1 + 1e-8)      # nobody beats the bound (ridge: ~1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_diagonal_newton_reaches_the_optimum_from_weights_at_zero(seed):
+    # Newton in b with a = b * b: b = 0 is a stationary point of g in b, so a start
+    # with zero weights must still reach the optimum (the start is moved off 0 and
+    # a weight at 0 that the gradient pulls up restarts): same J as from the
+    # identity, both certified.
+    X, S, D = _draw(seed)
+    p = X.shape[1]
+    ref = MMC(diagonal=True, tol=1e-9).fit(X, similar=S, dissimilar=D)
+    w0 = np.zeros(p)
+    w0[0] = 1.0
+    mmc = MMC(diagonal=True, tol=1e-9, init=w0).fit(X, similar=S, dissimilar=D)
+    assert ref.converged_ and mmc.converged_
+    assert np.count_nonzero(np.diag(ref.metric_) > 1e-12 * np.diag(ref.metric_).max()) > 1
+    assert _J(X, S, D, mmc.metric_) == pytest.approx(_J(X, S, D, ref.metric_), rel=1e-8)

@@ -950,16 +950,31 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
             h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
             continue
         grad = 1.0 - gh / h                                  # grad g in a
-        hess = H / h + np.outer(gh, gh) / h**2               # hess g in a
         b = np.sqrt(a)
+        u = b * gh / h
+        hess_b = (4.0 / h) * (H * np.outer(b, b)) + 4.0 * np.outer(u, u)
+        hess_b.flat[::p + 1] += 2.0 * grad
+        # A weight at 0 that the gradient pulls up (b = 0 is a stationary point of
+        # g in b) restarts at its one-dimensional Newton value in a.
+        revive = (a == 0) & (grad < 0)
+        free = ~revive
+        db = np.zeros(p)
+        if revive.any():
+            hjj = np.maximum(np.diag(H)[revive] / h + gh[revive] ** 2 / h**2,
+                             np.finfo(float).tiny)
+            db[revive] = np.sqrt(-grad[revive] / hjj)
+        Hf = hess_b[np.ix_(free, free)] if not free.all() else hess_b
         grad_b = 2.0 * b * grad
-        hess_b = 4.0 * (b[:, None] * hess * b[None, :])
-        hess_b[np.diag_indices(p)] += 2.0 * grad
-        lam, V = np.linalg.eigh(hess_b)
-        lam = np.abs(lam)
-        lam = np.maximum(lam, 1e-10 * max(lam.max(), np.finfo(float).tiny))
-        db = -V @ ((V.T @ grad_b) / lam)
-        dec = -(grad_b @ db)
+        gf = grad_b[free]
+        try:                                  # positive definite: a plain Newton step
+            np.linalg.cholesky(Hf)
+            db[free] = -np.linalg.solve(Hf, gf)
+        except np.linalg.LinAlgError:         # indefinite: |eigenvalues|
+            lam, V = np.linalg.eigh(Hf)
+            lam = np.abs(lam)
+            lam = np.maximum(lam, 1e-10 * max(lam.max(), np.finfo(float).tiny))
+            db[free] = -V @ ((V.T @ gf) / lam)
+        dec = -(gf @ db[free])
         norm_b, norm_db = np.linalg.norm(b), np.linalg.norm(db)
         t = min(1.0, _DIAG_STEP * norm_b / norm_db) if norm_db > 0 else 1.0
         first = True
