@@ -751,13 +751,14 @@ def _face_solve(sums, solver, B, h, G, tol):
     SPG creeps along the boundary of ``B >= 0``. The optimum lies in the top
     eigenspace of its gradient (complementary slackness: ``B* G* = (h*/2) B*``
     at ``tr B* = 1``), so a face ``V`` (p x r, orthonormal) spanned by the
-    range of ``B`` and the eigenvectors of ``G`` at or above ``h / 2`` (the
-    directions the bound says are missing) holds it once those are right.
+    range of ``B`` and the top eigenvectors of ``G`` (those above ``h / 2`` are
+    the directions the bound says are missing) holds it once those are right.
     On the face, ``max h(V C V^T)`` over ``C >= 0`` is solved by Newton on the
     factor of ``C`` (:func:`metriclust._kernels._mmc.face_newton`; O(m r^2) a
     pass, pairs ``f_k = V^T e_k``), then ``G`` at the new point gives the
     duality gap and the next face. Stops when the gap is certified, after
-    ``_FACE_ROUNDS`` faces, or when a face does not halve the gap. Returns
+    ``_FACE_ROUNDS`` faces, when a face does not improve ``h``, or when it
+    neither halves the gap nor raises ``h`` by more than ``0.1 tol``. Returns
     ``(B, h, G, G_zero, n_zero, steps)`` of the best point (``B`` None when no
     face improved on the start), ``tr B = 1``.
     """
@@ -908,8 +909,9 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
     without the constraint): a weight tending to 0 is a small ``b``, not a
     bound that the step runs into and that the projection arc then cuts to a
     sliver (the projected Newton this replaces crept over its last iterations).
-    ``g(b)`` is not convex, so the Hessian's eigenvalues are taken in absolute
-    value (the step stays a descent direction), with Armijo backtracking. The
+    ``g(b)`` is not convex: where the Hessian is indefinite its eigenvalues are
+    taken in absolute value (the step stays a descent direction); Armijo
+    backtracking. The
     solve stops when the duality bound at the point (:func:`_diagonal_gap`) is
     within ``tol``.
     """
