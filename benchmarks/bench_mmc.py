@@ -89,13 +89,18 @@ t0 = time.perf_counter()
 A, n_iter, converged = fit()
 first = time.perf_counter() - t0
 end_first = time.time()
-warm = []
+import resource  # noqa: E402 - after the timed part
+ru = resource.getrusage(resource.RUSAGE_SELF)
+cold_cpu = ru.ru_utime + ru.ru_stime          # process CPU from its start: imports too
+warm, warm_cpu = [], []
 for _ in range(int(sys.argv[4])):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     fit()
     warm.append(time.perf_counter() - t0)
-print(json.dumps(dict(end_first=end_first, first=first, warm=warm, n_iter=int(n_iter),
-                      converged=converged, A=np.asarray(A).tolist())))
+    warm_cpu.append(time.process_time() - c0)
+print(json.dumps(dict(end_first=end_first, first=first, warm=warm, warm_cpu=warm_cpu,
+                      cold_cpu=cold_cpu, n_iter=int(n_iter), converged=converged,
+                      A=np.asarray(A).tolist())))
 """
 
 
@@ -264,11 +269,11 @@ def issue17(args):
     """Issue #17: N = 2000, d = 20, 5000 + 5000 pairs; warm and from process start."""
     OUT.mkdir(exist_ok=True)
     rows = []
-    for seed in (0, 1):
+    for seed in args.seeds:
         X, y, S, D = make_data(20, 10000, seed=seed)
         path = OUT / f"mmc17_seed{seed}.npz"
         np.savez(path, X=X, S=S, D=D)
-        for kind in ("full", "diag"):
+        for kind in args.kinds:
             diagonal = kind == "diag"
             opt = J_of(X, S, D, run_ours(X, S, D, diagonal, 1, tol=1e-10)["A"])
             peer, ours = [], []
@@ -279,12 +284,26 @@ def issue17(args):
             if not peer:
                 print(f"{kind} seed={seed}: the peer timed out", flush=True)
                 continue
+            # per repeat (peer and ours of the same interleaved round): the spread
+            pw = [np.median([p["first"]] + p["warm"]) for p in peer]
+            ow = [np.median(o["warm"]) for o in ours[:len(peer)]]
+            warm_r = [a / b for a, b in zip(pw, ow)]
+            cold_r = [p["cold"] / o["cold"] for p, o in zip(peer, ours)]
+            # CPU seconds (steadier under load): warm fits, and the process from its start
+            p_wcpu = np.median([np.median(p["warm_cpu"]) for p in peer])
+            o_wcpu = np.median([np.median(o["warm_cpu"]) for o in ours])
+            p_ccpu = np.median([p["cold_cpu"] for p in peer])
+            o_ccpu = np.median([o["cold_cpu"] for o in ours])
             r = dict(kind=kind, seed=seed, opt=opt,
-                     peer_warm=np.median([np.median([p["first"]] + p["warm"]) for p in peer]),
+                     cpu_warm_ratio=p_wcpu / o_wcpu, cpu_cold_ratio=p_ccpu / o_ccpu,
+                     peer_cold_cpu=p_ccpu, ours_cold_cpu=o_ccpu,
+                     peer_warm=np.median(pw),
                      peer_cold=np.median([p["cold"] for p in peer]),
                      ours_warm=np.median([np.median(o["warm"]) for o in ours]),
                      ours_cold=np.median([o["cold"] for o in ours]),
                      ours_first=np.median([o["first"] for o in ours]),
+                     warm_range=(min(warm_r), max(warm_r)),
+                     cold_range=(min(cold_r), max(cold_r)),
                      peer_J=J_of(X, S, D, peer[0]["A"]), ours_J=J_of(X, S, D, ours[0]["A"]),
                      iters=ours[0]["n_iter"])
             rows.append(r)
@@ -347,6 +366,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a short grid")
     ap.add_argument("--fig6", action="store_true", help="only the Fig. 6 accuracy table")
     ap.add_argument("--reps", type=int, default=3, help="interleaved repeats (issue #17 set)")
+    ap.add_argument("--kinds", nargs="*", default=["full", "diag"], choices=["full", "diag"],
+                    help="full and/or diagonal A (issue #17 set)")
+    ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2, 3],
+                    help="draws of the issue #17 problem (seed 1: the hard one)")
     ap.add_argument("--dims", type=int, nargs="*", default=[200, 500],
                     help="d for the full-A scaling runs (1e5 pairs)")
     ap.add_argument("--no-reinstall", action="store_true",
@@ -356,8 +379,8 @@ def main():
     args = ap.parse_args()
     if args.peer_timeout is None:
         args.peer_timeout = 20.0 if args.quick else 600.0
-    print(f"# MMC benchmark {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {os.getloadavg()}", flush=True)
+    lines, _ = _common.machine_header("MMC benchmark (metric-learn 0.7.0 peer)", 1)
+    print("\n".join(lines), flush=True)
     if args.fig6:
         rows = fig6(args)
         print("\n| data | side info | k-means | +diag A | +full A | c-k-means | c+diag A | c+full A |")
@@ -375,15 +398,34 @@ def main():
     load_mid = os.getloadavg()
     d_rows = scale_d(args)
     print(f"\nload average after the comparison {load_mid}, at the end {os.getloadavg()}")
-    print("\n| A | seed | metric-learn warm s | ours warm s | warm ratio | metric-learn cold s "
-          "| ours cold s | cold ratio | J metric-learn | J ours | J optimum | rel. gap ours | iters |")
+    print("\n| A | seed | metric-learn warm s | ours warm s | warm ratio (per repeat) "
+          "| metric-learn cold s | ours cold s | cold ratio (per repeat) | J metric-learn "
+          "| J ours | J optimum | rel. gap ours | iters |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['kind']} | {r['seed']} | {r['peer_warm']:.3f} | {r['ours_warm']:.4f} | "
-              f"{r['peer_warm'] / r['ours_warm']:.0f}x | {r['peer_cold']:.3f} | "
-              f"{r['ours_cold']:.3f} | {r['peer_cold'] / r['ours_cold']:.1f}x | "
+              f"{r['peer_warm'] / r['ours_warm']:.0f}x ({r['warm_range'][0]:.0f}-"
+              f"{r['warm_range'][1]:.0f}) | {r['peer_cold']:.3f} | "
+              f"{r['ours_cold']:.3f} | {r['peer_cold'] / r['ours_cold']:.1f}x "
+              f"({r['cold_range'][0]:.1f}-{r['cold_range'][1]:.1f}) | "
               f"{r['peer_J']:.6f} | {r['ours_J']:.6f} | {r['opt']:.6f} | "
               f"{(r['opt'] - r['ours_J']) / r['opt']:.1e} | {r['iters']} |")
+    print("\nCPU time (user + system), medians: warm = one fit; cold = the process from its "
+          "start to the end of its first fit (interpreter start and imports included)")
+    print("\n| A | seed | warm CPU ratio | metric-learn cold CPU s | ours cold CPU s "
+          "| cold CPU ratio |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['seed']} | {r['cpu_warm_ratio']:.0f}x | "
+              f"{r['peer_cold_cpu']:.3f} | {r['ours_cold_cpu']:.3f} | "
+              f"{r['cpu_cold_ratio']:.1f}x |")
+    for kind in ("full", "diag"):
+        sel = [r for r in rows if r["kind"] == kind]
+        if sel:
+            print(f"{kind}: over seeds {[r['seed'] for r in sel]}, the smallest warm ratio "
+                  f"{min(r['peer_warm'] / r['ours_warm'] for r in sel):.1f}x, cold "
+                  f"{min(r['peer_cold'] / r['ours_cold'] for r in sel):.1f}x; largest rel. gap "
+                  f"to J* {max((r['opt'] - r['ours_J']) / r['opt'] for r in sel):.1e}")
     print("\n| d | pairs | fit s (first in process) | from process start s | iters | converged |")
     print("|---|---|---|---|---|---|")
     for r in d_rows:

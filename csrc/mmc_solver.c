@@ -21,8 +21,6 @@ struct ml_mmc_spg {
      * not grow with max_iter */
     double *hist, hist_max, hist_max_old;
     ptrdiff_t n_hist, ring_len;
-    double gaps[4];          /* the last four gaps (the stall test) */
-    ptrdiff_t n_gaps;
     double *log;             /* (it, h, gap) per iteration run here, when verbose */
     ptrdiff_t n_log, log_cap;
     ptrdiff_t it, n_iter, next_face;
@@ -406,10 +404,8 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
                     return ML_OK;
                 }
             }
-            int stalled = s->n_gaps >= 3 && gap > 0.5 * s->gaps[(s->n_gaps - 3) % 4];
-            s->gaps[s->n_gaps % 4] = gap;
-            s->n_gaps += 1;
-            if (set->newton_ok && gap < set->face_gap && stalled && s->it >= s->next_face) {
+            /* the face solve (mmc.py's _face_solve): on the caller's schedule */
+            if (set->newton_ok && gap < set->face_gap && s->it >= s->next_face) {
                 s->resume_projection = 1;
                 *event = ML_MMC_FACE;
                 return ML_OK;
@@ -612,8 +608,111 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
     return status;
 }
 
-/* ---- face Newton ------------------------------------------------------------- */
+/* ---- face Newton, factored ----------------------------------------------------- */
 
+/* Sums of the factored face problem at M = diag(s) (C = M M^T in its eigenbasis,
+ * F = the pairs in that basis, m x r). With y_k = s o f_k, d_k = ||y_k||, over
+ * d_k > 0: *h = sum d_k; gM (r x r, row-major, lower triangle) = sum f_k y_k^T / d_k
+ * (dh/dM); Gf (r x r, lower) = sum f_k f_k^T / d_k; Hz (sl x sl, lower) =
+ * sum z_k z_k^T with z_k[u] = f_a y_b / d_k^{3/2} over u = (a, b), a >= b (the
+ * lower triangle in row order). Fixed blocks, partials summed in block order. */
+static int face_factored_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *s,
+                              double *h, double *gM, double *Gf, double *Hz,
+                              ml_dsyrk_fn dsyrk, int n_threads) {
+    const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
+    ptrdiff_t nb = m > 0 ? (m + ML_FACE_BLOCK - 1) / ML_FACE_BLOCK : 1;
+    size_t part = (size_t)(1 + 2 * rr + sl * sl);
+    double *parts = calloc((size_t)nb * part, sizeof(double));
+    if (!parts) return ML_ERR_ALLOC;
+    int status = ML_OK;
+    const double work = (double)m * (double)(sl * sl + 2 * rr);
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
+    {
+        double *Zc = malloc((size_t)(ML_FACE_CHUNK * sl + r) * sizeof(double));
+        if (!Zc) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t b = 0; b < nb; ++b) {
+            if (!Zc || ml_interrupted()) continue;
+            double *acc = parts + (size_t)b * part;
+            double *gacc = acc + 1, *Gacc = gacc + rr, *Hacc = Gacc + rr;
+            double *y = Zc + ML_FACE_CHUNK * sl;
+            ptrdiff_t start = b * ML_FACE_BLOCK;
+            ptrdiff_t end = start + ML_FACE_BLOCK < m ? start + ML_FACE_BLOCK : m;
+            ptrdiff_t filled = 0;
+            for (ptrdiff_t k = start; k < end; ++k) {
+                const double *f = F + k * r;
+                double q = 0.0;
+                for (ptrdiff_t a = 0; a < r; ++a) {
+                    y[a] = s[a] * f[a];
+                    q += y[a] * y[a];
+                }
+                if (!(q > 0.0)) continue;
+                double d = sqrt(q), w = 1.0 / d, w3 = sqrt(w * w * w);
+                acc[0] += d;
+                double *zr = Zc + filled * sl;
+                for (ptrdiff_t a = 0, u = 0; a < r; ++a) {
+                    double fa = f[a] * w;
+                    for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
+                        gacc[a * r + c] += fa * y[c];
+                        Gacc[a * r + c] += fa * f[c];
+                        zr[u] = f[a] * y[c] * w3;
+                    }
+                }
+                if (++filled == ML_FACE_CHUNK) {
+                    char uplo = 'U', trans = 'N';
+                    int ni = (int)sl, ki = (int)filled;
+                    double one = 1.0;
+                    dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+                    filled = 0;
+                }
+            }
+            if (filled > 0) {
+                char uplo = 'U', trans = 'N';
+                int ni = (int)sl, ki = (int)filled;
+                double one = 1.0;
+                dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+            }
+        }
+        free(Zc);
+    }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
+    if (status == ML_OK) {
+        double hs = 0.0;
+        memset(gM, 0, (size_t)rr * sizeof(double));
+        memset(Gf, 0, (size_t)rr * sizeof(double));
+        memset(Hz, 0, (size_t)(sl * sl) * sizeof(double));
+        for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
+            const double *acc = parts + (size_t)b * part;
+            hs += acc[0];
+            for (ptrdiff_t t = 0; t < rr; ++t) {
+                gM[t] += acc[1 + t];
+                Gf[t] += acc[1 + rr + t];
+            }
+            for (ptrdiff_t t = 0; t < sl * sl; ++t) Hz[t] += acc[1 + 2 * rr + t];
+        }
+        /* dsyrk 'U' column-major = lower triangle row-major */
+        for (ptrdiff_t a = 0; a < sl; ++a)
+            for (ptrdiff_t c = a + 1; c < sl; ++c) Hz[a * sl + c] = Hz[c * sl + a];
+        *h = hs;
+        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
+    }
+    free(parts);
+    return status;
+}
+
+/* The Newton loop of mmc.py's _face_solve, on the factor of C. C = M M^T with M lower
+ * triangular in C's current eigenbasis (eigenvalues descending), so that
+ * g(M) = ||M||_F^2 - log h(M M^T) has no boundary: a tiny eigenvalue of C is the
+ * square of a small entry of M instead of a constraint the step runs into. The
+ * Hessian's negative eigenvalues are taken in absolute value (the step stays a
+ * descent direction); Armijo backtracking; after each step C is
+ * re-diagonalized (mu, Q) and the basis rotated. Every local minimum of the
+ * factored problem is the face problem's global one (M square: where M is
+ * invertible the map M -> M M^T is open), and the duality gap of the caller
+ * decides convergence anyway. */
 int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, double *Q,
                        double tol, double decrement, int max_steps, int *steps_out,
                        ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, ml_dsyevd_fn dsyevd,
@@ -621,136 +720,121 @@ int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, d
     if (m < 0 || r <= 0 || r > 64 || max_steps < 0 || !dgemm || !dsyrk || !dsyevd || !dsyevr)
         return ML_ERR_ARG;
     const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
-    const double sqrt2 = sqrt(2.0), tiny = 2.2250738585072014e-308;
     const double eps_mach = 2.220446049250313e-16;
     int lwork, liwork;
     eigh_workspace(sl, &lwork, &liwork);
     double *F = malloc((size_t)(m * r + 1) * sizeof(double));
-    double *vecs = malloc((size_t)(8 * sl + 4 * sl * sl + 6 * rr + 2 * r) * sizeof(double));
+    double *vecs = malloc((size_t)(6 * sl + 3 * sl * sl + 8 * rr + 2 * r) * sizeof(double));
     double *work = malloc((size_t)lwork * sizeof(double));
     int *iwork = malloc((size_t)(liwork + 2 * sl) * sizeof(int));
     ptrdiff_t *ia = malloc((size_t)sl * sizeof(ptrdiff_t)), *ib = malloc((size_t)sl * sizeof(ptrdiff_t));
-    ptrdiff_t *fidx = malloc((size_t)sl * sizeof(ptrdiff_t));
     int status = ML_OK, steps = 0;
-    if (!F || !vecs || !work || !iwork || !ia || !ib || !fidx) {
+    if (!F || !vecs || !work || !iwork || !ia || !ib) {
         status = ML_ERR_ALLOC;
         goto done;
     }
-    double *c = vecs, *dc = c + sl, *grad = dc + sl, *gh = grad + sl, *cn = gh + sl;
-    double *lamH = cn + sl, *coef = lamH + sl, *wt = coef + sl;
-    double *H = wt + sl, *hess = H + sl * sl, *UH = hess + sl * sl, *scratch = UH + sl * sl;
-    double *Cd = scratch + sl * sl, *M = Cd + rr, *Vn = M + rr, *Cn = Vn + rr, *Qt = Cn + rr;
-    double *Sr = Qt + rr, *mu_n = Sr + rr, *held_dir = mu_n + r;
-    for (ptrdiff_t a = 0, l = 0; a < r; ++a)        /* numpy's triu_indices order */
-        for (ptrdiff_t b = a; b < r; ++b, ++l) {
-            ia[l] = a;
-            ib[l] = b;
-            wt[l] = a == b ? 1.0 : sqrt2;
+    double *grad = vecs, *gvec = grad + sl, *dx = gvec + sl, *lamH = dx + sl;
+    double *coef = lamH + sl, *sv = coef + sl;
+    double *Hz = sv + sl, *hess = Hz + sl * sl, *UH = hess + sl * sl;
+    double *gM = UH + sl * sl, *Gf = gM + rr, *Mt = Gf + rr, *Cn = Mt + rr, *Vn = Cn + rr;
+    double *Sr = Vn + rr, *Qt = Sr + rr, *Qs = Qt + rr, *s = Qs + rr, *mu_n = s + r;
+    for (ptrdiff_t a = 0, u = 0; a < r; ++a)        /* lower triangle, row order */
+        for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
+            ia[u] = a;
+            ib[u] = c;
         }
-    double t_start = 1.0;
-    for (steps = 1; steps <= max_steps; ++steps) {
+    /* eigenvalues descending: reorder the start (mu, Q's columns) */
+    for (ptrdiff_t a = 0; a < r; ++a) {
+        ptrdiff_t big = a;
+        for (ptrdiff_t c = a + 1; c < r; ++c)
+            if (mu[c] > mu[big]) big = c;
+        if (big != a) {
+            double t = mu[a]; mu[a] = mu[big]; mu[big] = t;
+            for (ptrdiff_t i = 0; i < r; ++i) {
+                t = Q[i * r + a]; Q[i * r + a] = Q[i * r + big]; Q[i * r + big] = t;
+            }
+        }
+    }
+    int last = 0;
+    for (int it = 0; it < max_steps && !last; ++it) {
         gemm_rm(dgemm, F0, Q, F, m, r, r);          /* F = F0 Q: the pairs in C's eigenbasis */
-        memset(Cd, 0, (size_t)rr * sizeof(double));
-        for (ptrdiff_t a = 0; a < r; ++a) Cd[a * r + a] = mu[a];
+        for (ptrdiff_t a = 0; a < r; ++a) s[a] = mu[a] > 0.0 ? sqrt(mu[a]) : 0.0;
         double h = 0.0;
-        status = ml_mmc_face_sums(F, m, r, Cd, NULL, &h, gh, H, dsyrk, n_threads);
+        status = face_factored_sums(F, m, r, s, &h, gM, Gf, Hz, dsyrk, n_threads);
         if (status != ML_OK) goto done;
         if (!(h > 0.0)) break;
-        for (ptrdiff_t l = 0; l < sl; ++l) {
-            c[l] = ia[l] == ib[l] ? mu[ia[l]] : 0.0;
-            grad[l] = (ia[l] == ib[l] ? 1.0 : 0.0) - gh[l] / h;
-        }
-        /* Bertsekas' held set: eigen-directions at 0 whose gradient points outward */
-        double mumax = mu[0], wmax = 0.0;
-        for (ptrdiff_t a = 0; a < r; ++a) {
-            mumax = mu[a] > mumax ? mu[a] : mumax;
-            ptrdiff_t l = a * r - a * (a - 1) / 2;   /* index of (a, a) */
-            double proj = mu[a] - grad[l] > 0.0 ? mu[a] - grad[l] : 0.0;
-            double w = fabs(mu[a] - proj);
-            wmax = w > wmax ? w : wmax;
-        }
-        double eps = 1e-12 * mumax < wmax ? 1e-12 * mumax : wmax;
-        for (ptrdiff_t a = 0; a < r; ++a) {
-            ptrdiff_t l = a * r - a * (a - 1) / 2;
-            held_dir[a] = (mu[a] <= eps && grad[l] > 0.0) ? 1.0 : 0.0;
-        }
-        ptrdiff_t nf = 0;
-        for (ptrdiff_t l = 0; l < sl; ++l)
-            if (held_dir[ia[l]] == 0.0 && held_dir[ib[l]] == 0.0) fidx[nf++] = l;
-        for (ptrdiff_t u = 0; u < nf; ++u)
-            for (ptrdiff_t v = 0; v < nf; ++v)
-                hess[u * nf + v] = H[fidx[u] * sl + fidx[v]] / h
-                                   + gh[fidx[u]] * gh[fidx[v]] / (h * h);
-        for (ptrdiff_t l = 0; l < sl; ++l) dc[l] = -grad[l];   /* held entries: -grad */
-        double dec = 0.0;
-        if (nf > 0) {
-            status = eigh_ws(dsyevd, dsyevr, hess, nf, lamH, UH, scratch, work, lwork, iwork,
-                             liwork);
-            if (status != ML_OK) goto done;
-            double floor_ = 1e-12 * (lamH[nf - 1] > tiny ? lamH[nf - 1] : tiny);
-            for (ptrdiff_t j = 0; j < nf; ++j) {
-                double q = 0.0;
-                for (ptrdiff_t u = 0; u < nf; ++u) q += UH[j * nf + u] * grad[fidx[u]];
-                coef[j] = q / (lamH[j] > floor_ ? lamH[j] : floor_);
-            }
-            for (ptrdiff_t u = 0; u < nf; ++u) {
-                double v = 0.0;
-                for (ptrdiff_t j = 0; j < nf; ++j) v += UH[j * nf + u] * coef[j];
-                dc[fidx[u]] = -v;
-                dec -= grad[fidx[u]] * dc[fidx[u]];
-            }
-        }
-        if (dec < decrement * tol) break;            /* Newton decrement below decrement tol */
+        /* g = ||M||^2 - log h: gradient and Hessian in the lower-triangle entries */
         double tr = 0.0;
-        for (ptrdiff_t a = 0; a < r; ++a) tr += mu[a];
+        for (ptrdiff_t a = 0; a < r; ++a) tr += mu[a] > 0.0 ? mu[a] : 0.0;
+        for (ptrdiff_t u = 0; u < sl; ++u) {
+            gvec[u] = gM[ia[u] * r + ib[u]];
+            grad[u] = (ia[u] == ib[u] ? 2.0 * s[ia[u]] : 0.0) - gvec[u] / h;
+        }
+        for (ptrdiff_t u = 0; u < sl; ++u)
+            for (ptrdiff_t v = 0; v <= u; ++v) {
+                double hh = (ib[u] == ib[v] ? Gf[ia[u] * r + ia[v]] : 0.0) - Hz[u * sl + v];
+                /* Gf is stored in its lower triangle: ia[u] >= ia[v] as u >= v */
+                double val = (u == v ? 2.0 : 0.0) - hh / h + gvec[u] * gvec[v] / (h * h);
+                hess[u * sl + v] = val;
+                hess[v * sl + u] = val;
+            }
+        status = eigh_ws(dsyevd, dsyevr, hess, sl, lamH, UH, Hz, work, lwork, iwork, liwork);
+        if (status != ML_OK) goto done;
+        double amax = 0.0;
+        for (ptrdiff_t j = 0; j < sl; ++j) amax = fabs(lamH[j]) > amax ? fabs(lamH[j]) : amax;
+        double floor_ = 1e-10 * (amax > 0.0 ? amax : 1.0);
+        double dec = 0.0;
+        for (ptrdiff_t j = 0; j < sl; ++j) {
+            double q = 0.0;
+            for (ptrdiff_t u = 0; u < sl; ++u) q += UH[j * sl + u] * grad[u];
+            double l = fabs(lamH[j]) > floor_ ? fabs(lamH[j]) : floor_;
+            coef[j] = q / l;
+            dec += q * q / l;
+        }
+        for (ptrdiff_t u = 0; u < sl; ++u) {
+            double v = 0.0;
+            for (ptrdiff_t j = 0; j < sl; ++j) v += UH[j * sl + u] * coef[j];
+            dx[u] = -v;
+        }
+        /* below the decrement: this step is the last (it refines at one h pass) */
+        if (dec < decrement * tol) last = 1;
         const double g0 = tr - log(h), noise = 8.0 * eps_mach * (fabs(g0) + 1.0);
-        double t = t_start, gn = INFINITY;
-        for (;;) {   /* Armijo along the projection arc onto C >= 0 */
-            for (ptrdiff_t l = 0; l < sl; ++l) {
-                double v = (c[l] + t * dc[l]) / wt[l];
-                M[ia[l] * r + ib[l]] = v;
-                M[ib[l] * r + ia[l]] = v;
-            }
-            status = eigh_ws(dsyevd, dsyevr, M, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
-            if (status != ML_OK) goto done;
-            for (ptrdiff_t j = 0; j < r; ++j) mu_n[j] = mu_n[j] > 0.0 ? mu_n[j] : 0.0;
-            for (ptrdiff_t a = 0; a < r; ++a)
-                for (ptrdiff_t b = 0; b < r; ++b) {
+        double t = 1.0, gn = INFINITY;
+        for (;;) {   /* Armijo along M + t dx */
+            memset(Mt, 0, (size_t)rr * sizeof(double));
+            for (ptrdiff_t a = 0; a < r; ++a) Mt[a * r + a] = s[a];
+            for (ptrdiff_t u = 0; u < sl; ++u) Mt[ia[u] * r + ib[u]] += t * dx[u];
+            double trn = 0.0;
+            for (ptrdiff_t a = 0; a < r; ++a)       /* Cn = Mt Mt^T */
+                for (ptrdiff_t c = 0; c <= a; ++c) {
                     double v = 0.0;
-                    for (ptrdiff_t j = 0; j < r; ++j) v += Vn[j * r + a] * mu_n[j] * Vn[j * r + b];
-                    Cn[a * r + b] = v;
+                    for (ptrdiff_t e = 0; e <= c; ++e) v += Mt[a * r + e] * Mt[c * r + e];
+                    Cn[a * r + c] = v;
+                    Cn[c * r + a] = v;
+                    if (a == c) trn += v;
                 }
-            double trn = 0.0, decrease = 0.0, hn = 0.0;
-            for (ptrdiff_t l = 0; l < sl; ++l) {
-                cn[l] = Cn[ia[l] * r + ib[l]] * wt[l];
-                if (ia[l] == ib[l]) trn += cn[l];
-                decrease += grad[l] * (cn[l] - c[l]);   /* first-order change along the arc */
-            }
+            double hn = 0.0;
             status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
             if (status != ML_OK) goto done;
             gn = hn > 0.0 ? trn - log(hn) : INFINITY;
-            if (gn <= g0 + 1e-4 * decrease + noise || t < 1e-14) break;
-            /* safeguarded quadratic interpolation (see mmc.py's _face_newton) */
-            double curv = gn - g0 - decrease;
-            double tq = (curv > 0.0 && decrease < 0.0) ? -decrease * t / (2.0 * curv) : 0.5 * t;
-            if (!isfinite(gn)) t = 0.1 * t;
-            else t = 0.5 * t < (0.1 * t > tq ? 0.1 * t : tq) ? 0.5 * t : (0.1 * t > tq ? 0.1 * t : tq);
+            if (gn <= g0 - 1e-4 * t * dec + noise || t < 1e-10) break;
+            t *= 0.5;
         }
-        if (!(gn < g0 - noise)) break;
-        t_start = 4.0 * t < 1.0 ? 4.0 * t : 1.0;
-        /* mu <- mu_n, Q <- Q Q_n (Q_n's columns: the rows of Vn) */
-        for (ptrdiff_t i = 0; i < r; ++i)
-            for (ptrdiff_t j = 0; j < r; ++j) {
-                double v = 0.0;
-                for (ptrdiff_t a = 0; a < r; ++a) v += Q[i * r + a] * Vn[j * r + a];
-                Qt[i * r + j] = v;
-            }
+        if (!(gn < g0 - noise)) break;               /* no decrease: stay */
+        /* mu <- eig(Cn) descending, Q <- Q Vn */
+        status = eigh_ws(dsyevd, dsyevr, Cn, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
+        if (status != ML_OK) goto done;
+        for (ptrdiff_t j = 0; j < r; ++j) {           /* column j: eigenvector r - 1 - j */
+            const double *v = Vn + (r - 1 - j) * r;
+            for (ptrdiff_t i = 0; i < r; ++i) Qs[i * r + j] = v[i];
+        }
+        gemm_rm(dgemm, Q, Qs, Qt, r, r, r);
         memcpy(Q, Qt, (size_t)rr * sizeof(double));
-        memcpy(mu, mu_n, (size_t)r * sizeof(double));
+        for (ptrdiff_t j = 0; j < r; ++j) mu[j] = mu_n[r - 1 - j] > 0.0 ? mu_n[r - 1 - j] : 0.0;
+        steps += 1;
     }
-    if (steps > max_steps) steps = max_steps;
 done:
     *steps_out = steps;
-    free(F); free(vecs); free(work); free(iwork); free(ia); free(ib); free(fidx);
+    free(F); free(vecs); free(work); free(iwork); free(ia); free(ib);
     return status;
 }

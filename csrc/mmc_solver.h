@@ -47,7 +47,7 @@ enum {
     ML_MMC_STALLED = 1,    /* the line search found no increase: not converged */
     ML_MMC_MAX_ITER = 2,
     ML_MMC_NONSMOOTH = 3,  /* the current point has n_zero > 0: the caller steps */
-    ML_MMC_FACE = 4,       /* SPG stalled near the optimum: the caller tries face Newton */
+    ML_MMC_FACE = 4,       /* it >= next_face, gap < face_gap: the caller tries its face solve */
     ML_MMC_LOG_FULL = 5    /* verbose: the (it, h, gap) log is full; the caller clears it */
 };
 
@@ -77,7 +77,7 @@ typedef struct {
     int memory;        /* the non-monotone search's reference: min of the last `memory` h */
     int window;        /* objective-change rule: look-back in iterations ... */
     double stall_gap;  /* ... applied only where gap <= stall_gap * tol */
-    double face_gap;   /* face Newton tried below this gap, after a stall */
+    double face_gap;   /* face solve tried below this gap, from iteration next_face */
     int newton_ok;     /* face Newton possible (explicit pairs) */
     int verbose;       /* keep an (it, h, gap) log, 1024 entries at a time */
 } ml_mmc_settings;
@@ -119,7 +119,7 @@ const double *ml_mmc_spg_current(const ml_mmc_spg *s, int which);  /* 0 B, 1 G, 
 const double *ml_mmc_spg_log(const ml_mmc_spg *s);                  /* 3 doubles per entry */
 void ml_mmc_spg_clear_log(ml_mmc_spg *s);
 
-/* Face Newton sums (mmc.py's _face_newton). F (m x r, row-major), C (r x r,
+/* Face sums (h for the line search of mmc.py's _face_solve). F (m x r, row-major), C (r x r,
  * symmetric); q_k = f_k^T C f_k, d_k = sqrt(max(q_k, 0)); *h = sum d_k. With
  * the symmetric vectorization z_k (entries f_a f_b over a <= b in row order,
  * off-diagonal ones times sqrt 2; s = r (r + 1) / 2 entries) and w_k = 1/(2 d_k)
@@ -130,12 +130,13 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
                      const unsigned char *free_mask, double *h, double *gh, double *H,
                      ml_dsyrk_fn dsyrk, int n_threads);
 
-/* mmc.py's _face_newton loop: projected Newton for min tr C - log h(C),
- * h(C) = sum_k sqrt(f_k^T C f_k), over C >= 0, with f_k the rows of F0 (m x r)
- * and C = Q diag(mu) Q^T (mu: r, Q: r x r row-major; both updated in place).
- * Stops when the Newton decrement is below decrement * tol, when no decrease
- * is found, or after max_steps; *steps: the steps taken (mmc.py's count).
- * r <= 64 (the caller's faces have at most 16). */
+/* The Newton loop of mmc.py's _face_solve: min tr C - log h(C), h(C) = sum_k
+ * sqrt(f_k^T C f_k), C >= 0, f_k the rows of F0 (m x r), on the factor of C:
+ * C = M M^T with M lower triangular in C's eigenbasis (no boundary at a tiny
+ * eigenvalue). C = Q diag(mu) Q^T (mu: r, Q: r x r row-major; both updated in
+ * place, mu descending on return). Stops after the step whose Newton decrement
+ * is below decrement * tol, when no decrease is found, or after max_steps;
+ * *steps: the steps taken. r <= 64 (the caller's faces have at most 16). */
 int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, double *Q,
                        double tol, double decrement, int max_steps, int *steps,
                        ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, ml_dsyevd_fn dsyevd,

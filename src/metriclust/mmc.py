@@ -24,18 +24,19 @@ dissimilar pair has distance 0 but differs (its difference lies in the null
 space of B) h is not differentiable and its gradient is +inf along that
 difference; the bound then takes ``t = eps`` for those pairs and is minimized
 over eps (``_full_upper_bound``, ``_diagonal_gap``), and the solvers step
-towards them. Where SPG stalls near a degenerate optimum, a projected Newton
-step on the optimum's face (``_face_newton``) resolves it. Both loops run in
+towards them. Near the optimum, Newton on faces of the spectraplex
+(``_face_solve``: the range of B plus the top eigenvectors of its gradient,
+Newton on the factor of C in ``B = V C V^T``, so that a tiny eigenvalue of a
+rank-deficient optimum is no boundary to run into) finishes in a few steps
+what SPG creeps towards. Both loops run in
 compiled code without the GIL; Python sets up the
 whitened problem and handles the rare events. Many explicit pairs
 on few points (``m > 4 n``) are summed through the weighted pair graph's
 Laplacian (``PairSums``): O(n p^2) per iteration instead of O(m p^2).
 
 Diagonal A (the paper's Sec. 2.1, eq. (6)): Newton-Raphson on
-``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, as a projected
-Newton method (Bertsekas 1982): variables at the bound with a positive gradient
-are held, a Newton step on the rest, and an Armijo search along the projection
-arc ``max(a + t d, 0)``.
+``g(a) = sum_S ||.||_a^2 - log(sum_D ||.||_a)``, ``a >= 0``, in the factor
+``a = b * b`` (no bound to run into), with an Armijo search along ``b + t d``.
 
 References
 ----------
@@ -462,13 +463,17 @@ class MMC(TransformerMixin, BaseEstimator):
             m, U = eigh_robust(M_S)
             m = np.maximum(m, 0.5 * _RIDGE * np.trace(M_S) / ridge_p)   # rounding guard
         W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
-        W_inv = np.diag(np.sqrt(m)) if self.diagonal else np.sqrt(m)[:, None] * U.T
         # pair_sums(W): the sums for data read block by block (_fit_all_pairs)
-        sums = PairSums(X64 @ W, D, S) if pair_sums is None else pair_sums(W)
-        B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
+        if self.diagonal:               # W diagonal: scale the columns, no p x p products
+            sums = (PairSums(X64 * (1.0 / np.sqrt(m)), D, S) if pair_sums is None
+                    else pair_sums(W))
+        else:
+            W_inv = np.sqrt(m)[:, None] * U.T
+            sums = PairSums(X64 @ W, D, S) if pair_sums is None else pair_sums(W)
+            B0 = W_inv @ self._initial_metric(X64) @ W_inv.T
 
         if self.diagonal:
-            a0 = np.maximum(np.diag(B0), 0.0)
+            a0 = np.maximum(m * np.diag(self._initial_metric(X64)), 0.0)   # diag(W^-1 A0 W^-T)
             b, self.n_iter_, self.converged_ = _newton_diagonal(
                 sums, a0, self.max_iter, self.tol, self.verbose)
             Lt = np.diag(np.sqrt(b))
@@ -689,7 +694,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     projection, the non-monotone Armijo search, the Barzilai-Borwein step and
     the stopping rules, on buffers allocated once). This function starts
     the solver and handles its two rare events: a non-smooth point
-    (:func:`_nonsmooth_step`) and a stall near the optimum (:func:`_face_newton`).
+    (:func:`_nonsmooth_step`) and Newton on faces near the optimum (:func:`_face_solve`).
     """
     B, _, _ = project_spectraplex(B0 / max(np.trace(B0), np.finfo(float).tiny))
     solver = sums.full_solver(max_iter=max_iter, tol=tol, memory=memory, window=_WINDOW,
@@ -700,7 +705,7 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
     if not h > 0 and not n_zero:        # no dissimilar pair has positive length
         return B, 0, True
     solver.set_point(B, h, G, G_zero, n_zero, True)
-    solver.set_counters(0, 0, np.inf)
+    solver.set_counters(0, _FIRST_FACE, np.inf)   # the first face solve
     logged = 0
     while True:
         event = solver.run()
@@ -722,18 +727,18 @@ def _projected_gradient_full(sums, B0, max_iter, tol, verbose, memory=10):
             if done is not None:
                 return done
             continue
-        # SPG_FACE: SPG oscillates between faces near the optimum; Newton on the
-        # face (see _face_newton) is kept only if its point is better.
-        Bn, n_steps = _face_newton(sums, solver.matrix("best_B"), solver.matrix("best_G"),
-                                   tol)
+        # SPG_FACE: Newton on faces of the spectraplex (see _face_solve), kept only
+        # if its point is better; the duality gap still decides convergence.
+        info_b = solver.info()
+        Bn, hn, Gn, Gzn, nzn, n_steps = _face_solve(
+            sums, solver, solver.matrix("best_B"), info_b["best_h"], solver.matrix("best_G"),
+            tol)
         it = info["it"] + n_steps           # n_iter_ counts the Newton steps too
         solver.set_counters(it, it + 10, info["upper"])
         if Bn is not None:
-            hn, Gn, Gzn, nzn = solver.evaluate(Bn)
             if verbose:
                 print(f"MMC face Newton: {n_steps} steps, sum_D = {hn:.10g}")
-            if hn > info["best_h"]:
-                solver.set_point(Bn, hn, Gn, Gzn, nzn, True)   # best; bound recomputed
+            solver.set_point(Bn, hn, Gn, Gzn, nzn, True)   # best; bound recomputed
         # otherwise the solver resumes with this iteration's projection step
 
 
@@ -770,59 +775,103 @@ def _nonsmooth_step(solver, info, tol, verbose):
     return None
 
 
-# The face Newton step: tried when SPG has stalled (the gap did not halve in three
-# iterations) below this gap; on faces of at most this many unknowns; with the
-# gradient's eigenvalues this close (relative) to its largest spanning the face;
-# until the Newton decrement is below this fraction of tol.
-_FACE_GAP = 3e-2
+# The face solve (_face_solve): tried from SPG's iteration _FIRST_FACE on (3 iterations
+# after each point it hands back, 10 after a failed try) below this gap; on faces
+# of r dimensions, r (r + 1) / 2 <= min(_MAX_FACE_VARS, p) (a face Newton step
+# then costs at most about one kernel pass); each face solved until the Newton
+# decrement is below _FACE_DECREMENT * tol, from its start plus _FACE_REG I / r
+# (off the boundary); at most _FACE_ROUNDS faces a try.
+_FACE_GAP = 10.0
+_FIRST_FACE = 3
 _MAX_FACE_VARS = 136
-_FACE_TIE = 1e-2
 _FACE_DECREMENT = 0.1
+_FACE_ROUNDS = 8
+_FACE_REG = 1e-5
 
 
-def _face_newton(sums, B, G, tol, max_steps=50):
-    """Projected Newton for ``max h(V C V^T)`` over ``C >= 0`` on a face V.
+def _face_rank_cap(p):
+    """Largest face dimension r with ``r (r + 1) / 2 <= min(_MAX_FACE_VARS, p)``."""
+    cap = min(_MAX_FACE_VARS, p)
+    r = 1
+    while (r + 1) * (r + 2) // 2 <= cap:
+        r += 1
+    return r
+
+
+def _face_basis(B, G, cap):
+    """Orthonormal face basis: B's range (at most its top ``cap - 1`` eigenvectors),
+    then the top eigenvectors of G (orthogonalized) up to ``cap`` columns."""
+    lamB, VB = np.linalg.eigh(B)
+    UG = np.linalg.eigh(G)[1]
+    rb = int(np.sum(lamB > 1e-10 * lamB[-1]))
+    rb = max(1, min(rb, cap - 1)) if cap > 1 else 1
+    V = VB[:, ::-1][:, :rb]
+    for j in range(1, G.shape[0] + 1):
+        if V.shape[1] >= cap:
+            break
+        u = UG[:, -j] - V @ (V.T @ UG[:, -j])
+        norm = np.linalg.norm(u)
+        if norm > 1e-6:
+            V = np.c_[V, u / norm]
+    return V
+
+
+def _face_solve(sums, solver, B, h, G, tol):
+    """Newton on faces of the spectraplex, a few faces in a row; the best point found.
 
     Near a rank-deficient optimum whose smallest positive eigenvalue is tiny,
-    SPG cycles between faces. The optimum lies in the top eigenspace of its
-    gradient (complementary slackness), so the face V spans the range of the
-    best iterate ``B`` and the eigenvectors of its gradient ``G`` within
-    ``_FACE_TIE`` of the largest eigenvalue. In the eigenbasis ``Q`` of the
-    current C (C = diag(mu)) the pair terms are ``sqrt(z_k . c)``, ``c`` the
-    symmetric vectorization of C (off-diagonal entries times sqrt 2) and
-    ``z_k`` that of ``f_k f_k^T``, ``f_k = Q^T V^T e_k``: the diagonal problem's
-    form. The scale-free ``g(c) = tr C - log h(c)`` is minimized as there
-    (Bertsekas' projected Newton): eigen-directions at 0 whose gradient points
-    outward are held, a Newton step on the rest, an Armijo search along the
-    projection arc onto ``C >= 0``. The caller keeps the point only if it is
-    better, and the duality gap still decides convergence. Returns ``(B, steps)``
-    with ``tr B = 1``, or ``(None, 0)`` when the face is too large.
+    SPG creeps along the boundary of ``B >= 0``. The optimum lies in the top
+    eigenspace of its gradient (complementary slackness: ``B* G* = (h*/2) B*``
+    at ``tr B* = 1``), so a face ``V`` (p x r, orthonormal) spanned by the
+    range of ``B`` and the top eigenvectors of ``G`` (those above ``h / 2`` are
+    the directions the bound says are missing) holds it once those are right.
+    On the face, ``max h(V C V^T)`` over ``C >= 0`` is solved by Newton on the
+    factor of ``C`` (:func:`metriclust._kernels._mmc.face_newton`; O(m r^2) a
+    pass, pairs ``f_k = V^T e_k``), then ``G`` at the new point gives the
+    duality gap and the next face. Stops when the gap is certified, after
+    ``_FACE_ROUNDS`` faces, when a face does not improve ``h``, or when it
+    neither halves the gap nor raises ``h`` by more than ``0.1 tol``. Returns
+    ``(B, h, G, G_zero, n_zero, steps)`` of the best point (``B`` None when no
+    face improved on the start), ``tr B = 1``.
     """
-    lamB, VB = np.linalg.eigh(B)
-    lamG, UG = np.linalg.eigh(G)
-    rb = int(np.sum(lamB > 1e-10 * lamB[-1]))
-    rg = int(np.sum(lamG >= (1.0 - _FACE_TIE) * lamG[-1]))
-    V, sv, _ = np.linalg.svd(np.c_[VB[:, -rb:], UG[:, -rg:]], full_matrices=False)
-    V = V[:, sv > 1e-8]
-    r = V.shape[1]
-    # A Newton step costs O(m s^2), s = r (r + 1) / 2: at most a kernel pass, O(m p^2).
-    if r * (r + 1) // 2 > min(_MAX_FACE_VARS, B.shape[0]):
-        return None, 0
-    C0 = V.T @ B @ V
-    C0 = C0 / max(np.trace(C0), np.finfo(float).tiny) + np.eye(r) / (1000.0 * r)
-    EV = sums.E @ V
-    F0 = EV[sums.D[:, 0]] - EV[sums.D[:, 1]]
-    mu, Q = np.linalg.eigh(0.5 * (C0 + C0.T))
-    # The steps run in C (face_newton): one pass over the pairs for h, its
-    # gradient and Hessian in c, one per line-search trial for h. The search
-    # starts at 4x the last accepted step and interpolates (safeguarded
-    # quadratic) instead of halving: near a tiny eigenvalue the projection
-    # arc accepts steps of ~1e-5, 17 halvings from 1.
-    mu, Q, steps = face_newton(np.ascontiguousarray(F0), np.maximum(mu, 0.0), Q, tol,
-                               _FACE_DECREMENT, max_steps, n_threads=sums.n_threads)
-    VQ = V @ Q
-    Bn = (VQ * mu) @ VQ.T
-    return Bn / np.trace(Bn), steps
+    p = B.shape[0]
+    cap = _face_rank_cap(p)
+    tau = np.trace(B)                   # to tr B = 1 (h is 1/2-homogeneous, G -1/2)
+    B, h, G = B / tau, h / np.sqrt(tau), G * np.sqrt(tau)
+    best, steps = None, 0
+    gap = (np.linalg.eigvalsh(G)[-1] - 0.5 * h) / h
+    D = sums.D
+    for _ in range(_FACE_ROUNDS):
+        V = _face_basis(B, G, cap)
+        r = V.shape[1]
+        C0 = V.T @ B @ V
+        # tr C = 1/2 minimizes g = tr C - log h along a ray (h is 1/2-homogeneous)
+        C0 = (C0 / max(np.trace(C0), np.finfo(float).tiny) + np.eye(r) * (_FACE_REG / r)) \
+            * (0.5 / (1.0 + _FACE_REG))
+        EV = sums.E @ V
+        F0 = np.ascontiguousarray(EV[D[:, 0]] - EV[D[:, 1]])
+        mu, Q = np.linalg.eigh(0.5 * (C0 + C0.T))
+        mu, Q, n = face_newton(F0, np.maximum(mu, 0.0), Q, tol, _FACE_DECREMENT, 50,
+                               n_threads=sums.n_threads)
+        steps += n
+        VQ = V @ Q
+        Bn = (VQ * mu) @ VQ.T
+        Bn /= np.trace(Bn)
+        hn, Gn, Gzn, nzn = solver.evaluate(Bn)
+        if nzn or not hn > (best[1] if best is not None else h):
+            break
+        best = (Bn, hn, Gn, Gzn, nzn)
+        gap_n = (np.linalg.eigvalsh(Gn)[-1] - 0.5 * hn) / hn
+        gain = (hn - h) / hn
+        B, h, G = Bn, hn, Gn
+        # On: while a face gains (the next one adds the directions this one lacked)
+        # or halves the gap.
+        if gap_n <= tol or (gap_n > 0.5 * gap and gain <= 0.1 * tol):
+            break
+        gap = gap_n
+    if best is None:
+        return None, h, None, None, 0, steps
+    return (*best, steps)
 
 
 def _diagonal_gap(h, grad, grad_zero, n_zero, total):
@@ -918,10 +967,29 @@ def _projected_gradient_diagonal(sums, a0, max_iter, tol, verbose, memory=10):
     return best[1], max_iter, False
 
 
+# Diagonal Newton: the start is moved off a = 0 by this much (relative), and a step
+# is at most _DIAG_STEP times ||b|| long (the first steps, far from the optimum,
+# otherwise overshoot by orders of magnitude and backtrack).
+_DIAG_REG = 1e-6
+_DIAG_STEP = 1.0
+
+
 def _newton_diagonal(sums, a0, max_iter, tol, verbose):
-    """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``)."""
+    """Minimize ``g(a) = sum(a) - log h(a)``, ``a >= 0`` (whitened: ``s = 1``).
+
+    Newton in ``b`` with ``a = b * b`` (Xing et al.'s Newton-Raphson, Sec. 2.1,
+    without the constraint): a weight tending to 0 is a small ``b``, not a
+    bound that the step runs into and that the projection arc then cuts to a
+    sliver (the projected Newton this replaces crept over its last iterations).
+    ``g(b)`` is not convex: where the Hessian is indefinite its eigenvalues are
+    taken in absolute value (the step stays a descent direction); Armijo
+    backtracking. The
+    solve stops when the duality bound at the point (:func:`_diagonal_gap`) is
+    within ``tol``.
+    """
     p = a0.size
     a = a0 / a0.sum() if a0.sum() > 0 else np.full(p, 1.0 / p)
+    a = 0.5 * (a + _DIAG_REG / p) / (1.0 + _DIAG_REG)    # sum(a) = 1/2: g's best scale
 
     def g_of(a):
         h = sums.diag(a, gradient=False, hessian=False)[0]
@@ -955,30 +1023,48 @@ def _newton_diagonal(sums, a0, max_iter, tol, verbose):
             a = an
             h, gh, H, g_zero, n_zero = sums.diag(a, zero_pairs=True)
             continue
-        grad = 1.0 - gh / h                                  # grad g
-        hess = H / h + np.outer(gh, gh) / h**2               # hess g
-        # Bertsekas' projected Newton: hold bound variables pushed outward.
-        eps = min(1e-12 * a.max() + 0.0, np.linalg.norm(a - np.maximum(a - grad, 0)))
-        held = (a <= eps) & (grad > 0)
-        free = ~held
-        d = np.zeros(p)
-        lam, V = eigh_robust(hess[np.ix_(free, free)])
-        lam = np.maximum(lam, 1e-12 * max(lam.max(), np.finfo(float).tiny))
-        d[free] = -V @ ((V.T @ grad[free]) / lam)
-        d[held] = -grad[held]
-        t = 1.0
-        while True:                       # Armijo along the projection arc
-            an = np.maximum(a + t * d, 0.0)
-            if t == 1.0:                  # the full step is usually taken: one pass for all
+        grad = 1.0 - gh / h                                  # grad g in a
+        b = np.sqrt(a)
+        u = b * gh / h
+        hess_b = (4.0 / h) * (H * np.outer(b, b)) + 4.0 * np.outer(u, u)
+        hess_b.flat[::p + 1] += 2.0 * grad
+        # A weight at 0 that the gradient pulls up (b = 0 is a stationary point of
+        # g in b) restarts at its one-dimensional Newton value in a.
+        revive = (a == 0) & (grad < 0)
+        free = ~revive
+        db = np.zeros(p)
+        if revive.any():
+            hjj = np.maximum(np.diag(H)[revive] / h + gh[revive] ** 2 / h**2,
+                             np.finfo(float).tiny)
+            db[revive] = np.sqrt(-grad[revive] / hjj)
+        Hf = hess_b[np.ix_(free, free)] if not free.all() else hess_b
+        grad_b = 2.0 * b * grad
+        gf = grad_b[free]
+        try:                                  # positive definite: a plain Newton step
+            np.linalg.cholesky(Hf)
+            db[free] = -np.linalg.solve(Hf, gf)
+        except np.linalg.LinAlgError:         # indefinite: |eigenvalues|
+            lam, V = np.linalg.eigh(Hf)
+            lam = np.abs(lam)
+            lam = np.maximum(lam, 1e-10 * max(lam.max(), np.finfo(float).tiny))
+            db[free] = -V @ ((V.T @ gf) / lam)
+        dec = -(gf @ db[free])
+        norm_b, norm_db = np.linalg.norm(b), np.linalg.norm(db)
+        t = min(1.0, _DIAG_STEP * norm_b / norm_db) if norm_db > 0 else 1.0
+        first = True
+        while True:                       # Armijo along b + t db
+            an = (b + t * db) ** 2
+            if first:                     # usually taken: one pass for all sums
                 full_step = sums.diag(an, zero_pairs=True)
                 gn = an.sum() - np.log(full_step[0]) if full_step[0] > 0 else np.inf
             else:
                 gn = g_of(an)
-            if gn <= g0 + 1e-4 * grad @ (an - a) + noise or t < 1e-14:
+            if gn <= g0 - 1e-4 * t * dec + noise or t < 1e-14:
                 break
             t *= 0.5
+            first = False
         if gn > g0 + noise:               # no decrease even for tiny steps
             return a, it, gap <= 10 * tol
         a = an
-        h, gh, H, g_zero, n_zero = full_step if t == 1.0 else sums.diag(a, zero_pairs=True)
+        h, gh, H, g_zero, n_zero = full_step if first else sums.diag(a, zero_pairs=True)
     return a, max_iter, False

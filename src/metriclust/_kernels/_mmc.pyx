@@ -418,11 +418,12 @@ def face_sums(const double[:, ::1] F, const double[:, ::1] C, free=None,
 
 def face_newton(const double[:, ::1] F0, mu, Q, double tol, double decrement,
                 int max_steps, int n_threads=0):
-    """Projected Newton for ``min tr C - log sum_k sqrt(f_k^T C f_k)`` over ``C >= 0``.
+    """Newton for ``min tr C - log sum_k sqrt(f_k^T C f_k)`` over ``C >= 0``, on the
+    factor of C (``C = M M^T``, M lower triangular in C's eigenbasis).
 
     ``F0`` (m x r): the pair differences in the face's coordinates; the start
     ``C = Q diag(mu) Q^T``. Returns ``(mu, Q, steps)`` at the last accepted
-    point (see ``metriclust.mmc._face_newton`` for the method).
+    point, ``mu`` descending (see ``metriclust.mmc._face_solve`` for the method).
     """
     cdef Py_ssize_t m = F0.shape[0], r = F0.shape[1]
     if r < 1 or r > 64:
