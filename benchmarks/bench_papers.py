@@ -6,8 +6,9 @@ Sections (printed as markdown tables; ``--only a,b``):
              UCI sets we hold (glass, ionosphere, sonar), K = number of classes: CPCM-LSR
              (the paper's random starts, and our default search), CPCM-RKHS, spectral
              clustering (Ng-Jordan-Weiss, RBF affinity of median width, and of 0.25 x the
-             median width, the width whose numbers come closest to the paper's column -- the
-             paper used kernlab's, settings unstated), k-means, k-means on the leading K principal
+             median width, the width whose numbers come closest to the paper's column; the
+             paper names kernlab's implementation for its Sec. 5.1 example, footnote 2, and
+             gives no settings for Table 1), k-means, k-means on the leading K principal
              components (the paper does not say how many), LDA-km (CPCM with LDA).
 
 ``mmc45``    Xing et al. 2003, Figs. 4 and 5: k-means, constrained k-means, and both

@@ -272,12 +272,14 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
     # cluster center. Paper Table 1 (accuracy), row CPD-UML, column Breast: 97.06;
     # Table 3 (purity): 97.06; k-means (Table 1 row K-means): 96.39.
     # sigma = 1.5, lam = 0.05 were picked by hand on this data set (looking at the
-    # accuracy); the default ("auto") picks without labels. Both reach k-means' level
-    # (~96%), neither the paper's 97.06.
+    # accuracy), in the input space. The default (kernel, sigma and lam "auto") picks
+    # without labels; over runs 20-29 of this protocol it averages 96.46 against
+    # k-means' 96.12 (benchmarks/RESULTS.md, issue #14); this one split (seed 0): 96.3
+    # against 96.0. Neither reaches the paper's 97.06.
     X, y = load_dataset("breast_cancer_wisconsin_original")
     rng = np.random.default_rng(0)
     folds = np.array_split(rng.permutation(len(X)), 3)
-    accs, auto = [], []
+    accs, auto, km = [], [], []
     for f in range(3):
         test = folds[f]
         train = np.concatenate([folds[g] for g in range(3) if g != f])
@@ -285,8 +287,10 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
         accs.append(accuracy(y[test], model.predict(X[test])))
         model = CPDUML(2, random_state=0).fit(X[train])
         auto.append(accuracy(y[test], model.predict(X[test])))
+        centers = kmeans(X[train], 2, n_init=10, random_state=0).centers
+        km.append(accuracy(y[test], assign_labels(X[test], centers)[0]))
     assert np.mean(accs) >= 0.95
-    assert np.mean(auto) >= 0.95
+    assert np.mean(auto) >= np.mean(km) - 0.01 and np.mean(auto) >= 0.955
 
 
 def test_wdbc_three_fold_protocol_not_below_kmeans(load_dataset):
