@@ -304,12 +304,13 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         start = _spectral_partition(Z, K, self.n_init, rng_init)
         self.selection_ = None
         if select:
-            base = None
-            if kernel == "auto":        # the fallback: k-means in the kernel space
-                base = kmeans(Zk, K, n_init=self.n_init, random_state=rng_init).labels
             sigma, lam, start = self._select(X, Z, K, scale, start, rng_init, rng_factor,
-                                             base)
-            if kernel == "auto" and start is base:      # no input-space candidate won
+                                             Zk if kernel == "auto" else None)
+            if start is None:           # no input-space candidate won: kernel k-means
+                start = kmeans(Zk, K, n_init=self.n_init, random_state=rng_init).labels
+            if isinstance(start, tuple):        # ("kernel", its labels)
+                start = start[1]
+            if kernel == "auto" and self._kernel_won:
                 Z, self.kernel_sigma_, self._kpca = Zk, kernel_sigma, kpca
                 scale = _scale(Z, rng_scale)
         else:
@@ -382,7 +383,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     # -- label-free choice of sigma and lam -----------------------------------
 
-    def _select(self, X, Z, K, scale, start, rng_init, rng_factor, base=None):
+    def _select(self, X, Z, K, scale, start, rng_init, rng_factor, Zk=None):
         """Pick (sigma, lam) by the normalized cut of the kNN graph of ``X``.
 
         Every candidate -- the grid ``SIGMA_GRID x LAM_GRID`` (or the given value
@@ -397,15 +398,23 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         range. A deforming candidate must score at most ``1 - SELECT_MARGIN``. Returns
         ``(sigma, lam, start)`` for the full fit.
 
-        ``base`` (``kernel="auto"``): the labels of k-means in the kernel-PCA space,
-        which replace input-space k-means as the reference and the fallback; every
-        input-space candidate, k-means included, must then score at most
-        ``1 - SELECT_MARGIN`` against it, else ``start`` is returned as ``base``.
+        ``Zk`` (``kernel="auto"``): the kernel-PCA coordinates; k-means there replaces
+        input-space k-means as the reference and the fallback, and every input-space
+        candidate, k-means included, must then score at most ``1 - SELECT_MARGIN``
+        against it. When the reference is kept the start returned is its labels
+        (``("kernel", labels)``) or, above ``SELECT_MAX_SAMPLES`` points (where it was
+        computed on the subset only), ``None``: the caller runs it on all points.
         """
         n = X.shape[0]
-        sub = None
+        sub, base = None, None
+        self._kernel_won = False
+        if Zk is not None and n <= SELECT_MAX_SAMPLES:
+            base = kmeans(Zk, K, n_init=self.n_init, random_state=rng_init).labels
         if n > SELECT_MAX_SAMPLES:
             sub = np.sort(rng_init.choice(n, SELECT_MAX_SAMPLES, replace=False))
+            if Zk is not None:
+                base = kmeans(np.ascontiguousarray(Zk[sub]), K, n_init=self.n_init,
+                              random_state=rng_init).labels
         Xs, Zs = (X, Z) if sub is None else (X[sub], Z[sub])
         # the input's kNN graph in its own units and with every feature standardized:
         # a partition must cut fewer edges in both, so that no single wide-range
@@ -423,8 +432,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         n_sel = float(Xs.shape[0]) ** 2
         records, best, grams = [], None, {}
         if base is not None:            # kernel k-means: the reference (score 1)
-            base_sub = base if sub is None else base[sub]
-            km_cuts = [_normalized_cut(g, base_sub, K) for g in graphs]
+            km_cuts = [_normalized_cut(g, base, K) for g in graphs]
             records.append((None, None, "kernel-kmeans", 1.0))
             best = (1.0, None, None, None)
         for sg, lm, from_kmeans in candidates:
@@ -448,7 +456,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         _, sigma, lam, from_kmeans = best
         if base is not None:
             if best[0] > 1.0 - SELECT_MARGIN:   # nothing clearly better: kernel k-means
-                return sigmas[len(sigmas) // 2], max(lams), base
+                self._kernel_won = True
+                return (sigmas[len(sigmas) // 2], max(lams),
+                        ("kernel", base) if sub is None else None)
             return sigma, lam, (km_labels if from_kmeans else start)
         if not from_kmeans and best[0] > 1.0 - SELECT_MARGIN:
             # not clearly better than k-means: keep k-means (Psi ~ 0)
