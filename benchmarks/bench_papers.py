@@ -322,7 +322,8 @@ def cpd_fig2(args):
     med = median_pairwise_distance(X)
     # the paper does not say what its "width" w is: four readings of the RBF exp(-d^2 / 2 s^2)
     readings = {"s = w": lambda w: w, "2 s^2 = w": lambda w: np.sqrt(w / 2),
-                "s^2 = w": lambda w: np.sqrt(w), "gamma = w, exp(-w d^2)": lambda w: 1 / np.sqrt(2 * w)}
+                "s^2 = w": lambda w: np.sqrt(w),
+                "gamma = w, exp(-w d^2)": lambda w: 1 / np.sqrt(2 * w)}
     print("\n### CPD-UML Fig. 2: two moons (N = 200), accuracy of kernel k-means (KPCA 50 + "
           "k-means) / r-CPD-UML (kernel=\"rbf\", default sigma and lam) at the paper's widths "
           f"4, 8, 16, 32 under four readings of 'width' (median pairwise distance {med:.3f})\n")
@@ -364,7 +365,8 @@ def cpd_grid(args):
         for f in range(3):
             te = folds[f]
             tr = np.concatenate([folds[g] for g in range(3) if g != f])
-            res["K-means"].append(clustering_accuracy(y[te], _fit_predict(None, X[tr], X[te], K, r)))
+            res["K-means"].append(clustering_accuracy(
+                y[te], _fit_predict(None, X[tr], X[te], K, r)))
             for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0):
                 res[f"Kernel K-means, width {w:g}"].append(clustering_accuracy(
                     y[te], _fit_predict(("kpca", w), X[tr], X[te], K, r)))

@@ -201,8 +201,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     (``benchmarks/RESULTS.md``, issue #14), under the paper's 3-fold protocol on
     runs not looked at while choosing the rule: not below k-means by more than
     one point on Breast, WDBC, iris, wine and glass (worst: glass, -0.6), 96.46
-    on Breast (k-means 96.12) and 99.6 against 69.9 on the moons. With labels for part of the data, tune
-    ``sigma`` and ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
+    on Breast (k-means 96.12; the issue's 96.5 is not reached) and 99.6 against
+    69.9 on the moons. With labels for part of the data, tune ``sigma`` and
+    ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
     The paper's per-iteration Y-step (k-means on the top-K eigenvectors of
     :math:`X_1 X_1^T`) does not decrease :math:`J` monotonically; with the
