@@ -230,3 +230,36 @@ def test_constrained_kmeans_on_raw_data_figs_4_5(kind):
     assert np.all(accs < 0.6)
     if kind == 1:
         assert accs.min() - 0.01 <= 0.5060 <= accs.max() + 0.01
+
+
+def test_sample_similar_fraction_draws_distinct_same_class_pairs_uniformly():
+    # Xing et al. 2003, footnote 6 / Fig. 7: a random fraction of ALL same-class pairs,
+    # without replacement. Reference: the explicit list of same-class pairs.
+    from metriclust.constraints import sample_similar_fraction
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(-1, 4, size=61)                 # -1: unlabelled
+    i, j = np.triu_indices(len(y), 1)
+    same = {(a, b) for a, b in zip(i, j) if y[a] == y[b] != -1}
+    full = sample_similar_fraction(y, 1.0, random_state=1)
+    assert set(map(tuple, full.tolist())) == same and len(full) == len(same)
+    counts = {}
+    for seed in range(300):
+        S = sample_similar_fraction(y, 0.1, random_state=seed)
+        assert len(S) == round(0.1 * len(same))
+        assert len(set(map(tuple, S.tolist()))) == len(S)           # distinct
+        assert np.all(S[:, 0] < S[:, 1]) and np.all(y[S[:, 0]] == y[S[:, 1]])
+        for pr in map(tuple, S.tolist()):
+            counts[pr] = counts.get(pr, 0) + 1
+    # uniform over the pairs: each is drawn with probability 0.1 per draw (300 draws)
+    hits = np.array([counts.get(pr, 0) for pr in same])
+    assert abs(hits.mean() - 30.0) < 1.0 and hits.min() > 5 and hits.max() < 60
+    assert sample_similar_fraction(y, 0.0, random_state=0).shape == (0, 2)
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.5, "half", np.nan])
+def test_sample_similar_fraction_rejects_bad_fraction(fraction):
+    from metriclust.constraints import sample_similar_fraction
+
+    with pytest.raises((ValueError, TypeError), match="fraction"):
+        sample_similar_fraction([0, 0, 1, 1], fraction)

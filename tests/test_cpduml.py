@@ -213,7 +213,7 @@ def test_low_rank_labels_agree_with_dense_on_moons():
 def test_full_rank_estimator_transform_matches_dense(approx):
     X, _ = make_moons(120, 0.1, seed=2)
     Xnew, _ = make_moons(30, 0.1, seed=9)
-    kw = dict(sigma=0.5, random_state=0)
+    kw = dict(sigma=0.5, kernel=None, random_state=0)
     dense = CPDUML(2, approximation="dense", **kw).fit(X)
     lr = CPDUML(2, approximation=approx, n_components=len(X), **kw).fit(X)
     np.testing.assert_array_equal(lr.labels_, dense.labels_)
@@ -272,12 +272,14 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
     # cluster center. Paper Table 1 (accuracy), row CPD-UML, column Breast: 97.06;
     # Table 3 (purity): 97.06; k-means (Table 1 row K-means): 96.39.
     # sigma = 1.5, lam = 0.05 were picked by hand on this data set (looking at the
-    # accuracy); the default ("auto") picks without labels. Both reach k-means' level
-    # (~96%), neither the paper's 97.06.
+    # accuracy), in the input space. The default (kernel, sigma and lam "auto") picks
+    # without labels; over runs 20-29 of this protocol it averages 96.46 against
+    # k-means' 96.12 (benchmarks/RESULTS.md, issue #14); this one split (seed 0): 96.3
+    # against 96.0. Neither reaches the paper's 97.06.
     X, y = load_dataset("breast_cancer_wisconsin_original")
     rng = np.random.default_rng(0)
     folds = np.array_split(rng.permutation(len(X)), 3)
-    accs, auto = [], []
+    accs, auto, km = [], [], []
     for f in range(3):
         test = folds[f]
         train = np.concatenate([folds[g] for g in range(3) if g != f])
@@ -285,8 +287,10 @@ def test_breast_three_fold_protocol_near_paper(load_dataset):
         accs.append(accuracy(y[test], model.predict(X[test])))
         model = CPDUML(2, random_state=0).fit(X[train])
         auto.append(accuracy(y[test], model.predict(X[test])))
+        centers = kmeans(X[train], 2, n_init=10, random_state=0).centers
+        km.append(accuracy(y[test], assign_labels(X[test], centers)[0]))
     assert np.mean(accs) >= 0.95
-    assert np.mean(auto) >= 0.95
+    assert np.mean(auto) >= np.mean(km) - 0.01 and np.mean(auto) >= 0.955
 
 
 def test_wdbc_three_fold_protocol_not_below_kmeans(load_dataset):
@@ -341,9 +345,17 @@ def test_default_never_more_than_a_point_below_kmeans(load_dataset, name):
     km = accuracy(y, kmeans(X, K, n_init=10, random_state=0).labels)
     model = CPDUML(K, random_state=0).fit(X)
     assert accuracy(y, model.labels_) >= km - 0.01
-    assert len(model.selection_) == 1 + 3 * 4
+    # kernel k-means (the reference), input-space k-means and the 3 x 4 grid
+    assert len(model.selection_) == 2 + 3 * 4
     if name == "two_moons":
         assert accuracy(y, model.labels_) >= 0.99
+        assert model.kernel_ is None                  # a deformation of the input space
+    if name == "breast_cancer_wisconsin_original":
+        # the kernel-space reference is kept and beats k-means (all the data: 96.49
+        # against 96.05, i.e. 3 more of 683 right; the issue's 96.5 bar is missed by one
+        # point here and by 0.04 on the held-out 3-fold runs, benchmarks/RESULTS.md)
+        assert model.kernel_ == "rbf"
+        assert accuracy(y, model.labels_) >= km + 2.0 / len(y)
 
 
 @pytest.mark.parametrize("name", ["breast_cancer_wdbc", "iris", "two_moons"])
@@ -358,7 +370,7 @@ def test_deformation_kept_only_when_it_cuts_both_graphs_clearly_less(load_datase
     X, y = load_dataset(name)
     K = len(np.unique(y))
     assert len(X) <= 1000      # the selection saw all the points: its fits are the final one
-    model = CPDUML(K, random_state=0).fit(X)
+    model = CPDUML(K, kernel=None, random_state=0).fit(X)
     rec = model.selection_
     assert rec[0][2] == "kmeans" and rec[0][3] == 1.0
     best = min(rec, key=lambda r: r[3])
@@ -373,15 +385,56 @@ def test_deformation_kept_only_when_it_cuts_both_graphs_clearly_less(load_datase
             (1 - SELECT_MARGIN) * _normalized_cut(G, km, K))
 
 
-def test_kmeans_kept_when_it_cuts_no_edge():
+@pytest.mark.parametrize("kernel", [None, "auto"])
+def test_kmeans_kept_when_it_cuts_no_edge(kernel):
     # Two far, tight blobs: k-means' partition cuts no edge of either graph, so no
     # deformation can cut clearly fewer (scores are 1, or inf for one that cuts some).
+    # kernel="auto": the reference is k-means in the kernel-PCA space; it is kept.
     rng = np.random.default_rng(0)
     X = np.r_[rng.normal(size=(60, 2)) * 0.1, rng.normal(size=(60, 2)) * 0.1 + 20.0]
-    model = CPDUML(2, random_state=0).fit(X)
+    model = CPDUML(2, kernel=kernel, random_state=0).fit(X)
     assert all(r[3] >= 1.0 for r in model.selection_)
-    assert model.lam_ / len(X) ** 2 == pytest.approx(model.selection_[0][1])
+    if kernel is None:
+        assert model.lam_ / len(X) ** 2 == pytest.approx(model.selection_[0][1])
+    else:
+        assert model.selection_[0][2] == "kernel-kmeans" and model.kernel_ == "rbf"
+        assert model.lam_ / len(X) ** 2 == pytest.approx(max(r[1] for r in model.selection_[1:]))
     assert agreement(model.labels_, np.repeat([0, 1], 60)) == 1.0
+
+
+@pytest.mark.parametrize("name", ["breast_cancer_wisconsin_original", "iris", "two_moons"])
+def test_auto_kernel_keeps_an_input_deformation_only_when_it_cuts_clearly_less(load_dataset,
+                                                                               name):
+    # kernel="auto": the reference is k-means in the RBF kernel-PCA space of the median
+    # width; an input-space candidate is kept only at a score <= 1 - SELECT_MARGIN
+    # (its normalized cuts against the reference's, in both kNN graphs), else the
+    # reference's partition starts a kernel-space fit with the largest lam.
+    from metriclust._core.cpd import KernelPCA
+    from metriclust.cpduml import (AUTO_KERNEL_SIGMA, SELECT_MARGIN, SELECT_NEIGHBORS,
+                                   _knn_graph, _normalized_cut, _standardized)
+    from metriclust.kernels import median_pairwise_distance
+
+    X, y = load_dataset(name)
+    K = len(np.unique(y))
+    model = CPDUML(K, random_state=0).fit(X)
+    rec = model.selection_
+    assert rec[0] == (None, None, "kernel-kmeans", 1.0)
+    best = min(rec[1:], key=lambda r: r[3])
+    # an independent kernel k-means at the median width (its own seed): the reference
+    Z = KernelPCA(50, sigma=AUTO_KERNEL_SIGMA * median_pairwise_distance(X)).fit_transform(X)
+    ref = kmeans(Z, K, n_init=10, random_state=0).labels
+    graphs = (_knn_graph(X, SELECT_NEIGHBORS), _knn_graph(_standardized(X), SELECT_NEIGHBORS))
+    if best[3] > 1.0 - SELECT_MARGIN:
+        assert model.kernel_ == "rbf" and model.embedding_.shape == (len(X), Z.shape[1])
+        assert model.lam_ / len(X) ** 2 == pytest.approx(max(r[1] for r in rec[1:]))
+        assert agreement(model.labels_, ref) >= 0.95
+    else:
+        assert model.kernel_ is None and model.embedding_.shape == X.shape
+        for G in graphs:
+            assert _normalized_cut(G, model.labels_, K) <= (
+                (1 - SELECT_MARGIN) * _normalized_cut(G, ref, K) * 1.02)
+    if name == "two_moons":
+        assert model.kernel_ is None
 
 
 def test_selection_is_label_free_scale_free_and_partial():
@@ -389,10 +442,13 @@ def test_selection_is_label_free_scale_free_and_partial():
     a = CPDUML(2, random_state=0).fit(X)
     b = CPDUML(2, random_state=0).fit(5.0 * X + 3.0, np.zeros(300))   # y is ignored
     np.testing.assert_array_equal(a.labels_, b.labels_)
-    assert b.sigma_ == pytest.approx(5.0 * a.sigma_, rel=1e-12)
-    # one of the two fixed: only the other is searched
+    assert a.kernel_ == b.kernel_
+    # the kernel-PCA coordinates do not change with the data's scale; the input's do
+    c_scale = 5.0 if a.kernel_ is None else 1.0
+    assert b.sigma_ == pytest.approx(c_scale * a.sigma_, rel=1e-9)
+    # one of the two fixed: only the other is searched (after the kernel reference)
     c = CPDUML(2, sigma=0.8, random_state=0).fit(X)
-    assert {r[0] for r in c.selection_} == {0.8} and len(c.selection_) == 5
+    assert {r[0] for r in c.selection_[1:]} == {0.8} and len(c.selection_) == 1 + 5
     with pytest.raises(ValueError, match="sigma"):
         CPDUML(2, sigma="median").fit(X)
 

@@ -16,6 +16,7 @@ from metriclust.datasets import (
     make_parallel_clouds,
     make_parallel_lines,
     make_xing_artificial,
+    make_xing_metric_examples,
 )
 from metriclust.metrics import (
     adjusted_rand_index,
@@ -33,10 +34,13 @@ GENERATORS = {
     "moons": make_moons,
     "xing1": lambda **kw: make_xing_artificial(kind=1, **kw),
     "xing2": lambda **kw: make_xing_artificial(kind=2, **kw),
+    "xing_fig2": lambda **kw: make_xing_metric_examples(2, **kw),
+    "xing_fig3": lambda **kw: make_xing_metric_examples(3, **kw),
 }
 # name -> (n_features, n_classes) at the defaults
 SHAPES = {"lines2": (2, 2), "lines3": (2, 3), "clouds": (55, 3), "circles": (2, 3),
-          "moons": (2, 2), "xing1": (3, 2), "xing2": (3, 2)}
+          "moons": (2, 2), "xing1": (3, 2), "xing2": (3, 2),
+          "xing_fig2": (3, 2), "xing_fig3": (3, 3)}
 
 
 def kmeans_labels(X, k):
@@ -213,6 +217,24 @@ def test_xing_artificial_kmeans_near_half_metric_perfect(kind):
     assert abs(np.mean(accs) - 0.5) < 0.03
 
 
+def test_xing_metric_examples_geometry():
+    # MMC Figs. 2 and 3 (make_xing_metric_examples; distributions assumed): the classes
+    # differ in (x, y) only -- z is the same noise in every class -- and fill the
+    # figures' axes (about +-5 in x and y).
+    from scipy.stats import ks_2samp
+
+    for figure in (2, 3):
+        X, y = make_xing_metric_examples(figure, n_samples=3000, random_state=0)
+        for c in range(1, figure):
+            assert ks_2samp(X[y == 0, 2], X[y == c, 2]).pvalue > 1e-3   # z: same law
+            assert np.linalg.norm(X[y == 0, :2].mean(0) - X[y == c, :2].mean(0)) > 3.0
+        assert 3.0 < np.abs(X[:, :2]).max() < 9.0
+    X, y = make_xing_metric_examples(2, n_samples=3000, random_state=1)
+    # Fig. 2: the classes are separated along x + y alone (a threshold on it is exact)
+    s = X[:, 0] + X[:, 1]
+    assert s[y == 0].max() < s[y == 1].min()
+
+
 # --------------------------------------------------------------------------
 # Parameter validation
 
@@ -236,6 +258,9 @@ def test_xing_artificial_kmeans_near_half_metric_perfect(kind):
     (lambda: make_xing_artificial(3), "kind must be 1 or 2"),
     (lambda: make_xing_artificial(True), "kind must be 1 or 2"),
     (lambda: make_xing_artificial(1, n_samples=1), "n_samples"),
+    (lambda: make_xing_metric_examples(4), "figure must be 2 or 3"),
+    (lambda: make_xing_metric_examples(True), "figure must be 2 or 3"),
+    (lambda: make_xing_metric_examples(3, n_samples=2), "n_samples=2 must be at least"),
 ])
 def test_bad_parameters_raise_naming_them(call, match):
     with pytest.raises(ValueError, match=match):

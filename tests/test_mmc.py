@@ -798,3 +798,59 @@ def test_full_converged_means_certified_near_a_degenerate_optimum():
     bound = np.linalg.eigvalsh(W.T @ G @ W)[-1] + 0.5 * J
     assert (bound - J) / J < 2e-6          # tol = 1e-6, plus the 1e-9 ridge
     assert J > 193.08
+
+
+# ---------------------------------------------------------------------------
+# Paper Figs. 2 and 3: the shape of the learned metrics on the 3-D examples
+# ---------------------------------------------------------------------------
+# Xing et al. 2003, Sec. 3.1. The data are our reconstruction
+# (datasets.make_xing_metric_examples: the distributions are assumed, the paper gives
+# none; Fig. 2's class direction (1, 1, 0) is read off the paper's full A). S is "a
+# randomly sampled 1% of all pairs of similar points" (footnote 6), D all other pairs.
+# The checks are on the shape the paper describes, not on its printed numbers.
+def _fig_metrics(figure, seed):
+    from metriclust.constraints import sample_similar_fraction
+    from metriclust.datasets import make_xing_metric_examples
+
+    X, y = make_xing_metric_examples(figure, random_state=seed)
+    S = sample_similar_fraction(y, 0.01, random_state=seed)
+    diag = MMC(diagonal=True).fit(X, similar=S)
+    full = MMC().fit(X, similar=S)
+    return X, y, np.diag(diag.metric_), full
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fig2_diagonal_drops_z_and_full_a_is_rank_one_along_the_class_direction(seed):
+    # Paper: diagonal A = diag(1.036, 1.007, 0); full A with eigenvalues 6.574, ~0, ~0 and
+    # top eigenvector (0.703, 0.711, 0.018). The x : y ratio of the diagonal depends on
+    # the draw of S (0.07 to 24 over ten draws, each a verified optimum), so it is not
+    # checked; z's weight is.
+    X, y, a, full = _fig_metrics(2, seed)
+    assert a[2] <= 1e-6 * a.max()
+    assert min(a[0], a[1]) > 0
+    w, V = np.linalg.eigh(full.metric_)
+    assert w[1] <= 1e-6 * w[2]                               # rank one
+    assert abs(V[:, 2] @ np.array([1.0, 1.0, 0.0])) / np.sqrt(2.0) > 0.99
+    # the projection keeps the two classes apart
+    line = full.transform(X)[:, np.argmax(np.abs(full.transform(X)).max(0))]
+    assert line[y == 0].max() < line[y == 1].min() or line[y == 1].max() < line[y == 0].min()
+
+
+def test_fig3_diagonal_ignores_z_and_full_a_projects_close_to_a_line():
+    # Paper: "the learned diagonal metric correctly ignores the z direction"; the full A
+    # gives "a projection of the data onto a line that still maintains the separation
+    # of the clusters well". Ours: z's diagonal weight is 0 on every draw; the full A
+    # has rank <= 2 with a dominant direction (its second eigenvalue 1.5% to 69% of the
+    # first over ten draws, median 8%), and k-means after it recovers the clusters.
+    from metriclust.metrics import clustering_accuracy
+
+    ratios = []
+    for seed in range(5):
+        X, y, a, full = _fig_metrics(3, seed)
+        assert a[2] <= 1e-6 * a.max()
+        w = np.linalg.eigvalsh(full.metric_)
+        assert w[0] <= 1e-6 * w[2]
+        ratios.append(w[1] / w[2])
+        T = full.transform(X)
+        assert clustering_accuracy(y, KMeans(3, n_init=10, random_state=0).fit_predict(T)) >= 0.98
+    assert np.median(ratios) < 0.15

@@ -8,6 +8,7 @@ Public functions and classes:
    connected_components  -- connected components of a pair graph
    pairs_from_labels     -- random similar and dissimilar pairs from class labels
    sample_similar_pairs  -- similar pairs as in Xing et al. (2003), Sec. 3.2
+   sample_similar_fraction -- a random fraction of all same-class pairs (Xing et al., Figs. 2, 3, 7)
 
 Pairs are int64 arrays of shape ``(m, 2)`` of row indices. ``S`` (must-link,
 similar) and ``D`` (cannot-link, dissimilar).
@@ -32,7 +33,7 @@ from ._core.validation import (check_array, check_n_features,
                                check_pairs, check_random_state, check_scalar)
 
 __all__ = ["ConstrainedKMeans", "connected_components", "pairs_from_labels",
-           "sample_similar_pairs"]
+           "sample_similar_fraction", "sample_similar_pairs"]
 
 
 def connected_components(pairs, n_samples):
@@ -125,6 +126,53 @@ def pairs_from_labels(y, n_similar, n_dissimilar, random_state=None):
     D = (_sample_different(idx, codes, k, n_dissimilar, rng) if n_dissimilar
          else np.empty((0, 2), np.int64))
     return S, D
+
+
+def sample_similar_fraction(y, fraction, random_state=None):
+    """A random ``fraction`` of all same-class pairs, without replacement.
+
+    Xing et al. (2003) use this side information for the synthetic examples
+    ("S was a randomly sampled 1% of all pairs of similar points", footnote 6:
+    Figs. 2 and 3) and as the x-axis of Fig. 7 ("the fraction of all pairs of
+    points in the same class that are randomly sampled to be included in S").
+    ``round(fraction * M)`` distinct pairs are drawn, ``M`` the number of
+    same-class pairs among the labelled points (label -1 = unlabelled). The
+    pairs are drawn by their index in the list of same-class pairs, so no list
+    of all ``M`` pairs is formed.
+
+    Returns
+    -------
+    similar : ndarray of shape (round(fraction * M), 2)
+        Distinct same-class pairs ``(i, j)``, ``i < j``, in random order.
+
+    >>> S = sample_similar_fraction([0, 0, 0, 1, 1, -1], 1.0, random_state=0)
+    >>> sorted(map(tuple, S.tolist()))
+    [(0, 1), (0, 2), (1, 2), (3, 4)]
+    """
+    check_scalar(fraction, "fraction", numbers.Real, min_val=0, max_val=1)
+    rng = check_random_state(random_state)
+    idx, codes, k = _labelled_classes(y)
+    counts = np.bincount(codes, minlength=k).astype(np.int64)
+    per_class = counts * (counts - 1) // 2
+    bounds = np.concatenate([[0], np.cumsum(per_class)])
+    m = int(round(float(fraction) * int(bounds[-1])))
+    if m == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    t = rng.choice(int(bounds[-1]), size=m, replace=False)
+    c = np.searchsorted(bounds, t, side="right") - 1      # the class of each pair
+    r, n_c = t - bounds[c], counts[c]                    # index within the class
+    # row i of the class's upper triangle: first(i) <= r < first(i + 1),
+    # first(i) = i n_c - i (i + 1) / 2; the closed form, then corrected for rounding
+    first = lambda i: i * n_c - i * (i + 1) // 2         # noqa: E731
+    b = 2.0 * n_c - 1.0
+    i = np.floor(0.5 * (b - np.sqrt(np.maximum(b * b - 8.0 * r, 0.0)))).astype(np.int64)
+    i = np.where(first(i) > r, i - 1, i)
+    i = np.where(first(i + 1) <= r, i + 1, i)
+    j = i + 1 + (r - first(i))
+    order = np.argsort(codes, kind="stable")
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return np.ascontiguousarray(np.c_[idx[order[start[c] + i]], idx[order[start[c] + j]]],
+                                dtype=np.int64)
 
 
 def _distinct_in_order(pairs, n):
