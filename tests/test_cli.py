@@ -422,6 +422,31 @@ def test_failed_fit_leaves_no_output(tmp_path):
     assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
 
 
+def test_ctrl_c_while_writing_the_transform_leaves_no_labels(data_csv, tmp_path, monkeypatch,
+                                                             capsys):
+    # The case: labels written, then Ctrl-C during the transform. The
+    # interrupt is raised where the transform is written (a signal cannot be
+    # timed to land there from outside); existing outputs stay as they were.
+    from metriclust import _cli
+
+    original = _cli._Outputs.write
+
+    def write(self, flag, *args, **kwargs):
+        if flag == "--transform":
+            raise KeyboardInterrupt
+        return original(self, flag, *args, **kwargs)
+
+    monkeypatch.setattr(_cli._Outputs, "write", write)
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    out.write_text("old labels\n")
+    status = _cli.main(["cluster", str(data_csv), "--n-clusters", "2", "--output", str(out),
+                        "--transform", str(coords), "--force"])
+    assert status == 130
+    assert "interrupted; no output written" in capsys.readouterr().err
+    assert out.read_text() == "old labels\n" and not coords.exists()
+    assert leftovers(tmp_path) == []
+
+
 def test_force_replaces_every_output(data_csv, tmp_path):
     out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
     out.write_text("old\n")
