@@ -287,6 +287,36 @@ def test_output_symlink_is_refused_and_left_alone(data_csv, tmp_path, target_exi
     assert (target.read_text() == "precious\n") if target_exists else not target.exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "input"])
+def test_out_of_core_copy_follows_the_output_rules(tmp_path, kind):
+    # --out-of-core writes OUTPUT-stem.X.npy beside --output: a FIFO, a link or
+    # the input itself in that place is refused and left as it was.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 2))
+    out = tmp_path / "o.csv"
+    npy = tmp_path / "o.X.npy"
+    if kind == "fifo":
+        os.mkfifo(npy)
+        data = write_csv(tmp_path / "data.csv", X)
+    elif kind == "symlink":
+        target = tmp_path / "precious.npy"
+        target.write_bytes(b"precious")
+        npy.symlink_to(target)
+        data = write_csv(tmp_path / "data.csv", X)
+    else:
+        data = write_csv(npy, X)   # a CSV that happens to be named like the copy
+    before = None if kind == "fifo" else data.read_bytes()
+    proc = cluster(data, out, "--out-of-core")
+    assert_clean_error(proc, "o.X.npy")
+    assert not out.exists() and leftovers(tmp_path) == []
+    if kind == "fifo":
+        assert stat.S_ISFIFO(os.lstat(npy).st_mode)
+    elif kind == "symlink":
+        assert npy.is_symlink() and target.read_bytes() == b"precious"
+    else:
+        assert data.read_bytes() == before
+
+
 def test_output_equal_to_input_is_refused(data_csv, tmp_path):
     before = data_csv.read_bytes()
     proc = cluster(data_csv, data_csv, "--force")
@@ -390,6 +420,31 @@ def test_failed_fit_leaves_no_output(tmp_path):
                "--output", out, "--transform", coords)
     assert_clean_error(proc)
     assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
+
+
+def test_ctrl_c_while_writing_the_transform_leaves_no_labels(data_csv, tmp_path, monkeypatch,
+                                                             capsys):
+    # The case: labels written, then Ctrl-C during the transform. The
+    # interrupt is raised where the transform is written (a signal cannot be
+    # timed to land there from outside); existing outputs stay as they were.
+    from metriclust import _cli
+
+    original = _cli._Outputs.write
+
+    def write(self, flag, *args, **kwargs):
+        if flag == "--transform":
+            raise KeyboardInterrupt
+        return original(self, flag, *args, **kwargs)
+
+    monkeypatch.setattr(_cli._Outputs, "write", write)
+    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
+    out.write_text("old labels\n")
+    status = _cli.main(["cluster", str(data_csv), "--n-clusters", "2", "--output", str(out),
+                        "--transform", str(coords), "--force"])
+    assert status == 130
+    assert "interrupted; no output written" in capsys.readouterr().err
+    assert out.read_text() == "old labels\n" and not coords.exists()
+    assert leftovers(tmp_path) == []
 
 
 def test_force_replaces_every_output(data_csv, tmp_path):

@@ -21,10 +21,13 @@ Not ported, and why:
   ``test_predict_dense_sparse``, ``test_euclidean_distance``'s and
   ``test_inertia``'s sparse halves): metriclust refuses sparse input with a
   TypeError by design.
-- ``algorithm="elkan"`` (``test_warning_elkan_1_cluster``,
-  ``test_kmeans_elkan_iter_attribute``'s elkan half): the tests are
-  parametrized over the algorithms the installed KMeans accepts, so elkan is
-  covered when it lands (issue #10) and skipped until then.
+- ``test_warning_elkan_1_cluster``: scikit-learn warns that elkan "doesn't
+  make sense for a single cluster" and runs lloyd instead; our
+  ``algorithm="elkan"`` gives lloyd's labels, centers and iterations at every
+  K (pruning is exact), so there is no switch to warn about. Every other
+  elkan test runs: the tests are parametrized over the algorithms KMeans
+  accepts (``ALGORITHMS``: lloyd and elkan), ``test_kmeans_elkan_results``
+  included.
 - ``copy_x``: there is no such parameter, X is never modified
   (``test_kmeans_copyx`` checks that instead).
 - Private helpers with no counterpart (``_is_same_clustering``,
@@ -102,6 +105,12 @@ def _accepted_algorithms():
 
 
 ALGORITHMS = _accepted_algorithms()
+
+
+def test_every_algorithm_of_the_peer_suite_runs():
+    # The parametrized tests below run only the algorithms KMeans accepts: were
+    # elkan dropped, they would skip in silence; this says so.
+    assert ALGORITHMS == ["lloyd", "elkan"]
 
 # non centered, sparse centers to check the
 centers = np.array([

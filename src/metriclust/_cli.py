@@ -4,7 +4,8 @@ Guarantees of ``cluster`` (also in the README):
 
 - It never destroys: an output must be a missing path or an existing regular
   file (never a device, FIFO, directory or symbolic link), never an input, and
-  ``--output`` and ``--transform`` must differ. Existing files are replaced only
+  ``--output`` and ``--transform`` must differ (the out-of-core copy
+  OUTPUT-stem.X.npy obeys the same rules). Existing files are replaced only
   with ``--force``.
 - It never loses: every output location is checked (a temporary file is
   created next to it) before the data are read; all outputs are written to
@@ -427,7 +428,17 @@ def _run_out_of_core(args, estimator, outputs, log):
         raise CLIError("--label-column and --transform are not supported for a CSV read out "
                        "of core (--out-of-core, or larger than memory)")
     npy = os.path.splitext(args.output)[0] + ".X.npy"
-    if os.path.isfile(npy) and os.path.getmtime(npy) >= os.path.getmtime(args.input):
+    # The converted copy is an output too: the same rules (never a link, device,
+    # FIFO or directory, never an input); it is replaced when older than the CSV.
+    st = _lstat(npy)
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            raise CLIError(f"{npy} (the converted copy of {args.input}) exists and is not a "
+                           "regular file; move it away or choose another --output")
+        if os.path.samefile(npy, args.input):
+            raise CLIError(f"{npy} (the converted copy) is the input file; choose another "
+                           "--output")
+    if st is not None and st.st_mtime >= os.path.getmtime(args.input):
         log(f"reusing {npy} (newer than {args.input})")
     else:
         log(f"converting {args.input} ({os.path.getsize(args.input) / 1e6:.1f} MB) to {npy}")
