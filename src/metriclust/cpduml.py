@@ -14,8 +14,8 @@ from ._core.cpd import DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_m
 from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, is_dask_array)
+from ._core.validation import (check_array, check_fit_input, check_n_features,
+                               is_dask_array)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
                          orthonormalize_factor, top_eigenpairs)
 
@@ -246,12 +246,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         if is_dask_array(X):
             raise TypeError("CPDUML.fit does not take a dask array yet (transform and "
                             "predict do); fit on X.compute() or a sample of its rows.")
-        X = check_array(X, name="X", dtype=np.float64)
+        X, K, rng = check_fit_input(X, self.n_clusters, self.random_state, dtype=np.float64)
         n = X.shape[0]
-        K = check_n_clusters(self.n_clusters, n)
         # independent streams: the initial partition does not depend on the
         # approximation (which draws landmarks / starting blocks) or the kernel
-        rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
+        rng_init, rng_scale, rng_factor = rng.spawn(3)
         self.n_features_in_ = X.shape[1]
         self.approximation_ = self.approximation
         if self.approximation == "auto":

@@ -19,7 +19,63 @@ from .kmeans import kmeans, kmeans_columns_1d
 from .threads import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "feature_quantiles",
-           "strongest_split_features", "kmeans_partition", "kurtosis_directions"]
+           "strongest_split_features", "kmeans_partition", "kurtosis_directions",
+           "start_kinds", "n_feature_starts", "n_direction_starts", "max_starts",
+           "WIDE_FEATURE_STARTS"]
+
+# Kinds of start for each ``init`` of CPCM, and for ``init="auto"`` by predictor:
+# every default start is computed from quantities that the predictor's own
+# invariances leave unchanged, so the search adds no dependence on the basis.
+# Least squares and LDA are affine-invariant (Property 1), and so are directions
+# and whitened k-means. The Gaussian kernel (median width) is invariant to
+# rotations, translations and a common scale: input directions and kernel-PCA
+# starts are too. Stepwise selects original features, so it is invariant to
+# rescaling, shifting (and reordering) them: per-feature starts are too, and on
+# the Sec. 5.1 clouds a start along the informative feature is what finds them.
+_KINDS_BY_INIT = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
+                  "components": ("component",), "directions": ("direction",)}
+_AUTO_KINDS = {"linear": ("random", "direction", "kmeans"),
+               "lda": ("random", "direction", "kmeans"),
+               "kernel": ("random", "direction", "component", "kmeans"),
+               "stepwise": ("random", "feature", "direction", "kmeans")}
+# Wide data (p > N): p feature starts at O(N p) each would cost O(N p^2), and the
+# whitened data give up to N - 1 directions: keep this many per n_init (features:
+# those whose own 1-D k-means split is strongest; on the lymphoma-shaped benchmark
+# set the best stepwise start is the strongest split of the 4026).
+WIDE_FEATURE_STARTS = 10
+
+
+def start_kinds(init, predictor):
+    """The kinds of start, in the order they run, for a named ``init``."""
+    return _AUTO_KINDS[predictor] if init == "auto" else _KINDS_BY_INIT[init]
+
+
+def n_feature_starts(n_samples, n_features, n_init):
+    """How many single features give a start: all, or the strongest few of wide data."""
+    if n_features > n_samples:
+        return min(n_samples, WIDE_FEATURE_STARTS * n_init)
+    return n_features
+
+
+def n_direction_starts(rank, n_init):
+    """Number of directions :func:`kurtosis_directions` returns for the search:
+    ``WIDE_FEATURE_STARTS * n_init`` at most, and the first ``n_init`` refined."""
+    m = max(0, min(WIDE_FEATURE_STARTS * n_init, rank))
+    return m + min(n_init, m)
+
+
+def max_starts(kinds, n_samples, n_features, rank, n_init, n_components):
+    """An upper bound on the number of starts of ``kinds``: the count of each kind
+    (``n_components``: the component starts of the predictor), and ``n_init``
+    random starts when no structured start is admissible."""
+    count = {
+        "random": n_init,
+        "feature": n_feature_starts(n_samples, n_features, n_init),
+        "direction": n_direction_starts(rank, n_init),
+        "component": n_components,
+        "kmeans": n_init,
+    }
+    return max(sum(count[k] for k in kinds), n_init)
 
 
 def random_partition(n_samples, n_clusters, rng):
