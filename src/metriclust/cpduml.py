@@ -1,5 +1,11 @@
 """CPD-UML: unsupervised nonlinear metric learning by Coherent Point Drift.
 
+Public class:
+
+.. autosummary::
+
+   CPDUML  -- unsupervised metric learning by Coherent Point Drift
+
 The estimator is the paper's Algorithm 1; the linear algebra of the Psi-step
 (dense and low-rank) lives in :mod:`metriclust._core.cpd`.
 """

@@ -481,7 +481,7 @@ def load_csv(path, *, label_column="label", label_dtype=int, header="infer",
              empty_labels="error"):
     """Read a numeric CSV file in the format of the shared data sets.
 
-    The format (``shared/data/README.md``): one header line of column names,
+    The format: one header line of column names,
     then one row per point of numeric fields separated by commas; the class
     is the integer column named ``label`` (last by convention, but found by
     name). Fields may be quoted; a UTF-8 byte-order mark, CRLF line ends and

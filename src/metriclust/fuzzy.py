@@ -1,4 +1,12 @@
-"""Fuzzy c-means: graded memberships instead of a hard partition."""
+"""Fuzzy c-means: graded memberships instead of a hard partition.
+
+Public classes and functions:
+
+.. autosummary::
+
+   FuzzyCMeans        -- fuzzy c-means (Bezdek 1981): memberships with exponent ``m``
+   fuzzy_memberships  -- memberships from squared distances to the centers
+"""
 
 import numbers
 

@@ -1,4 +1,11 @@
-"""K-medoids: partitioning around medoids (PAM) and the alternating heuristic."""
+"""K-medoids: partitioning around medoids (PAM) and the alternating heuristic.
+
+Public class:
+
+.. autosummary::
+
+   KMedoids  -- k-medoids on any distance: PAM or the alternating heuristic
+"""
 
 import numbers
 

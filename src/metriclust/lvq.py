@@ -1,4 +1,11 @@
-"""Learning vector quantisation (Kohonen): a vector quantiser whose centroids carry labels."""
+"""Learning vector quantisation (Kohonen): a vector quantiser whose centroids carry labels.
+
+Public class:
+
+.. autosummary::
+
+   LVQ  -- LVQ1, LVQ2.1, LVQ3 and OLVQ1 classifiers
+"""
 
 import numbers
 

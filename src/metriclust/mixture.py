@@ -1,4 +1,11 @@
-"""Gaussian mixture models fitted by EM (the notes' mixture decomposition)."""
+"""Gaussian mixture models fitted by EM (the notes' mixture decomposition).
+
+Public class:
+
+.. autosummary::
+
+   GaussianMixture  -- full, diagonal or spherical covariances, fitted by EM
+"""
 
 import numbers
 import warnings

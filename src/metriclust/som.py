@@ -1,4 +1,11 @@
-"""Kohonen's self-organising map on a rectangular grid."""
+"""Kohonen's self-organising map on a rectangular grid.
+
+Public class:
+
+.. autosummary::
+
+   SelfOrganizingMap  -- prototypes on a grid, trained by the sequential rule
+"""
 
 import numbers
 

@@ -1,4 +1,11 @@
-"""Tree-structured vector quantisation: a binary tree of 2-means (or single-feature) splits."""
+"""Tree-structured vector quantisation: a binary tree of 2-means (or single-feature) splits.
+
+Public class:
+
+.. autosummary::
+
+   TreeStructuredVQ  -- binary tree of 2-means (or single-feature) splits
+"""
 
 import numbers
 

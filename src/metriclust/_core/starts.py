@@ -1,5 +1,19 @@
 """Starting partitions for CPCM's search (Gupta, Foster & Ungar 2008, Algorithm 1).
 
+Public classes and functions:
+
+.. autosummary::
+
+   start_kinds                           -- kinds of start for an ``init`` and a predictor
+   max_starts                            -- upper bound on the number of starts (verbose output)
+   n_feature_starts, n_direction_starts  -- how many features / directions give starts
+   random_partition                      -- balanced random partition
+   feature_quantiles                     -- quantile starts of each feature
+   strongest_split_features              -- the features whose own 1-D split is strongest
+   feature_partition                     -- 1-D k-means of one column
+   kmeans_partition                      -- k-means++ on a whitened space
+   kurtosis_directions                   -- directions of extreme kurtosis (FOBI, FastICA)
+
 Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 
 - ``random``: balanced random partitions, the paper's protocol (Algorithm 1);

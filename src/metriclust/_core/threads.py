@@ -1,5 +1,14 @@
 """Thread count for the OpenMP kernels, and BLAS held to one thread around them.
 
+Public classes and functions:
+
+.. autosummary::
+
+   effective_n_threads    -- OpenMP threads a kernel will use
+   blas_threads           -- context holding BLAS to a number of threads
+   single_blas_thread     -- context holding BLAS to one thread
+   small_problem_threads  -- one thread below the cluster sums' serial threshold
+
 The default follows OpenMP's own: ``OMP_NUM_THREADS`` and
 ``threadpoolctl.threadpool_limits(limits=n, user_api="openmp")`` both set it,
 as they do for scikit-learn.

@@ -1,5 +1,22 @@
 """Input validation shared by every estimator and function.
 
+Public classes and functions:
+
+.. autosummary::
+
+   check_array          -- an array-like of finite numbers -> C-contiguous ndarray
+   check_fit_input      -- ``fit``'s preamble: X, n_clusters against its rows, the Generator
+   check_predict_input  -- ``predict``'s preamble: fitted, X, its number of features
+   check_n_clusters     -- an int in [1, n_samples]
+   check_n_features     -- X has the fitted number of columns
+   check_scalar         -- a scalar's type and range, named in the error
+   check_random_state   -- None / int / Generator / RandomState -> Generator
+   check_sample_weight  -- finite non-negative weights with a positive sum
+   check_pairs          -- index pairs into X, shape (m, 2)
+   check_labels         -- hashable labels -> int64 codes 0..k-1
+   max_abs_value        -- largest magnitude whose sums of squares stay finite
+   is_dask_array        -- a dask array, told without importing Dask
+
 Errors name the parameter and, for non-finite values, the first bad position,
 so that a user can find the offending entry without a debugger.
 
