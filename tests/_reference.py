@@ -10,15 +10,27 @@ import itertools
 import numpy as np
 
 
+def sq_distances(X, Y=None):
+    """``||x_i - y_j||^2`` from direct float64 differences (``Y=None``: ``Y = X``)."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
+    return ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+
+
 def gaussian_gram(X, Y, sigma):
-    """``exp(-||x_i - y_j||^2 / (2 sigma^2))`` from direct float64 differences.
+    """``exp(-||x_i - y_j||^2 / (2 sigma^2))`` from :func:`sq_distances`.
 
     ``Y=None`` means ``Y = X``.
     """
-    X = np.asarray(X, dtype=np.float64)
-    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
-    D2 = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
-    return np.exp(-D2 / (2.0 * sigma**2))
+    return np.exp(-sq_distances(X, Y) / (2.0 * sigma**2))
+
+
+def lsr_prediction(X, labels, n_clusters):
+    """``Zhat``: least squares of the one-hot memberships on ``[1, X]`` (Gupta,
+    Foster & Ungar 2008, Sec. 3.1), by numpy's SVD solver."""
+    A = np.column_stack([np.ones(len(X)), np.asarray(X, dtype=np.float64)])
+    Z = np.eye(n_clusters)[np.asarray(labels)]
+    return A @ np.linalg.lstsq(A, Z, rcond=None)[0]
 
 
 def blur_ratio(Z, labels):

@@ -270,6 +270,10 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
                 self.n_kernel_components, sigma=self.kernel_sigma_, random_state=rng_factor,
                 landmarks=None if self.approximation_ == "dense" else self.n_components)
             Z = self._kpca.fit_transform(X)
+            if Z.shape[1] == 0:     # else an error about an internal 0-column array
+                raise ValueError("kernel='rbf' finds no kernel-PCA coordinate: the centered "
+                                 "Gram matrix is zero, so the points of X are all identical "
+                                 "and there is nothing to cluster.")
         scale = _scale(Z, rng_scale)
         # Algorithm 1 starts from the spectral relaxation (eq. 12 with Psi = 0); it
         # does not depend on sigma or lam, so every candidate below shares it.
