@@ -36,6 +36,7 @@ from metriclust import (CPCM, CPDUML, LVQ, MMC, ConstrainedKMeans, FuzzyCMeans, 
                         KMeans, KMedoids, SelfOrganizingMap, TreeStructuredVQ, constraints,
                         datasets, kernels, metrics)
 from metriclust.isodata import ISODATA
+from _reference import float_arrays
 from _reference import gaussian_gram as _gram_ref
 
 CLEAR = (ValueError, TypeError)
@@ -64,36 +65,8 @@ def _alarm():
         signal.signal(signal.SIGALRM, old)
 
 
-def _floats(obj, seen=None):
-    """Yield every float array / float scalar reachable from a result."""
-    if seen is None:
-        seen = set()
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind in "fc":
-            yield obj
-        return
-    if isinstance(obj, (float, np.floating)):
-        yield np.asarray(obj)
-        return
-    if isinstance(obj, (tuple, list)):
-        for item in obj:
-            yield from _floats(item, seen)
-        return
-    if isinstance(obj, dict):
-        for item in obj.values():
-            yield from _floats(item, seen)
-        return
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
-        for key, item in vars(obj).items():
-            if key.endswith("_") and not key.startswith("_"):
-                yield from _floats(item, seen)
-
-
 def assert_finite(result, what="result"):
-    for arr in _floats(result):
+    for arr in float_arrays(result):
         assert np.all(np.isfinite(arr)), f"{what} holds a non-finite value: {arr!r}"
 
 
