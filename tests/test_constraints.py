@@ -232,3 +232,14 @@ def test_constrained_kmeans_on_raw_data_figs_4_5(kind):
     assert np.all(accs < 0.6)
     if kind == 1:
         assert accs.min() - 0.01 <= 0.5060 <= accs.max() + 0.01
+
+
+def test_side_information_docstring_examples():
+    """The sampling machinery (metriclust._core.sidepairs, re-exported here) shows
+    examples that run and print what they show."""
+    import doctest
+
+    from metriclust._core import sidepairs
+
+    result = doctest.testmod(sidepairs, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 3 and result.failed == 0
