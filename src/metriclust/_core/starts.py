@@ -139,7 +139,7 @@ def strongest_split_features(X, n_clusters, n_features, *, block=2048):
         init = np.quantile(Xb, q, axis=0).T
         total = np.sum((Xb - Xb.mean(axis=0, dtype=np.float64)) ** 2, axis=0)
         del Xb
-        nt = small_problem_threads(X.shape[0] * cols.size, None)
+        nt = small_problem_threads(X.shape[0] * cols.size)
         inertia = kmeans_columns_1d(X, cols, init, n_threads=nt)[1]
         spread = total > 0
         share[cols[spread]] = inertia[spread] / total[spread]
@@ -157,13 +157,13 @@ def feature_partition(column, n_clusters, *, seed, init=None):
 def _feature_kmeans(column, n_clusters, init, seed=0):
     # quantile starts: the seed is never used (kept for the record of the search)
     init = np.asarray(init).reshape(-1, 1).astype(column.dtype)
-    nt = small_problem_threads(column.size, None)
+    nt = small_problem_threads(column.size)
     return kmeans(column, n_clusters, init=init, n_init=1, random_state=seed, n_threads=nt)
 
 
 def kmeans_partition(F, n_clusters, *, seed):
     """k-means++ (one seeding) of the rows of ``F``."""
-    nt = small_problem_threads(F.size, None)
+    nt = small_problem_threads(F.size)
     return kmeans(F, n_clusters, init="k-means++", n_init=1, random_state=seed,
                   n_threads=nt).labels
 
