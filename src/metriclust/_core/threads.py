@@ -80,7 +80,7 @@ def small_problem_threads(size, n_threads=None):
     Measured on the shared 2-core machine under load: an OpenMP region costs
     ~10 ms of waiting for a second thread, so a 20000 x 20 cluster sum took
     12 ms on two threads and 0.3 ms on one; CPD-UML's warm Lloyd on 4e4 and 2e5
-    entries took 1.1 and 5.5 ms on one thread, 6.7 and 18 ms on two (load 28,
-    ``benchmarks/bench_cpduml.py --only ythreads``). Results do not depend on it.
+    entries took 1.1 and 5.5 ms on one thread, 6.7 and 18 ms on two (load 28).
+    Results do not depend on it.
     """
     return 1 if size < _SUM_MIN_PARALLEL else n_threads
