@@ -14,11 +14,16 @@ or metriclust): it sets the OpenMP wait policy for every library in the process.
   threads, the wait policy, the load average, and the measured write bandwidth
   and dgemm rate, so that a table can be read against the machine's limits.
 - :func:`markdown_table`: the one table format of ``benchmarks/RESULTS.md``.
+- :func:`run_json_child` with :func:`timed_call`, :func:`reset_peak_rss` and
+  :func:`peak_rss_bytes`: a measurement that needs a fresh process (peak memory,
+  import time, a fit too long to repeat) runs in a child that prints one JSON line.
 """
 
 import datetime
+import json
 import os
 import platform
+import subprocess
 import sys
 import threading
 import time
@@ -29,8 +34,8 @@ if "--spin" not in sys.argv:
 import numpy as np  # noqa: E402
 
 __all__ = ["interleaved", "medians", "machine_header", "markdown_table", "markdown_row",
-           "load_average",
-           "measure_dgemm_rate", "measure_write_bandwidth"]
+           "load_average", "measure_dgemm_rate", "measure_write_bandwidth",
+           "timed_call", "reset_peak_rss", "peak_rss_bytes", "run_json_child"]
 
 
 def interleaved(fns, repeats, *, warmup=True):
@@ -134,3 +139,47 @@ def markdown_table(headers, rows=()):
     """
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return "\n".join(out + [markdown_row(row) for row in rows])
+
+
+def timed_call(fn):
+    """``(wall seconds, CPU seconds of all threads, result)`` of one call of ``fn``:
+    for a fit too long to repeat, run once in a child (:func:`run_json_child`)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, out
+
+
+def _status_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def reset_peak_rss():
+    """Reset the peak resident set (Linux: VmHWM) to the current one; returns it in bytes."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_bytes("VmRSS")
+
+
+def peak_rss_bytes():
+    """Peak resident set of this process since start or :func:`reset_peak_rss` (VmHWM)."""
+    return _status_bytes("VmHWM")
+
+
+def run_json_child(cmd, *, timeout=None, env=None, cwd=None):
+    """Run ``cmd`` (a list) and return the dict its last output line holds (JSON).
+
+    A child that fails returns ``{"error": its last line of stderr}``, one that
+    runs past ``timeout`` seconds ``{"timeout": timeout}``: a table row can say so.
+    """
+    try:
+        res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                             timeout=timeout, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return {"timeout": timeout}
+    if res.returncode != 0:
+        return {"error": (res.stderr.strip().splitlines() or ["exit %d" % res.returncode])[-1]}
+    return json.loads(res.stdout.strip().splitlines()[-1])

@@ -21,10 +21,8 @@ Usage: ``python benchmarks/bench_cli_read.py [--rows 2000000] [--repeats 3]
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -66,9 +64,10 @@ def time_reader(name, path, baseline_src):
     if name == "baseline":
         env["BASELINE_SRC"] = baseline_src
     code = CHILD.format(setup=READERS[name])
-    proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
-                          env=env, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    r = _common.run_json_child([sys.executable, "-c", code, path], env=env)
+    if "wall" not in r:
+        raise RuntimeError(f"reader {name}: {r}")
+    return r
 
 
 def main():

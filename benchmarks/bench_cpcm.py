@@ -23,9 +23,7 @@ import _common  # noqa: I001 - first: sets the OpenMP wait policy before any lib
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -108,26 +106,14 @@ def section_peer(quick):
 
 # ---------------------------------------------------------- large, subprocess
 
-def _status_bytes(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
-
-
 def _child_large(n):
     X, _ = make_data(n)
     import gc
 
     gc.collect()
-    with open("/proc/self/clear_refs", "w") as f:      # reset VmHWM to the current RSS
-        f.write("5")
-    before = _status_bytes("VmRSS")
-    t0 = time.perf_counter()
-    est = CPCM(5, n_init=10, random_state=0).fit(X)
-    wall = time.perf_counter() - t0
-    peak = _status_bytes("VmHWM")
+    before = _common.reset_peak_rss()
+    wall, _, est = _common.timed_call(lambda: CPCM(5, n_init=10, random_state=0).fit(X))
+    peak = _common.peak_rss_bytes()
     print(json.dumps({"wall": wall, "peak": peak, "before": before, "input": X.nbytes,
                       "br": est.blur_ratio_, "best": est.best_start_,
                       "kinds": est.start_kinds_, "search_size": est.search_size_}))
@@ -135,9 +121,9 @@ def _child_large(n):
 
 def section_large(quick):
     n = 200_000 if quick else 1_000_000
-    out = subprocess.run([sys.executable, __file__, "--child-large", str(n)],
-                         capture_output=True, text=True, check=True).stdout
-    r = json.loads(out.strip().splitlines()[-1])
+    r = _common.run_json_child([sys.executable, __file__, "--child-large", n])
+    if "wall" not in r:
+        raise RuntimeError(f"the child of section 2 failed: {r}")
     mib = 2.0 ** 20
     print(f"\n### 2. Linear CPCM, n_init=10, init='auto': N={n}, p=20, K=5 (one subprocess)\n")
     print("| wall (s) | input X (MiB) | RSS before fit (MiB) | peak RSS during fit (MiB) | fit's extra memory / input | (X + fit's extra) / input | blur ratio | winning start | search size |")
@@ -156,9 +142,9 @@ def section_large(quick):
 def section_kernel(quick):
     n = 20_000 if quick else 100_000
     X, y = datasets.make_concentric_circles(n, random_state=0)
-    t0 = time.perf_counter()
-    est = CPCM(3, predictor="kernel", n_components=200, random_state=0).fit(X)
-    wall = time.perf_counter() - t0
+    # one fit (minutes at N = 1e5): timed once
+    wall, _, est = _common.timed_call(
+        lambda: CPCM(3, predictor="kernel", n_components=200, random_state=0).fit(X))
     print(f"\n### 3. Kernel CPCM, Nystrom m=200: N={n} concentric circles, K=3\n")
     print("| wall (s) | ARI | blur ratio | effective dof | winning start |")
     print("|---|---|---|---|---|")

@@ -1,4 +1,4 @@
-"""Benchmark CPD-UML (SPEC §3) against a straightforward numpy implementation of the paper.
+"""Benchmark CPD-UML (the paper's Algorithm 1) against a plain numpy implementation of it.
 
 Sections (all printed as markdown tables):
 
@@ -11,11 +11,13 @@ Sections (all printed as markdown tables):
             Interleaved repeats, medians, ratios.
 ``large``   full low-rank fits (Nystrom, m = 100) at N = 1e5 and 1e6 (``--quick``: 2e4),
             each in a fresh subprocess for its peak resident memory.
+``ythreads`` the Y-step's warm Lloyd on the Nystrom path's X1, on all OpenMP threads
+            against one thread below the serial threshold (interleaved, medians).
 ``paper``   the paper's out-of-sample protocol on Breast (3-fold: fit on two folds,
             label the third by the nearest transformed cluster center; 20 runs) and the
             two-moon accuracy, beside the paper's Tables 1-3.
 
-Usage: ``python benchmarks/bench_cpduml.py [--quick] [--only dense,large,paper]``.
+Usage: ``python benchmarks/bench_cpduml.py [--quick] [--only dense,large,ythreads,paper]``.
 """
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
@@ -23,9 +25,7 @@ import _common  # noqa: I001 - first: sets the OpenMP wait policy before any lib
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -124,109 +124,139 @@ def bench_dense(N, reps):
     sigma = 0.8 * median_pairwise_distance(X, random_state=0)
     lam = 0.0025 * N**2
     labels0 = CPDUML(K, max_iter=1, random_state=0).fit(X).labels_
-    t = {k: [] for k in ["gram", "setup", "psi", "y", "fit", "peer", "peer_svd",
-                         "peer_y", "peer_psi"]}
+    # the inputs of each timed step, computed once (a step's output is not kept)
+    with threadpool_limits(1, "blas"):
+        G = gaussian_gram(X, sigma=sigma)
+        solver = DensePsiSolver(G, X, lam)
+        X1 = solver.solve(labels0, K).X1
+    Gp = peer_gram(X, sigma)
+    Y0 = peer_indicator(labels0, K)
+    fits = []
+
+    def ours_psi():      # Psi-step (eq. 20) + J
+        step = solver.solve(labels0, K)
+        return objective(step.X1, labels0, K, step.psi_sq_norm, lam)
+
+    def peer_psi():      # form G (I - Y Y^T) G + lam I, solve; J
+        Psi = peer_psi_step(Gp, X, Y0, lam)
+        return peer_J(X + Gp @ Psi, Psi, Y0, lam)
+
+    def peer_iteration(how):
+        def run():
+            lab = peer_y_step(X + 0.0, K, labels0, how)
+            Y = peer_indicator(lab, K)
+            Psi = peer_psi_step(Gp, X, Y, lam)
+            return peer_J(X + Gp @ Psi, Psi, Y, lam)
+        return run
+
+    def full_fit():
+        fits.append(CPDUML(K, approximation="dense", random_state=len(fits)).fit(X))
+
+    steps = {
+        "gram": lambda: gaussian_gram(X, sigma=sigma),
+        "setup": lambda: DensePsiSolver(G, X, lam),
+        "psi": ours_psi,
+        "y": lambda: lloyd_from_partition(X1, labels0, K),
+        # the peer on serial BLAS, as ours: threaded OpenBLAS eigh measured 14-30 s
+        # against 5 s serial at N = 2000 under this load
+        "peer_y": lambda: peer_y_step(X + 0.0, K, labels0, "eigh"),
+        "peer_psi": peer_psi,
+        "peer": peer_iteration("eigh"),
+        "peer_svd": peer_iteration("svd"),
+    }
     load0 = load()
-    for r in range(reps):
-        # ours: setup once, then one iteration (Psi-step + J + Y-step)
-        with threadpool_limits(1, "blas"):   # as in CPDUML.fit
-            t0 = time.perf_counter()
-            G = gaussian_gram(X, sigma=sigma)
-            t1 = time.perf_counter()
-            solver = DensePsiSolver(G, X, lam)
-            t2 = time.perf_counter()
-            step = solver.solve(labels0, K)
-            objective(step.X1, labels0, K, step.psi_sq_norm, lam)
-            t3 = time.perf_counter()
-            lloyd_from_partition(step.X1, labels0, K)
-            t4 = time.perf_counter()
-        t["gram"].append(t1 - t0)
-        t["setup"].append(t2 - t1)
-        t["psi"].append(t3 - t2)
-        t["y"].append(t4 - t3)
-        del G, solver
-        # peer: one iteration as the paper writes it. Serial BLAS, as ours: threaded
-        # OpenBLAS eigh measured 14-30 s against 5 s serial at N = 2000 under this load.
-        Gp = peer_gram(X, sigma)
-        X1 = X + 0.0
-        with threadpool_limits(1, "blas"):
-            for how in ("eigh", "svd"):
-                t0 = time.perf_counter()
-                lab = peer_y_step(X1, K, labels0, how)
-                t1 = time.perf_counter()
-                Y = peer_indicator(lab, K)
-                Psi = peer_psi_step(Gp, X, Y, lam)
-                peer_J(X + Gp @ Psi, Psi, Y, lam)
-                t2 = time.perf_counter()
-                t["peer" if how == "eigh" else "peer_svd"].append(t2 - t0)
-                if how == "eigh":
-                    t["peer_y"].append(t1 - t0)
-                    t["peer_psi"].append(t2 - t1)
-        del Gp
-        # ours: the whole fit
-        t0 = time.perf_counter()
-        model = CPDUML(K, approximation="dense", random_state=r).fit(X)
-        t["fit"].append(time.perf_counter() - t0)
+    with threadpool_limits(1, "blas"):   # as in CPDUML.fit
+        m = _common.medians(_common.interleaved(steps, reps))
+    m["fit"] = _common.medians(_common.interleaved({"fit": full_fit}, reps, warmup=False))["fit"]
+    del G, solver, Gp
+    model = fits[-1]
     acc = max(np.mean(model.labels_ == y), np.mean(model.labels_ != y))
-    m = _common.medians({k: v for k, v in t.items() if v})
     ours_iter = m["psi"] + m["y"]
     amort = m["fit"] / model.n_iter_
     print(f"\n### Dense path, N = {N} (two moons, p = 2, K = 2), {reps} interleaved repeats, "
           f"medians; load average {load0} -> {load()}\n")
-    print("| step | metriclust (s) | numpy peer, paper as written (s) | ratio |")
-    print("|---|---:|---:|---:|")
-    print(f"| Gram + G^2 (SYRK) + in-place Cholesky, once per fit | "
-          f"{m['gram'] + m['setup']:.3f} | - | - |")
-    print(f"| Psi-step (eq. 20) + J | {m['psi']:.3f} | {m['peer_psi']:.3f} "
-          f"(form G(I-YY^T)G, solve) | {m['peer_psi'] / m['psi']:.0f}x |")
-    print(f"| Y-step (eq. 12) | {m['y']:.3f} (warm Lloyd on X1) | {m['peer_y']:.3f} "
-          f"(eigh N x N, k-means) | {m['peer_y'] / m['y']:.0f}x |")
-    print(f"| one iteration, setup excluded | {ours_iter:.3f} | {m['peer']:.3f} | "
-          f"{m['peer'] / ours_iter:.0f}x |")
-    print(f"| one iteration, setup included (first iteration) | "
-          f"{ours_iter + m['gram'] + m['setup']:.3f} | {m['peer']:.3f} | "
-          f"{m['peer'] / (ours_iter + m['gram'] + m['setup']):.1f}x |")
-    print(f"| peer with the Y-step from the thin SVD | - | {m['peer_svd']:.3f} | "
-          f"{m['peer_svd'] / ours_iter:.0f}x |")
-    print(f"| full fit ({model.n_iter_} iterations, accuracy {acc:.4f}); per iteration "
-          f"amortized | {m['fit']:.3f}; {amort:.3f} | - | - |")
+    print(_common.markdown_table(
+        ["step", "metriclust (s)", "numpy peer, paper as written (s)", "ratio"],
+        [["Gram + G^2 (SYRK) + in-place Cholesky, once per fit", m["gram"] + m["setup"], "-",
+          "-"],
+         ["Psi-step (eq. 20) + J", m["psi"], f"{m['peer_psi']:.3f} (form G(I-YY^T)G, solve)",
+          f"{m['peer_psi'] / m['psi']:.0f}x"],
+         ["Y-step (eq. 12)", f"{m['y']:.3g} (warm Lloyd on X1)",
+          f"{m['peer_y']:.3f} (eigh N x N, k-means)", f"{m['peer_y'] / m['y']:.0f}x"],
+         ["one iteration, setup excluded", ours_iter, m["peer"],
+          f"{m['peer'] / ours_iter:.0f}x"],
+         ["one iteration, setup included (first iteration)",
+          ours_iter + m["gram"] + m["setup"], m["peer"],
+          f"{m['peer'] / (ours_iter + m['gram'] + m['setup']):.1f}x"],
+         ["peer with the Y-step from the thin SVD", "-", m["peer_svd"],
+          f"{m['peer_svd'] / ours_iter:.0f}x"],
+         [f"full fit ({model.n_iter_} iterations, accuracy {acc:.4f}); per iteration "
+          "amortized", f"{m['fit']:.3f}; {amort:.3f}", "-", "-"]]))
     return m
 
 
-_LARGE_SCRIPT = r"""
-import json, sys, time
-import numpy as np
-from metriclust import CPDUML
-from metriclust.datasets import make_moons
+def child_large(N):
+    """One low-rank fit in this (fresh) process; prints one JSON line."""
+    from metriclust import CPDUML
+    from metriclust.datasets import make_moons
 
-def hwm_mb():  # peak resident set of this process (VmHWM; ru_maxrss survives exec)
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
-
-N = int(sys.argv[1])
-X, y = make_moons(N, noise=0.1, random_state=0)
-base = hwm_mb()
-t0 = time.perf_counter()
-model = CPDUML(2, approximation="nystrom", n_components=100, random_state=0).fit(X)
-dt = time.perf_counter() - t0
-acc = float(max(np.mean(model.labels_ == y), np.mean(model.labels_ != y)))
-print(json.dumps(dict(N=N, time=dt, n_iter=int(model.n_iter_), acc=acc,
-                      peak_mb=hwm_mb(), base_mb=base)))
-"""
+    X, y = make_moons(N, noise=0.1, random_state=0)
+    base = _common.reset_peak_rss()
+    wall, _, model = _common.timed_call(
+        lambda: CPDUML(2, approximation="nystrom", n_components=100, random_state=0).fit(X))
+    acc = float(max(np.mean(model.labels_ == y), np.mean(model.labels_ != y)))
+    print(json.dumps(dict(N=N, time=wall, n_iter=int(model.n_iter_), acc=acc,
+                          peak_mb=_common.peak_rss_bytes() / 2**20, base_mb=base / 2**20)))
 
 
 def bench_large(sizes):
     print(f"\n### Low-rank path (Nystrom, m = 100), full fit on two moons; fresh process each; "
           f"load average {load()}\n")
-    print("| N | fit (s) | iterations | accuracy | peak RSS (MB) | RSS before fit (MB) | target |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
+    print(_common.markdown_table(["N", "fit (s)", "iterations", "accuracy", "peak RSS (MB)",
+                                  "RSS before fit (MB)", "target"]))
     targets = {100_000: "< 20 s, < 2 GB", 1_000_000: "< 180 s"}
     for N in sizes:
-        out = subprocess.run([sys.executable, "-c", _LARGE_SCRIPT, str(N)], capture_output=True,
-                             text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {N:,} | {r['time']:.2f} | {r['n_iter']} | {r['acc']:.4f} | {r['peak_mb']:.0f} | "
-              f"{r['base_mb']:.0f} | {targets.get(N, '-')} |", flush=True)
+        r = _common.run_json_child([sys.executable, __file__, "--child-large", N])
+        if "time" not in r:
+            print(_common.markdown_row([f"{N:,}", r, "", "", "", "", targets.get(N, "-")]))
+            continue
+        print(_common.markdown_row([f"{N:,}", f"{r['time']:.2f}", r["n_iter"],
+                                    f"{r['acc']:.4f}", f"{r['peak_mb']:.0f}",
+                                    f"{r['base_mb']:.0f}", targets.get(N, "-")]), flush=True)
+
+
+def bench_ythreads(sizes, reps):
+    """The Y-step's threads: Lloyd from the partition on the Nystrom path's X1.
+
+    ``lloyd_from_partition`` runs problems under the cluster sums' serial
+    threshold (``small_problem_threads``) on one thread; before it, CPD-UML's
+    warm Lloyd ran on every OpenMP thread. Both forms, interleaved, on the X1 of
+    a two-iteration Nystrom fit with 10% of the labels flipped (so Lloyd moves).
+    Results never depend on the thread count: the labels are compared.
+    """
+    from metriclust import CPDUML
+    from metriclust._core.partition import lloyd_from_partition
+    from metriclust._core.threads import effective_n_threads
+    from metriclust.datasets import make_moons
+
+    print(f"\n### Y-step threads (warm Lloyd on X1, Nystrom m = 100, K = 2), {reps} interleaved "
+          f"repeats, medians; OpenMP threads {effective_n_threads()}\n")
+    print(_common.markdown_table(["N", "entries of X1", "all threads (ms)",
+                                  "small_problem_threads (ms)", "all / small", "same labels",
+                                  "load"]))
+    for N in sizes:
+        X, _ = make_moons(N, noise=0.1, random_state=0)
+        model = CPDUML(2, approximation="nystrom", n_components=100, max_iter=2,
+                       random_state=0).fit(X)
+        X1 = np.ascontiguousarray(model.embedding_)
+        labels = model.labels_.copy()
+        labels[: N // 10] = 1 - labels[: N // 10]
+        fns = {"all": lambda: lloyd_from_partition(X1, labels, 2, n_threads=-1),
+               "small": lambda: lloyd_from_partition(X1, labels, 2)}
+        same = np.array_equal(fns["all"](), fns["small"]())
+        m = _common.medians(_common.interleaved(fns, reps))
+        print(_common.markdown_row([f"{N:,}", X1.size, 1e3 * m["all"], 1e3 * m["small"],
+                                    f"{m['all'] / m['small']:.2f}", same, load()]), flush=True)
 
 
 def bench_paper(n_runs, grid):
@@ -318,8 +348,12 @@ def bench_paper(n_runs, grid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    ap.add_argument("--only", default="dense,large,paper")
+    ap.add_argument("--only", default="dense,large,ythreads,paper")
+    ap.add_argument("--child-large", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_large:
+        child_large(args.child_large)
+        return
     only = set(args.only.split(","))
     import metriclust
     from metriclust._core.threads import effective_n_threads
@@ -331,6 +365,9 @@ def main():
         bench_dense(1500 if args.quick else 4000, 2 if args.quick else 3)
     if "large" in only:
         bench_large([20_000] if args.quick else [100_000, 1_000_000])
+    if "ythreads" in only:
+        bench_ythreads([20_000] if args.quick else [20_000, 100_000, 1_000_000],
+                       5 if args.quick else 15)
     if "paper" in only:
         bench_paper(3 if args.quick else 20, grid=not args.quick)
 

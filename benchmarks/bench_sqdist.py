@@ -33,9 +33,7 @@ import _common  # noqa: I001 - first: sets the OpenMP wait policy before any lib
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -97,20 +95,16 @@ def _case(name):
 
 
 def child(name, calls):
-    fn = _case(name)
-    fn()  # warm-up: imports, BLAS resolution, page faults
-    t = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    print(json.dumps({"case": name, "median_s": float(np.median(t))}))
+    # one warm-up call (imports, BLAS resolution, page faults), then medians
+    t = _common.medians(_common.interleaved({name: _case(name)}, calls))[name]
+    print(json.dumps({"case": name, "median_s": t}))
 
 
 def run_child(python, name, calls):
-    out = subprocess.run([python, str(Path(__file__)), "--child", name, "--calls", str(calls)],
-                         capture_output=True, text=True, env=dict(os.environ), check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["median_s"]
+    r = _common.run_json_child([python, Path(__file__), "--child", name, "--calls", calls])
+    if "median_s" not in r:
+        raise RuntimeError(f"{python} {name}: {r}")
+    return r["median_s"]
 
 
 def compare(base_python, repeats, cases):

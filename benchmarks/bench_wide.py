@@ -9,7 +9,7 @@ minutes of compiling)::
     python benchmarks/bench_wide.py --big                     # 1000 x 20000 float32
     python benchmarks/bench_wide.py --table2                  # CPCM Table 2 protocol
 
-Every fit runs in a fresh subprocess (peak resident memory from ``getrusage``,
+Every fit runs in a fresh subprocess (peak resident memory, VmHWM,
 so it includes Python, numpy and the data), the two builds interleaved
 (new, old, new, old, ...), medians of ``--repeats``; "CPU s" is the process's CPU
 time (all threads) during the fit, which a loaded machine inflates far less than wall
@@ -36,10 +36,8 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -87,49 +85,29 @@ def child(case, n, p, dtype):
     X, y = make_lymphoma_like(n, p, dtype=np.dtype(dtype))
     K = len(LYMPHOMA_SIZES)
     out = {}
-    t, cpu = time.perf_counter(), time.process_time()
-    if case.startswith("cpcm-"):
-        est = CPCM(K, predictor=case[5:], random_state=0).fit(X)
-        out.update(value=float(est.blur_ratio_), labels=est.labels_.tolist(),
-                   starts=int(len(est.search_["kind"])))
-    elif case == "cpduml":
-        est = CPDUML(K, random_state=0).fit(X)
-        out.update(value=float(est.objective_), labels=est.labels_.tolist())
-    elif case.startswith("mmc-"):
-        est = MMC(diagonal=case == "mmc-diag").fit(X, similar=similar_pairs(y, 100))
-        out.update(value=float(est.objective_), n_iter=int(est.n_iter_),
-                   converged=bool(est.converged_))
-    out["seconds"] = time.perf_counter() - t
-    out["cpu_seconds"] = time.process_time() - cpu        # all threads: load-independent
-    out["peak_mb"] = _peak_mb()
+
+    def fit():
+        if case.startswith("cpcm-"):
+            est = CPCM(K, predictor=case[5:], random_state=0).fit(X)
+            out.update(value=float(est.blur_ratio_), labels=est.labels_.tolist(),
+                       starts=int(len(est.search_["kind"])))
+        elif case == "cpduml":
+            est = CPDUML(K, random_state=0).fit(X)
+            out.update(value=float(est.objective_), labels=est.labels_.tolist())
+        elif case.startswith("mmc-"):
+            est = MMC(diagonal=case == "mmc-diag").fit(X, similar=similar_pairs(y, 100))
+            out.update(value=float(est.objective_), n_iter=int(est.n_iter_),
+                       converged=bool(est.converged_))
+
+    # CPU seconds of all threads: load-independent
+    out["seconds"], out["cpu_seconds"], _ = _common.timed_call(fit)
+    out["peak_mb"] = _common.peak_rss_bytes() / 2**20
     print(json.dumps(out))
 
 
-def _peak_mb():
-    """This process's peak resident memory. Linux: VmHWM, which starts afresh at
-    exec; ru_maxrss keeps the forking parent's peak (here: the machine header's
-    ~300 MB of GEMM operands), which would be reported for every child."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def run(python, case, n, p, dtype, timeout):
-    cmd = [str(python), __file__, "--child", case, "--n", str(n), "--p", str(p),
-           "--dtype", dtype]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                             cwd=str(HERE))
-    except subprocess.TimeoutExpired:
-        return {"timeout": timeout}
-    if res.returncode != 0:
-        return {"error": res.stderr.strip().splitlines()[-1:]}
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return _common.run_json_child([python, __file__, "--child", case, "--n", n, "--p", p,
+                                   "--dtype", dtype], timeout=timeout, cwd=str(HERE))
 
 
 # ----------------------------------------------------------------------------- table 2

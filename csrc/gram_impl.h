@@ -169,6 +169,19 @@ static int SUF(ml_gram_scale)(double sigma, REAL *scale) {
     return ML_OK;
 }
 
+/* The start of every Gram kernel: the exponent's scale (sigma checked) and
+ * the squared-distance operands of X and Y (Y NULL: X).  On failure nothing
+ * is left to free. */
+static int SUF(ml_gram_begin)(SUF(ml_sqdist) *op, REAL *scale, const REAL *X,
+                              ptrdiff_t nx, const REAL *Y, ptrdiff_t ny,
+                              ptrdiff_t d, double sigma, GEMM_T gemm) {
+    int status = SUF(ml_gram_scale)(sigma, scale);
+    if (status != ML_OK) return status;
+    status = SUF(ml_sqdist_init)(op, X, nx, Y, ny, d, gemm);
+    if (status != ML_OK) SUF(ml_sqdist_free)(op);
+    return status;
+}
+
 /* Write a tile held in buf (ni x nj, ld ML_GRAM_TILE) to G at (i0, j0) and,
  * in the symmetric case, transposed at (j0, i0) (through buf2, so that both
  * writes are contiguous rows). A diagonal tile (i0 == j0) is
@@ -210,13 +223,8 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     const int sym = (Y == NULL);
     SUF(ml_sqdist) op;
     REAL scale;
-    int status = SUF(ml_gram_scale)(sigma, &scale);
+    int status = SUF(ml_gram_begin)(&op, &scale, X, nx, Y, ny, d, sigma, gemm);
     if (status != ML_OK) return status;
-    status = SUF(ml_sqdist_init)(&op, X, nx, Y, ny, d, gemm);
-    if (status != ML_OK) {
-        SUF(ml_sqdist_free)(&op);
-        return status;
-    }
     nx = op.nx;
     ny = op.ny;
     if (nx == 0 || ny == 0) {
@@ -268,13 +276,8 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     if (gemm == NULL || k < 0 || k > INT_MAX) return ML_ERR_ARG;
     SUF(ml_sqdist) op;
     REAL scale;
-    int status = SUF(ml_gram_scale)(sigma, &scale);
+    int status = SUF(ml_gram_begin)(&op, &scale, X, nx, Y, ny, d, sigma, gemm);
     if (status != ML_OK) return status;
-    status = SUF(ml_sqdist_init)(&op, X, nx, Y, ny, d, gemm);
-    if (status != ML_OK) {
-        SUF(ml_sqdist_free)(&op);
-        return status;
-    }
     nx = op.nx;
     ny = op.ny;
     for (ptrdiff_t i = 0; i < nx * k; i++) out[i] = 0;

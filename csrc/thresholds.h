@@ -15,8 +15,8 @@
  * ML_PAIRS_DIAG_GEMM_MIN_P: the all-pairs diagonal sums (ml_pairs_diag with
  *   pairs == NULL and no Hessian) use the GEMM form (squared-distance tile,
  *   then W X as a GEMM) from this many features; below, the direct pair
- *   loop.  Measured by benchmarks/bench_pairsums.py --crossover (see
- *   benchmarks/RESULTS.md, "Pair sums"; n = 1000).
+ *   loop.  Measured by benchmarks/bench_sqdist.py --crossover (n = 1000,
+ *   direct pair loop against the GEMM form, one column count at a time).
  * ML_PAIRS_GEMM_MIN_WORK: the explicit-pair full-metric kernel projects the
  *   differences D Lt by BLAS when p r is at least this (12 x 12), by a loop
  *   below.  Inherited, not re-measured.

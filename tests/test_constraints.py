@@ -10,6 +10,8 @@ from metriclust._core.kmeans import kmeans
 from metriclust.constraints import (connected_components, pairs_from_labels,
                                     sample_similar_pairs)
 
+from _reference import sq_distances
+
 
 def union_find(pairs, n):
     parent = list(range(n))
@@ -195,7 +197,7 @@ def test_cop_assignment_matches_a_sequential_reference(seed):
     means, centers = rng.normal(size=(30, 2)), rng.normal(size=(5, 2))
     cl = rng.integers(30, size=(25, 2))
     cl = cl[cl[:, 0] != cl[:, 1]]
-    d2 = ((means[:, None] - centers[None]) ** 2).sum(-1)
+    d2 = sq_distances(means, centers)
     want = d2.argmin(1)
     placed = {}
     for c in sorted(set(cl.ravel().tolist())):
@@ -263,3 +265,14 @@ def test_sample_similar_fraction_rejects_bad_fraction(fraction):
 
     with pytest.raises((ValueError, TypeError), match="fraction"):
         sample_similar_fraction([0, 0, 1, 1], fraction)
+
+
+def test_side_information_docstring_examples():
+    """The sampling machinery (metriclust._core.sidepairs, re-exported here) shows
+    examples that run and print what they show."""
+    import doctest
+
+    from metriclust._core import sidepairs
+
+    result = doctest.testmod(sidepairs, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 3 and result.failed == 0

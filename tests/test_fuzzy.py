@@ -7,6 +7,8 @@ import pytest
 from metriclust import FuzzyCMeans, KMeans
 from metriclust.metrics import adjusted_rand_index
 
+from _reference import sq_distances
+
 
 def ref_fcm_step(X, C, m):
     """One update, written as the formulas read: memberships, then centers."""
@@ -48,7 +50,7 @@ def test_objective_monotone_and_memberships():
     np.testing.assert_allclose(fcm.memberships_.sum(1), 1.0)
     assert np.all(fcm.memberships_ >= 0)
     u = fcm.memberships_
-    d2 = ((X[:, None] - fcm.cluster_centers_[None]) ** 2).sum(-1)
+    d2 = sq_distances(X, fcm.cluster_centers_)
     assert fcm.objective_ == pytest.approx(np.sum(u**2 * d2), rel=1e-9)
     np.testing.assert_allclose(fcm.predict_memberships(X), u, atol=1e-12)
     assert np.array_equal(fcm.predict(X), fcm.labels_)

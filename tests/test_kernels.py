@@ -9,6 +9,7 @@ from metriclust._kernels import _gram
 from metriclust.kernels import (Nystrom, gaussian_gram, gram_matmat, median_pairwise_distance,
                                 nystrom_factor, top_eigenpairs)
 from _reference import gaussian_gram as brute_gram
+from _reference import sq_distances
 
 
 @pytest.fixture(autouse=True)
@@ -214,7 +215,7 @@ def test_gram_matmat_bad_input():
 # ---------------------------------------------------------------- median distance
 def test_median_pairwise_distance_exact():
     X = data(101, 3, 18)
-    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    D = np.sqrt(sq_distances(X))
     ref = np.median(D[np.triu_indices(101, 1)])
     assert median_pairwise_distance(X) == pytest.approx(ref, rel=1e-14)
     # scale equivariance and translation invariance

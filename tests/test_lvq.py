@@ -8,6 +8,8 @@ import pytest
 from metriclust import LVQ
 from metriclust._kernels import _prototypes
 
+from _reference import sq_distances
+
 
 def ref_lvq(X, y, P, plab, order, variant, a0, w, eps):
     """One update per visited sample, as the notes (and LVQ_PAK) state them."""
@@ -104,7 +106,7 @@ def _split(X, y, seed=0):
 
 
 def _one_nn(Xtr, ytr, Xte):
-    d = ((Xte[:, None] - Xtr[None]) ** 2).sum(-1)
+    d = sq_distances(Xte, Xtr)
     return ytr[d.argmin(1)]
 
 

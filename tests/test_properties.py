@@ -30,6 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from metriclust import (CPCM, CPDUML, MMC, ConstrainedKMeans, KMeans,  # noqa: E402
                         constraints, datasets, kernels, metrics)
+from _reference import float_arrays  # noqa: E402
 
 CLEAR = (ValueError, TypeError)
 
@@ -51,27 +52,6 @@ def _report_outcomes():
 # ----------------------------------------------------------------------------
 # the property
 # ----------------------------------------------------------------------------
-
-def _floats(obj, seen):
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind in "fc":
-            yield obj
-    elif isinstance(obj, (float, np.floating)):
-        yield np.asarray(obj)
-    elif isinstance(obj, (tuple, list)):
-        for item in obj:
-            yield from _floats(item, seen)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _floats(item, seen)
-    elif hasattr(obj, "get_params"):  # a fitted estimator: its learned attributes
-        for key, value in vars(obj).items():
-            if key.endswith("_") and not key.startswith("_"):
-                yield from _floats(value, seen)
-
 
 class _Hang(Exception):
     pass
@@ -102,7 +82,7 @@ def check(call, names):
         if old is not None:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
-    for arr in _floats(result, set()):
+    for arr in float_arrays(result):
         assert np.all(np.isfinite(arr)), f"non-finite output from finite input: {arr!r}"
     OUTCOMES[_current_test()]["finite result"] += 1
     return result

@@ -6,11 +6,13 @@ import pytest
 from metriclust import KMeans
 from metriclust._core.kmeans import farthest_first, value_order
 
+from _reference import sq_distances
+
 
 def ref_farthest(X, k, first):
     idx = [first]
     for _ in range(1, k):
-        d = ((X[:, None] - X[idx][None]) ** 2).sum(-1).min(1)
+        d = sq_distances(X, X[idx]).min(1)
         idx.append(int(np.argmax(d)))
     return idx
 

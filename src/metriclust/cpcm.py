@@ -25,8 +25,8 @@ from ._core import partition, predictors, starts, streaming
 from ._core.blockwise import check_out_of_core, is_out_of_core
 from ._core.engine import BlockSource, source
 from ._core.threads import single_blas_thread
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state, is_dask_array)
+from ._core.validation import (check_array, check_fit_input, check_n_clusters,
+                               check_n_features, check_random_state, is_dask_array)
 
 __all__ = ["CPCM"]
 
@@ -40,10 +40,6 @@ _KERNEL_AUTO_COMPONENTS = 300
 # this size, and the _N_POLISH best fixed points are iterated on all the data.
 _SEARCH_MAX_N = 20000
 _N_POLISH = 2
-# Wide data (p > N): feature starts from at most this many times n_init features, those
-# whose own 1-D k-means split is strongest (on the lymphoma-shaped benchmark set the
-# best stepwise start is the strongest split of the 4026).
-_WIDE_FEATURE_STARTS = 10
 # A cluster whose within scatter in prediction space is below this share of
 # the total scatter counts as perfectly predicted.
 _PERFECT = 1e-9
@@ -314,17 +310,19 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         if is_dask_array(X) or is_out_of_core(X):
-            X = self._check_blocks(X, block_rows)
+            X = self._check_blocks(X, block_rows)   # in memory, or a BlockSource
+            K = check_n_clusters(self.n_clusters, X.shape[0])
+            rng = check_random_state(self.random_state)
         else:
-            X = check_array(X, name="X", ensure_min_samples=2)
+            X, K, rng = check_fit_input(X, self.n_clusters, self.random_state,
+                                        ensure_min_samples=2)
         n, p = X.shape
-        K = check_n_clusters(self.n_clusters, n)
         self._check_params()
         # BLAS on one thread: the hot loops are OpenMP kernels, and the many small
         # p x p factorizations are far slower multi-threaded (measured 500x on a
         # loaded 2-core machine).
         with single_blas_thread():
-            return self._search(X, n, p, K)
+            return self._search(X, n, p, K, rng)
 
     def _check_blocks(self, X, block_rows=None):
         """A dask array or out-of-core X (an np.memmap, a row-sliceable array): searched
@@ -350,8 +348,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             return check_array(np.array(X), name="X", ensure_min_samples=2)
         return source(X, block_rows=block_rows)
 
-    def _search(self, X, n, p, K):
-        rng = check_random_state(self.random_state)
+    def _search(self, X, n, p, K, rng):
         self.n_features_in_ = p
         self._warned_perfect = False
         self.start_kinds_ = {}
@@ -407,7 +404,15 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         degenerate = self._every_partition_perfect(model, X.shape[0])
         # Starts are made lazily and the duplicates dropped, so verbose output
         # gives a bound on their number, then why fewer ran.
-        at_most = self._max_starts(X, K, model)
+        if isinstance(self.init, str):
+            n, p = X.shape
+            # kernel-PCA component starts are capped at 10 * n_init, principal ones at n_init
+            at_most = starts.max_starts(
+                starts.start_kinds(self.init, self.predictor), n, p,
+                getattr(model, "rank", p), self.n_init,
+                10 * self.n_init if self.predictor == "kernel" else self.n_init)
+        else:
+            at_most = 1
         n_run = 0
         for kind, index, labels0 in self._starts(X, K, model, rng, min_size):
             self.start_kinds_[kind] = self.start_kinds_.get(kind, 0) + 1
@@ -431,28 +436,6 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                    "under min_cluster_size")
             print(f"CPCM: {n_run} of at most {at_most} starts run: {why}", flush=True)
         return best
-
-    def _max_starts(self, X, K, model):
-        """An upper bound on the number of starts :meth:`_starts` yields."""
-        if not isinstance(self.init, str):
-            return 1
-        n, p = X.shape
-        rank = getattr(model, "rank", p)   # whitened coordinates: the direction starts
-        count = {
-            "random": self.n_init,
-            "feature": min(n, _WIDE_FEATURE_STARTS * self.n_init) if p > n else p,
-            "direction": rank,
-            # kernel-PCA component starts are capped at 10 * n_init, principal ones at n_init
-            "component": 10 * self.n_init if self.predictor == "kernel" else self.n_init,
-            "kmeans": self.n_init,
-        }
-        kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
-                 "components": ("component",), "directions": ("direction",)}.get(
-                     self.init, ("random", "direction", "kmeans")
-                     if self.predictor in ("linear", "lda")
-                     else ("random", "feature", "component", "kmeans"))
-        # when no structured start is admissible, n_init random starts are run instead
-        return max(sum(count[k] for k in kinds), self.n_init)
 
     def _every_partition_perfect(self, model, n):
         """True (and one warning) when least squares / LDA predict every partition exactly.
@@ -561,23 +544,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"init as labels must hold integers in [0, {K}).")
             yield "given", 0, np.ascontiguousarray(labels, dtype=np.int64)
             return
-        if self.init == "auto":
-            # Every default start is computed from quantities that the predictor's own
-            # invariances leave unchanged, so the search adds no dependence on the
-            # basis: least squares and LDA are affine-invariant (Property 1), and so
-            # are directions and whitened k-means. The Gaussian kernel (median width)
-            # is invariant to rotations, translations and a common scale: input
-            # directions and kernel-PCA starts are too. Stepwise selects original
-            # features, so it is invariant to rescaling, shifting (and reordering)
-            # them: per-feature starts are too, and on the Sec. 5.1 clouds a start
-            # along the informative feature is what finds them.
-            kinds = {"linear": ("random", "direction", "kmeans"),
-                     "lda": ("random", "direction", "kmeans"),
-                     "kernel": ("random", "direction", "component", "kmeans"),
-                     "stepwise": ("random", "feature", "direction", "kmeans")}[self.predictor]
-        else:
-            kinds = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
-                     "components": ("component",), "directions": ("direction",)}[self.init]
+        kinds = starts.start_kinds(self.init, self.predictor)
         seen = set()
         count = 0
 
@@ -595,8 +562,8 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             # wide data: p feature starts at O(N p) each would cost O(N p^2); keep a few
             columns = None
             if X.shape[1] > n:
-                columns = starts.strongest_split_features(X, K, min(n, _WIDE_FEATURE_STARTS
-                                                                       * self.n_init))
+                columns = starts.strongest_split_features(
+                    X, K, starts.n_feature_starts(n, X.shape[1], self.n_init))
             for j, init in starts.feature_quantiles(X, K, columns):
                 labels = starts.feature_partition(np.ascontiguousarray(X[:, j:j + 1]), K,
                                                   seed=int(rng.integers(2**31)), init=init)
@@ -607,7 +574,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             # the kernel predictor's whitened() is kernel PCA: directions of the input
             Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
             # most non-Gaussian first; wide data would give up to N - 1 of them
-            F = starts.kurtosis_directions(Q, _WIDE_FEATURE_STARTS * self.n_init,
+            F = starts.kurtosis_directions(Q, starts.WIDE_FEATURE_STARTS * self.n_init,
                                            n_refined=self.n_init)
             del Q
             for j in range(F.shape[1]):

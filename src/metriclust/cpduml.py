@@ -1,5 +1,11 @@
 """CPD-UML: unsupervised nonlinear metric learning by Coherent Point Drift.
 
+Public class:
+
+.. autosummary::
+
+   CPDUML  -- unsupervised metric learning by Coherent Point Drift
+
 The estimator is the paper's Algorithm 1; the linear algebra of the Psi-step
 (dense and low-rank) lives in :mod:`metriclust._core.cpd`.
 """
@@ -15,7 +21,7 @@ from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
 from ._core.blockwise import check_out_of_core, is_out_of_core
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
+from ._core.validation import (check_array, check_fit_input, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
                          orthonormalize_factor, top_eigenpairs)
@@ -311,12 +317,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             check_out_of_core(X, ensure_min_samples=1)
             row_bytes = working_set_row_bytes(X.shape[1], self.n_components)
             return self._fit_blockwise(EngineBlocks(X, block_rows, row_bytes=row_bytes))
-        X = check_array(X, name="X", dtype=np.float64)
+        X, K, rng = check_fit_input(X, self.n_clusters, self.random_state, dtype=np.float64)
         n = X.shape[0]
-        K = check_n_clusters(self.n_clusters, n)
         # independent streams: the initial partition does not depend on the
         # approximation (which draws landmarks / starting blocks) or the kernel
-        rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
+        rng_init, rng_scale, rng_factor = rng.spawn(3)
         self.n_features_in_ = X.shape[1]
         self.approximation_ = self.approximation
         if self.approximation == "auto":
@@ -335,7 +340,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
                 self.n_kernel_components, sigma=kernel_sigma, random_state=rng_factor,
                 landmarks=None if self.approximation_ == "dense" else self.n_components)
             Zk = kpca.fit_transform(X)
-            if kernel == "auto" and Zk.shape[1] == 0:
+            if Zk.shape[1] == 0:
+                if kernel != "auto":    # else an error about an internal 0-column array
+                    raise ValueError("kernel='rbf' finds no kernel-PCA coordinate: the "
+                                     "centered Gram matrix is zero, so the points of X are "
+                                     "all identical and there is nothing to cluster.")
                 kernel = None           # constant Gram (all points alike): no kernel space
         if kernel == "rbf":
             Z, self.kernel_sigma_, self._kpca = Zk, kernel_sigma, kpca

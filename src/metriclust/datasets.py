@@ -4,7 +4,7 @@ Public functions and classes:
 
 .. autosummary::
 
-   load_csv                 -- read a numeric CSV file of the shared data's format
+   load_csv                 -- read a numeric CSV file with a header and a label column
    make_concentric_circles  -- concentric noisy circles (CPCM Fig. 1(f))
    make_moons               -- two interleaving half circles (CPD-UML Fig. 1)
    make_parallel_clouds     -- clouds hidden by correlated and noise dimensions (CPCM Sec. 5.1)
@@ -320,10 +320,10 @@ def make_moons(n_samples=200, *, noise=0.1, shuffle=True, random_state=None):
     half circle about (1, 0.5), with evenly spaced angles and isotropic Gaussian
     noise: the construction of scikit-learn's ``make_moons`` (same points for
     ``noise=0``), which is the shape of the manifold-regularization two-moon
-    set (Belkin, Niyogi & Sindhwani 2006) used by the CPD-UML paper; that set
-    itself is ``two_moons.csv`` in the shared data (there: radius about 1.16,
-    noise about 0.11, classes 96/104). k-means cuts the moons with a straight
-    line; a metric that follows the manifold separates them.
+    set (Belkin, Niyogi & Sindhwani 2006) used by the CPD-UML paper (that set
+    itself has 200 points, radius about 1.16, noise about 0.11, classes
+    96/104). k-means cuts the moons with a straight line; a metric that
+    follows the manifold separates them.
 
     Parameters
     ----------
@@ -559,9 +559,9 @@ class _Table:
 
 def load_csv(path, *, label_column="label", label_dtype=int, header="infer",
              empty_labels="error"):
-    """Read a numeric CSV file in the format of the shared data sets.
+    """Read a numeric CSV file: a header line, numeric fields, an integer label column.
 
-    The format (``shared/data/README.md``): one header line of column names,
+    The format: one header line of column names,
     then one row per point of numeric fields separated by commas; the class
     is the integer column named ``label`` (last by convention, but found by
     name). Fields may be quoted; a UTF-8 byte-order mark, CRLF line ends and
@@ -576,7 +576,7 @@ def load_csv(path, *, label_column="label", label_dtype=int, header="infer",
         and ``y`` is None. Without a header the columns are named by their
         1-based position: ``"1"``, ``"2"``, ...
     label_dtype : {int, str}, default=int
-        ``int``: labels must be integers (the shared data sets' format).
+        ``int``: labels must be integers (the format of the UCI-derived benchmark files).
         ``str``: labels are kept as stripped strings, for user files with
         class names (``"setosa"``); the measures in :mod:`metriclust.metrics`
         accept either.

@@ -1,14 +1,21 @@
-"""Fuzzy c-means: graded memberships instead of a hard partition."""
+"""Fuzzy c-means: graded memberships instead of a hard partition.
+
+Public classes and functions:
+
+.. autosummary::
+
+   FuzzyCMeans        -- fuzzy c-means (Bezdek 1981): memberships with exponent ``m``
+   fuzzy_memberships  -- memberships from squared distances to the centers
+"""
 
 import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, check_is_fitted
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options
 from ._core.kmeans import center_distances, kmeans_plusplus
-from ._core.scaling import standardise
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+from ._core.scaling import rescale, standardise
+from ._core.validation import check_array, check_fit_input, check_predict_input
 
 __all__ = ["FuzzyCMeans", "fuzzy_memberships"]
 
@@ -122,9 +129,7 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         -------
         self : FuzzyCMeans
         """
-        X = check_array(X)
-        K = check_n_clusters(self.n_clusters, X.shape[0])
-        rng = check_random_state(self.random_state)
+        X, K, rng = check_fit_input(X, self.n_clusters, self.random_state)
         Xs, mean, scale = standardise(X)
         if isinstance(self.init, str):
             centers, _ = kmeans_plusplus(Xs, K, random_state=rng)
@@ -160,10 +165,8 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
 
     def predict_memberships(self, X):
         """Memberships of new rows to the fitted centers, shape (n_samples, n_clusters)."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X)
-        check_n_features(self, X)
-        Xs = (np.asarray(X, dtype=np.float64) - self._mean) / self._scale
+        X = check_predict_input(self, X, "cluster_centers_")
+        Xs = rescale(X, self._mean, self._scale)
         d2 = center_distances(Xs, self._centers_s, squared=True)
         return fuzzy_memberships(d2, float(self.m))
 

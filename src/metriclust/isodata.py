@@ -4,12 +4,11 @@ import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, Interval, check_is_fitted
+from ._core.base import BaseEstimator, ClusterMixin, Interval
 from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means
-from ._core.scaling import standardise
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+from ._core.scaling import rescale, standardise
+from ._core.validation import check_fit_input, check_predict_input
 
 __all__ = ["ISODATA"]
 
@@ -114,9 +113,7 @@ class ISODATA(ClusterMixin, BaseEstimator):
         -------
         self : ISODATA
         """
-        X = check_array(X)
-        K0 = check_n_clusters(self.n_clusters, X.shape[0])
-        rng = check_random_state(self.random_state)
+        X, K0, rng = check_fit_input(X, self.n_clusters, self.random_state)
         Xs, mean, scale = standardise(X)
         n = Xs.shape[0]
         centers = kmeans(Xs, K0, random_state=rng).centers
@@ -187,8 +184,6 @@ class ISODATA(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """Nearest center of each row."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X)
-        check_n_features(self, X)
-        Xs = np.ascontiguousarray((np.asarray(X, dtype=np.float64) - self._mean) / self._scale)
+        X = check_predict_input(self, X, "cluster_centers_")
+        Xs = rescale(X, self._mean, self._scale)
         return assign_labels(Xs, np.ascontiguousarray(self._centers_s))[0]

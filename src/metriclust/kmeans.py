@@ -1,4 +1,11 @@
-"""K-means clustering: the public estimator over the one k-means core."""
+"""K-means clustering: the public estimator over the one k-means core.
+
+Public class:
+
+.. autosummary::
+
+   KMeans  -- Lloyd's batch algorithm or the sequential (online) update
+"""
 
 import numbers
 import types

@@ -1,12 +1,18 @@
-"""K-medoids: partitioning around medoids (PAM) and the alternating heuristic."""
+"""K-medoids: partitioning around medoids (PAM) and the alternating heuristic.
+
+Public class:
+
+.. autosummary::
+
+   KMedoids  -- k-medoids on any distance: PAM or the alternating heuristic
+"""
 
 import numbers
 
 import numpy as np
 
-from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
-                         check_is_fitted)
-from ._core.validation import check_array, check_n_clusters, check_random_state
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin
+from ._core.validation import check_fit_input, check_predict_input
 
 __all__ = ["KMedoids"]
 
@@ -183,9 +189,7 @@ class KMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self : KMedoids
         """
-        X = check_array(X, dtype=np.float64)
-        K = check_n_clusters(self.n_clusters, X.shape[0])
-        rng = check_random_state(self.random_state)
+        X, K, rng = check_fit_input(X, self.n_clusters, self.random_state, dtype=np.float64)
         D = self._distances(X)
         n = D.shape[0]
         if self.init == "build":
@@ -228,11 +232,7 @@ class KMedoids(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Distances of the rows of X to the medoids, shape (n_samples, n_clusters)."""
-        check_is_fitted(self, "medoid_indices_")
-        X = check_array(X, dtype=np.float64)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but KMedoids is expecting "
-                             f"{self.n_features_in_} features as input.")
+        X = check_predict_input(self, X, "medoid_indices_", dtype=np.float64)
         if self.cluster_centers_ is None:
             return X[:, self.medoid_indices_].copy()
         return _pairwise(X, self.cluster_centers_, self.metric)

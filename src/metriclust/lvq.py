@@ -1,13 +1,20 @@
-"""Learning vector quantisation (Kohonen): a vector quantiser whose centroids carry labels."""
+"""Learning vector quantisation (Kohonen): a vector quantiser whose centroids carry labels.
+
+Public class:
+
+.. autosummary::
+
+   LVQ  -- LVQ1, LVQ2.1, LVQ3 and OLVQ1 classifiers
+"""
 
 import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, Interval, Options, check_is_fitted
+from ._core.base import BaseEstimator, Interval, Options
 from ._core.kmeans import assign_labels, kmeans
-from ._core.scaling import standardise
-from ._core.validation import check_array, check_n_features, check_random_state
+from ._core.scaling import rescale, standardise
+from ._core.validation import check_fit_input, check_predict_input
 from ._kernels import _prototypes
 
 __all__ = ["LVQ"]
@@ -149,7 +156,7 @@ class LVQ(BaseEstimator):
         -------
         self : LVQ
         """
-        X = check_array(X)
+        X, _, rng = check_fit_input(X, random_state=self.random_state)
         if y is None:
             raise ValueError("LVQ is supervised: y is required.")
         y = np.asarray(y)
@@ -161,7 +168,6 @@ class LVQ(BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"y must hold at least two classes, got {len(classes)} "
                              f"(n_samples={X.shape[0]}).")
-        rng = check_random_state(self.random_state)
         sizes = np.bincount(y_idx, minlength=len(classes))
         counts = self._counts(sizes)
         n_epochs = int(self.n_epochs)
@@ -195,10 +201,8 @@ class LVQ(BaseEstimator):
 
     def predict(self, X):
         """Class of the nearest prototype of each row."""
-        check_is_fitted(self, "prototypes_")
-        X = check_array(X)
-        check_n_features(self, X)
-        Xs = np.ascontiguousarray((np.asarray(X, dtype=np.float64) - self._mean) / self._scale)
+        X = check_predict_input(self, X, "prototypes_")
+        Xs = rescale(X, self._mean, self._scale)
         nearest, _ = assign_labels(Xs, self._protos_s)
         return self.classes_[self._labels_idx[nearest]]
 

@@ -1,4 +1,11 @@
-"""Gaussian mixture models fitted by EM (the notes' mixture decomposition)."""
+"""Gaussian mixture models fitted by EM (the notes' mixture decomposition).
+
+Public class:
+
+.. autosummary::
+
+   GaussianMixture  -- full, diagonal or spherical covariances, fitted by EM
+"""
 
 import numbers
 import warnings
@@ -6,12 +13,11 @@ import warnings
 import numpy as np
 
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
-                         _with_sklearn_twin, check_is_fitted)
+                         _with_sklearn_twin)
 from ._core.kmeans import kmeans
-from ._core.scaling import standardise
+from ._core.scaling import rescale, standardise
 from ._core.threads import effective_n_threads
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+from ._core.validation import check_array, check_fit_input, check_predict_input
 from ._kernels import _mixture
 
 __all__ = ["GaussianMixture"]
@@ -157,9 +163,8 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self, X):
-        n, d = X.shape
-        K = check_n_clusters(self.n_components, n, name="n_components")
+    def _check_params(self, X, K):
+        d = X.shape[1]
         w0 = m0 = p0 = None
         if self.weights_init is not None:
             w0 = check_array(self.weights_init, name="weights_init", dtype=np.float64,
@@ -186,7 +191,7 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
                     raise ValueError("precisions_init must be positive definite.")
             elif np.any(p0 <= 0):
                 raise ValueError("precisions_init must be positive.")
-        return K, w0, m0, p0
+        return w0, m0, p0
 
     # ----------------------------------------------------- scaled parameters
     def _factors(self, cov, reg):
@@ -238,9 +243,9 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
         -------
         self : GaussianMixture
         """
-        X = check_array(X)
-        K, w0, m0, p0 = self._check_params(X)
-        rng = check_random_state(self.random_state)
+        X, K, rng = check_fit_input(X, self.n_components, self.random_state,
+                                    name="n_components")
+        w0, m0, p0 = self._check_params(X, K)
         n, d = X.shape
         Xs, mean, scale = standardise(X)
         reg = float(self.reg_covar)
@@ -339,10 +344,8 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------ inference
     def _estep_new(self, X, want_resp, want_sll):
-        check_is_fitted(self, "means_")
-        X = check_array(X)
-        check_n_features(self, X)
-        Xs = np.ascontiguousarray((np.asarray(X, dtype=np.float64) - self._mean) / self._scale)
+        X = check_predict_input(self, X, "means_")
+        Xs = rescale(X, self._mean, self._scale)
         d = X.shape[1]
         return _mixture.estep(Xs, self._means_s, self._prec_s,
                               self._log_norm(self._weights_s, self._logdet_s, d),

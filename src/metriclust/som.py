@@ -1,14 +1,20 @@
-"""Kohonen's self-organising map on a rectangular grid."""
+"""Kohonen's self-organising map on a rectangular grid.
+
+Public class:
+
+.. autosummary::
+
+   SelfOrganizingMap  -- prototypes on a grid, trained by the sequential rule
+"""
 
 import numbers
 
 import numpy as np
 
-from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
-                         check_is_fitted)
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin
 from ._core.kmeans import assign_labels, center_distances
-from ._core.scaling import standardise
-from ._core.validation import check_array, check_n_features, check_random_state
+from ._core.scaling import rescale, standardise
+from ._core.validation import check_fit_input, check_predict_input
 from ._kernels import _prototypes
 
 __all__ = ["SelfOrganizingMap"]
@@ -129,9 +135,8 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self : SelfOrganizingMap
         """
-        X = check_array(X)
+        X, _, rng = check_fit_input(X, random_state=self.random_state)
         sigma = self._check_params(X.shape[0])
-        rng = check_random_state(self.random_state)
         Xs, mean, scale = standardise(X)
         n, d = Xs.shape
         R, C = int(self.n_rows), int(self.n_cols)
@@ -170,10 +175,8 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _scaled(self, X):
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X)
-        check_n_features(self, X)
-        return np.ascontiguousarray((np.asarray(X, dtype=np.float64) - self._mean) / self._scale)
+        X = check_predict_input(self, X, "cluster_centers_")
+        return rescale(X, self._mean, self._scale)
 
     def predict(self, X):
         """Best-matching unit of each row."""

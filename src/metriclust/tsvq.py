@@ -1,14 +1,20 @@
-"""Tree-structured vector quantisation: a binary tree of 2-means (or single-feature) splits."""
+"""Tree-structured vector quantisation: a binary tree of 2-means (or single-feature) splits.
+
+Public class:
+
+.. autosummary::
+
+   TreeStructuredVQ  -- binary tree of 2-means (or single-feature) splits
+"""
 
 import numbers
 
 import numpy as np
 
-from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, check_is_fitted
+from ._core.base import BaseEstimator, ClusterMixin, Interval, Options
 from ._core.kmeans import assign_labels, kmeans
-from ._core.scaling import standardise
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
-                               check_random_state)
+from ._core.scaling import rescale, standardise
+from ._core.validation import check_fit_input, check_predict_input
 
 __all__ = ["TreeStructuredVQ"]
 
@@ -152,9 +158,7 @@ class TreeStructuredVQ(ClusterMixin, BaseEstimator):
         -------
         self : TreeStructuredVQ
         """
-        X = check_array(X)
-        K = check_n_clusters(self.n_clusters, X.shape[0])
-        rng = check_random_state(self.random_state)
+        X, K, rng = check_fit_input(X, self.n_clusters, self.random_state)
         Xs, mean, scale = standardise(X)
         n = Xs.shape[0]
         members = [np.arange(n)]
@@ -225,8 +229,6 @@ class TreeStructuredVQ(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """Leaf reached by descending the tree from the root."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X)
-        check_n_features(self, X)
-        Xs = np.ascontiguousarray((np.asarray(X, dtype=np.float64) - self._mean) / self._scale)
+        X = check_predict_input(self, X, "cluster_centers_")
+        Xs = rescale(X, self._mean, self._scale)
         return self._leaf_of_node[self._descend(Xs)]

@@ -1,5 +1,18 @@
 """Estimator base classes following scikit-learn's conventions.
 
+Public classes and functions:
+
+.. autosummary::
+
+   BaseEstimator                       -- get_params / set_params / repr, parameters checked on fit
+   ClusterMixin                        -- ``fit_predict``
+   TransformerMixin                    -- ``fit_transform``, ``set_output``
+   Interval, Options                   -- the declarative constraints of ``_parameter_constraints``
+   validate_parameters                 -- check a dict of parameters against such constraints
+   InvalidParameterError               -- what it raises (a ValueError and a TypeError)
+   check_is_fitted                     -- raise NotFittedError unless fitted
+   NotFittedError, ConvergenceWarning  -- also scikit-learn's classes when it is loaded
+
 No scikit-learn import at runtime: ``__sklearn_tags__`` imports it lazily, and
 only scikit-learn itself calls that method. Where scikit-learn is already
 loaded, the errors and warnings raised here are also instances of its classes

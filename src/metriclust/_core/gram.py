@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from .._kernels import _gram
-from .base import BaseEstimator, TransformerMixin, check_is_fitted
+from .base import BaseEstimator, Interval, Options, TransformerMixin, check_is_fitted
 from .kmeans import kmeans
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_array, check_n_features, check_random_state, check_scalar
@@ -290,6 +290,17 @@ class Nystrom(TransformerMixin, BaseEstimator):
     True
     """
 
+    # checked on entry to fit
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None)],
+        "sigma": [Options("median"), Interval(numbers.Real, 0, None, closed="neither",
+                                              finite=True)],
+        "landmarks": [Options("random", "kmeans"), "array-like"],
+        "random_state": ["random_state"],
+        "rcond": [None, Interval(numbers.Real, 0, None, finite=True)],
+        "n_threads": [None, Interval(numbers.Integral, None, None)],
+    }
+
     def __init__(self, n_components=100, *, sigma="median", landmarks="random",
                  random_state=None, rcond=None, n_threads=None):
         self.n_components = n_components
@@ -303,30 +314,26 @@ class Nystrom(TransformerMixin, BaseEstimator):
         """Choose landmarks and compute the factor of X. Returns self."""
         X = check_array(X, name="X").astype(np.float64, copy=False)
         n = X.shape[0]
-        if isinstance(self.sigma, str) and self.sigma == "median":
+        # each parameter alone is checked on entry (_parameter_constraints)
+        if isinstance(self.sigma, str):     # "median"
             med = median_pairwise_distance(X, random_state=0) if n > 1 else 0.0
             sigma = med if med > 0 else 1.0
         else:
-            sigma = _check_sigma(self.sigma)
-        m = min(_check_n_components(self.n_components, n), n)
+            sigma = float(self.sigma)
+        m = min(int(self.n_components), n)
         rng = check_random_state(self.random_state)
         if isinstance(self.landmarks, str) and self.landmarks == "random":
             Z = X[np.sort(rng.choice(n, m, replace=False))]
-        elif isinstance(self.landmarks, str) and self.landmarks == "kmeans":
+        elif isinstance(self.landmarks, str):   # "kmeans"
             Z = kmeans(X, m, random_state=rng, n_threads=self.n_threads).centers
-        elif not isinstance(self.landmarks, str):
+        else:
             Z = check_array(self.landmarks, name="landmarks").astype(np.float64, copy=False)
             if Z.shape[1] != X.shape[1]:
                 raise ValueError(f"landmarks has {Z.shape[1]} features, but X has "
                                  f"{X.shape[1]} features.")
-        else:
-            raise ValueError(f"landmarks must be 'random', 'kmeans' or an array, "
-                             f"got {self.landmarks!r}.")
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         m = Z.shape[0]
         rcond = null_eigval_rtol(m) if self.rcond is None else float(self.rcond)
-        if not (rcond >= 0.0 and np.isfinite(rcond)):
-            raise ValueError(f"rcond must be a non-negative float, got {self.rcond!r}.")
         from scipy.linalg import eigh
 
         vals, vecs = drop_null_eigenpairs(

@@ -1,5 +1,13 @@
 """The pairwise-constraint sums of MMC over a dissimilar set D (Xing et al. 2003, Sec. 2).
 
+Public classes and functions:
+
+.. autosummary::
+
+   PairSums          -- sums over pairs of h, its gradient and Hessian
+   unique_pairs      -- unordered pairs without duplicates
+   scatter_of_pairs  -- scatter of pair differences through the pair graph's Laplacian
+
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
 no N x N storage) and subtracts S's own terms. Data are float64 (float32 input

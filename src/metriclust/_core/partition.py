@@ -185,6 +185,6 @@ def lloyd_from_partition(X, labels, n_clusters, *, max_iter=300, tol=0.0, n_thre
     """
     means, _ = cluster_means(X, labels, n_clusters)
     if n_threads is None:
-        n_threads = small_problem_threads(X.size, None)
+        n_threads = small_problem_threads(X.size)
     return kmeans(X, n_clusters, init=means.astype(X.dtype, copy=False), n_init=1,
                   max_iter=max_iter, tol=tol, n_threads=n_threads).labels

@@ -1,5 +1,18 @@
 """Predictors of cluster membership for CPCM (Gupta, Foster & Ungar 2008).
 
+Public classes and functions:
+
+.. autosummary::
+
+   Linear          -- least squares with an intercept (Sec. 3.1)
+   Stepwise        -- forward stepwise least squares shared by the K responses
+   LDA             -- LDA directions of the partition
+   Kernel          -- Gaussian kernel ridge regression (exact or Nystrom)
+   PredictorFit    -- a fitted predictor for one partition
+   thin_r          -- R of the thin QR of the centered data, by blocks
+   whitening       -- rank-revealing whitening map
+   whitened_input  -- whitened coordinates of the input
+
 Each predictor is factored ONCE from the data ``X`` and then, for any
 partition ``labels``, returns the predictions ``Zhat`` (N x d) of the one-hot
 membership matrix ``Z`` — the "prediction space" in which CPCM clusters —

@@ -1,5 +1,14 @@
 """Symmetric eigendecomposition with fallbacks, and the projections MMC needs.
 
+Public classes and functions:
+
+.. autosummary::
+
+   eigh_robust             -- eigenpairs of a symmetric matrix, with a fallback driver
+   project_spectraplex     -- projection onto {B >= 0, tr B <= radius}
+   project_capped_simplex  -- projection onto {x >= 0, sum x <= radius}
+   psd_factor              -- ``Lt`` with ``Lt Lt^T`` the PSD matrix, tiny eigenvalues dropped
+
 ``eigh_robust`` guards against LAPACK's occasional "eigenvalues did not
 converge" (metric-learn issue #306): numpy's ``syevd`` first (no scipy import
 on the way: a solver calls this every iteration and a fresh process pays for

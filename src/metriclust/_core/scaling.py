@@ -1,4 +1,7 @@
-"""Shared helper of the toolbox estimators: one global scale.
+"""Shared helpers of the toolbox estimators: one global scale.
+
+   standardise -- centre X and divide it by one number; returns (Xs, mean, scale)
+   rescale     -- new rows in the same units, (X - mean) / scale
 
 Dividing the data by one number (after centring) makes a fit invariant to the
 scale of X and keeps sums of squares far from overflow and underflow (data at
@@ -7,7 +10,7 @@ scale of X and keeps sums of squares far from overflow and underflow (data at
 
 import numpy as np
 
-__all__ = ["standardise"]
+__all__ = ["standardise", "rescale"]
 
 
 def standardise(X):
@@ -26,3 +29,9 @@ def standardise(X):
         scale = 1.0
     return np.ascontiguousarray(Xc / scale), mean, scale
 
+
+
+def rescale(X, mean, scale):
+    """``(X - mean) / scale`` in float64, C-contiguous: new rows in the units of
+    :func:`standardise`'s ``Xs`` (``predict`` and ``transform``)."""
+    return np.ascontiguousarray((np.asarray(X, dtype=np.float64) - mean) / scale)

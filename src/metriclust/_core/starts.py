@@ -1,5 +1,19 @@
 """Starting partitions for CPCM's search (Gupta, Foster & Ungar 2008, Algorithm 1).
 
+Public classes and functions:
+
+.. autosummary::
+
+   start_kinds                           -- kinds of start for an ``init`` and a predictor
+   max_starts                            -- upper bound on the number of starts (verbose output)
+   n_feature_starts, n_direction_starts  -- how many features / directions give starts
+   random_partition                      -- balanced random partition
+   feature_quantiles                     -- quantile starts of each feature
+   strongest_split_features              -- the features whose own 1-D split is strongest
+   feature_partition                     -- 1-D k-means of one column
+   kmeans_partition                      -- k-means++ on a whitened space
+   kurtosis_directions                   -- directions of extreme kurtosis (FOBI, FastICA)
+
 Three kinds, all through the one k-means core (:mod:`metriclust._core.kmeans`):
 
 - ``random``: balanced random partitions, the paper's protocol (Algorithm 1);
@@ -19,7 +33,63 @@ from .kmeans import kmeans, kmeans_columns_1d
 from .threads import small_problem_threads
 
 __all__ = ["random_partition", "feature_partition", "feature_quantiles",
-           "strongest_split_features", "kmeans_partition", "kurtosis_directions"]
+           "strongest_split_features", "kmeans_partition", "kurtosis_directions",
+           "start_kinds", "n_feature_starts", "n_direction_starts", "max_starts",
+           "WIDE_FEATURE_STARTS"]
+
+# Kinds of start for each ``init`` of CPCM, and for ``init="auto"`` by predictor:
+# every default start is computed from quantities that the predictor's own
+# invariances leave unchanged, so the search adds no dependence on the basis.
+# Least squares and LDA are affine-invariant (Property 1), and so are directions
+# and whitened k-means. The Gaussian kernel (median width) is invariant to
+# rotations, translations and a common scale: input directions and kernel-PCA
+# starts are too. Stepwise selects original features, so it is invariant to
+# rescaling, shifting (and reordering) them: per-feature starts are too, and on
+# the Sec. 5.1 clouds a start along the informative feature is what finds them.
+_KINDS_BY_INIT = {"random": ("random",), "features": ("feature",), "kmeans": ("kmeans",),
+                  "components": ("component",), "directions": ("direction",)}
+_AUTO_KINDS = {"linear": ("random", "direction", "kmeans"),
+               "lda": ("random", "direction", "kmeans"),
+               "kernel": ("random", "direction", "component", "kmeans"),
+               "stepwise": ("random", "feature", "direction", "kmeans")}
+# Wide data (p > N): p feature starts at O(N p) each would cost O(N p^2), and the
+# whitened data give up to N - 1 directions: keep this many per n_init (features:
+# those whose own 1-D k-means split is strongest; on the lymphoma-shaped benchmark
+# set the best stepwise start is the strongest split of the 4026).
+WIDE_FEATURE_STARTS = 10
+
+
+def start_kinds(init, predictor):
+    """The kinds of start, in the order they run, for a named ``init``."""
+    return _AUTO_KINDS[predictor] if init == "auto" else _KINDS_BY_INIT[init]
+
+
+def n_feature_starts(n_samples, n_features, n_init):
+    """How many single features give a start: all, or the strongest few of wide data."""
+    if n_features > n_samples:
+        return min(n_samples, WIDE_FEATURE_STARTS * n_init)
+    return n_features
+
+
+def n_direction_starts(rank, n_init):
+    """Number of directions :func:`kurtosis_directions` returns for the search:
+    ``WIDE_FEATURE_STARTS * n_init`` at most, and the first ``n_init`` refined."""
+    m = max(0, min(WIDE_FEATURE_STARTS * n_init, rank))
+    return m + min(n_init, m)
+
+
+def max_starts(kinds, n_samples, n_features, rank, n_init, n_components):
+    """An upper bound on the number of starts of ``kinds``: the count of each kind
+    (``n_components``: the component starts of the predictor), and ``n_init``
+    random starts when no structured start is admissible."""
+    count = {
+        "random": n_init,
+        "feature": n_feature_starts(n_samples, n_features, n_init),
+        "direction": n_direction_starts(rank, n_init),
+        "component": n_components,
+        "kmeans": n_init,
+    }
+    return max(sum(count[k] for k in kinds), n_init)
 
 
 def random_partition(n_samples, n_clusters, rng):
@@ -69,7 +139,7 @@ def strongest_split_features(X, n_clusters, n_features, *, block=2048):
         init = np.quantile(Xb, q, axis=0).T
         total = np.sum((Xb - Xb.mean(axis=0, dtype=np.float64)) ** 2, axis=0)
         del Xb
-        nt = small_problem_threads(X.shape[0] * cols.size, None)
+        nt = small_problem_threads(X.shape[0] * cols.size)
         inertia = kmeans_columns_1d(X, cols, init, n_threads=nt)[1]
         spread = total > 0
         share[cols[spread]] = inertia[spread] / total[spread]
@@ -87,13 +157,13 @@ def feature_partition(column, n_clusters, *, seed, init=None):
 def _feature_kmeans(column, n_clusters, init, seed=0):
     # quantile starts: the seed is never used (kept for the record of the search)
     init = np.asarray(init).reshape(-1, 1).astype(column.dtype)
-    nt = small_problem_threads(column.size, None)
+    nt = small_problem_threads(column.size)
     return kmeans(column, n_clusters, init=init, n_init=1, random_state=seed, n_threads=nt)
 
 
 def kmeans_partition(F, n_clusters, *, seed):
     """k-means++ (one seeding) of the rows of ``F``."""
-    nt = small_problem_threads(F.size, None)
+    nt = small_problem_threads(F.size)
     return kmeans(F, n_clusters, init="k-means++", n_init=1, random_state=seed,
                   n_threads=nt).labels
 

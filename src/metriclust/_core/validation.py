@@ -1,5 +1,22 @@
 """Input validation shared by every estimator and function.
 
+Public classes and functions:
+
+.. autosummary::
+
+   check_array          -- an array-like of finite numbers -> C-contiguous ndarray
+   check_fit_input      -- ``fit``'s preamble: X, n_clusters against its rows, the Generator
+   check_predict_input  -- ``predict``'s preamble: fitted, X, its number of features
+   check_n_clusters     -- an int in [1, n_samples]
+   check_n_features     -- X has the fitted number of columns
+   check_scalar         -- a scalar's type and range, named in the error
+   check_random_state   -- None / int / Generator / RandomState -> Generator
+   check_sample_weight  -- finite non-negative weights with a positive sum
+   check_pairs          -- index pairs into X, shape (m, 2)
+   check_labels         -- hashable labels -> int64 codes 0..k-1
+   max_abs_value        -- largest magnitude whose sums of squares stay finite
+   is_dask_array        -- a dask array, told without importing Dask
+
 Errors name the parameter and, for non-finite values, the first bad position,
 so that a user can find the offending entry without a debugger.
 
@@ -15,12 +32,16 @@ import numbers
 
 import numpy as np
 
+from .base import check_is_fitted
+
 __all__ = [
     "check_array",
+    "check_fit_input",
     "check_labels",
     "check_n_clusters",
     "check_n_features",
     "check_pairs",
+    "check_predict_input",
     "check_random_state",
     "check_sample_weight",
     "check_scalar",
@@ -199,6 +220,33 @@ def check_n_features(estimator, X):
             f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
             f"expecting {expected} features as input."
         )
+
+
+def check_fit_input(X, n_clusters=None, random_state=None, *, name="n_clusters",
+                    dtype=_FLOAT_DTYPES, ensure_min_samples=1):
+    """The data checks every estimator's ``fit`` starts with, in one place.
+
+    Returns ``(X, n_clusters, rng)``: X through :func:`check_array`, the number
+    of clusters checked against its rows (:func:`check_n_clusters`, named
+    ``name``; None when ``n_clusters`` is None) and the Generator of
+    :func:`check_random_state`, which draws nothing. The constructor parameters
+    alone are checked before, on entry to ``fit`` (``_parameter_constraints``).
+    """
+    if not is_dask_array(X):    # a dask array's chunks are checked where they are read
+        X = check_array(X, dtype=dtype, ensure_min_samples=ensure_min_samples)
+    if n_clusters is not None:
+        n_clusters = check_n_clusters(n_clusters, X.shape[0], name=name)
+    return X, n_clusters, check_random_state(random_state)
+
+
+def check_predict_input(estimator, X, attribute=None, *, dtype=_FLOAT_DTYPES):
+    """The checks of ``predict``/``transform``: fitted (``attribute`` set, see
+    :func:`~metriclust._core.base.check_is_fitted`), X an array of numbers with
+    the fitted number of features. Returns X as :func:`check_array` does."""
+    check_is_fitted(estimator, attribute)
+    X = check_array(X, dtype=dtype)
+    check_n_features(estimator, X)
+    return X
 
 
 def check_scalar(x, name, target_type, *, min_val=None, max_val=None,
