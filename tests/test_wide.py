@@ -173,6 +173,21 @@ def test_wide_cpduml_is_invariant_to_rotating_the_features():
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-8)
 
 
+@pytest.mark.parametrize("kernel", ["auto", None])
+def test_wide_cpduml_selection_in_the_span_matches_the_p_dimensional_one(monkeypatch, kernel):
+    """The sigma/lam selection of wide data runs in the N columns of the data's span;
+    it scores and picks what the selection in the p columns of X picks."""
+    X, _ = wide_data(45, 400, 3, seed=3)
+    fast = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    monkeypatch.setattr(cpduml_module, "span_coordinates", lambda A: A)   # p columns
+    slow = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    assert [r[:3] for r in fast.selection_] == [r[:3] for r in slow.selection_]
+    np.testing.assert_allclose([r[3] for r in fast.selection_],
+                               [r[3] for r in slow.selection_], rtol=1e-9)
+    np.testing.assert_array_equal(fast.labels_, slow.labels_)
+    assert (fast.sigma_, fast.lam_, fast.kernel_) == (slow.sigma_, slow.lam_, slow.kernel_)
+
+
 def mmc_problem(n=40, p=80, n_similar=30, connected=False, seed=0):
     X, y = wide_data(n, p, 4, seed)
     rng = np.random.default_rng(seed)

@@ -24,7 +24,7 @@ from ._core.blockwise import check_out_of_core, is_out_of_core
 from ._core.validation import (check_array, check_fit_input, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
-                         orthonormalize_factor, top_eigenpairs)
+                         orthonormalize_factor, span_coordinates, top_eigenpairs)
 
 __all__ = ["CPDUML"]
 
@@ -529,12 +529,22 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         # the input's kNN graph in its own units and with every feature standardized:
         # a partition must cut fewer edges in both, so that no single wide-range
         # feature decides (WDBC's features span five orders of magnitude)
+        standardized = _standardized(Xs)
+        if Xs.shape[1] > Xs.shape[0]:
+            # Wide data (p > N): every candidate depends on the points only through
+            # their distances, so it is fitted in the N columns of their span, not
+            # the p of X (1000 x 20000: minutes of candidate fits became seconds).
+            wide_zs = Zs is Xs
+            Xs, standardized = span_coordinates(Xs), span_coordinates(standardized)
+            if wide_zs:
+                Zs = Xs
         graphs = (_knn_graph(Xs, SELECT_NEIGHBORS),
-                  _knn_graph(_standardized(Xs), SELECT_NEIGHBORS))
+                  _knn_graph(standardized, SELECT_NEIGHBORS))
         sigmas = SIGMA_GRID if self.sigma == "auto" else (float(self.sigma),)
         lams = LAM_GRID if self.lam == "auto" else (float(self.lam),)
         if source is None:
-            km_labels = kmeans(Z, K, n_init=self.n_init, random_state=rng_init).labels
+            km_labels = kmeans(Zs if sub is None else Z, K, n_init=self.n_init,
+                               random_state=rng_init).labels
         else:
             from ._core.cpd_blockwise import float_rows
             km_labels = source.kmeans(float_rows, (), source.p, K, n_init=self.n_init,

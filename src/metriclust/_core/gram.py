@@ -549,6 +549,21 @@ def drop_null_eigenpairs(vals, vecs, rtol=None):
     return vals[keep], vecs[:, keep]
 
 
+def span_coordinates(X):
+    """Coordinates of the centered rows of X in the span they occupy.
+
+    For ``X`` of shape ``(n, p)`` with ``p > n`` (wide data): an ``n x r`` array
+    (``r <= n`` the rank) with the same pairwise distances and inner products of
+    differences as X, from one ``n x n`` Gram matrix, ``O(n^2 p)``. Whatever
+    depends on the points only through their distances -- a Gaussian Gram, a
+    kNN graph, k-means -- is the same there (up to rounding) at the cost of
+    ``n`` columns instead of ``p``.
+    """
+    Xc = X - X.mean(axis=0)
+    vals, vecs = drop_null_eigenpairs(*np.linalg.eigh(Xc @ Xc.T))
+    return np.ascontiguousarray(vecs * np.sqrt(vals))
+
+
 def centered_gram_eigenpairs(X, *, sigma, n_components=None):
     r"""Exact kernel PCA: eigenpairs of the doubly centered Gaussian Gram matrix.
 
