@@ -333,9 +333,11 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             kernel = None               # sigma and lam given: nothing is selected
         # Section 2.4: the kernel version works in kernel-PCA coordinates.
         Z, self.kernel_sigma_, self._kpca = X, None, None
+        x_scale = None
         if kernel is not None:
             rel = self.kernel_sigma if kernel == "rbf" else AUTO_KERNEL_SIGMA
-            kernel_sigma = rel * _scale(X, rng_scale)
+            x_scale = _scale(X, rng_scale)
+            kernel_sigma = rel * x_scale
             kpca = KernelPCA(
                 self.n_kernel_components, sigma=kernel_sigma, random_state=rng_factor,
                 landmarks=None if self.approximation_ == "dense" else self.n_components)
@@ -348,7 +350,10 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
                 kernel = None           # constant Gram (all points alike): no kernel space
         if kernel == "rbf":
             Z, self.kernel_sigma_, self._kpca = Zk, kernel_sigma, kpca
-        scale = _scale(Z, rng_scale)
+        if Z is X and x_scale is not None and X.shape[0] <= MEDIAN_MAX_SAMPLES:
+            scale = x_scale     # the same exact median (no sample drawn): O(N^2 p) once
+        else:
+            scale = _scale(Z, rng_scale)
         # Algorithm 1 starts from the spectral relaxation (eq. 12 with Psi = 0); it
         # does not depend on sigma or lam, so every candidate below shares it.
         start = _spectral_partition(Z, K, self.n_init, rng_init)
@@ -640,11 +645,15 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self._factor = self._landmark_map = None
 
 
+# median_pairwise_distance's default: exact (no sample, no draw) up to this many rows
+MEDIAN_MAX_SAMPLES = 2000
+
+
 def _scale(X, rng):
     """Median pairwise distance (the unit of the relative widths); 1 if it is 0."""
     if X.shape[0] < 2:
         return 1.0
-    d = median_pairwise_distance(X, random_state=rng)
+    d = median_pairwise_distance(X, max_samples=MEDIAN_MAX_SAMPLES, random_state=rng)
     return d if d > 0 else 1.0
 
 

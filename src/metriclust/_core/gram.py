@@ -561,6 +561,8 @@ def span_coordinates(X):
     """
     Xc = X - X.mean(axis=0)
     vals, vecs = drop_null_eigenpairs(*np.linalg.eigh(Xc @ Xc.T))
+    if not vals.size:           # all rows alike: one column of zeros, not none
+        return np.zeros((X.shape[0], 1))
     return np.ascontiguousarray(vecs * np.sqrt(vals))
 
 
