@@ -76,7 +76,9 @@ def test_mmc_all_pairs_covariance_init(client):
 
 
 def _cpd(**kw):
+    # kernel=None: the in-memory fit's "auto" kernel k-means reference has no block path
     base = dict(n_clusters=3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=30,
+                kernel=None,
                 n_init=2, random_state=0)
     base.update(kw)
     return CPDUML(**base)

@@ -213,7 +213,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
     **Data larger than memory** (an ``np.memmap``, h5py dataset or Dask array)
-    with the Nystrom path and ``kernel=None``: every ``N``-long product of the
+    with the Nystrom path and ``kernel=None`` (or ``"auto"``, which then means
+    None: kernel k-means, its reference, has no block path): every ``N``-long product of the
     Psi-step is reduced from per-block partials (``U^T U``, ``U^T X``,
     per-cluster sums of ``U`` and ``X``) and the moved points are recomputed
     per block, so peak extra memory is ``8 N`` bytes of labels plus, for
@@ -295,11 +296,15 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             return self._fit(X, block_rows)
 
     def _blockwise_ok(self, n):
-        """Whether the fit of n points runs block by block (Nystrom, no kernel PCA)."""
+        """Whether the fit of n points runs block by block (Nystrom, no kernel PCA).
+
+        ``kernel="auto"`` then means ``kernel=None``: its reference, kernel k-means
+        in a kernel-PCA space, needs every point's kernel-PCA coordinates in memory.
+        """
         approximation = self.approximation
         if approximation == "auto":
             approximation = "dense" if n <= DENSE_MAX_SAMPLES else "nystrom"
-        return approximation == "nystrom" and self.kernel is None
+        return approximation == "nystrom" and self.kernel in (None, "auto")
 
     def _fit(self, X, block_rows=None):
         if is_dask_array(X):
@@ -308,7 +313,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             if not self._blockwise_ok(X.shape[0]):
                 raise TypeError("CPDUML.fit takes a dask array with the Nystrom path "
                                 "(approximation='nystrom', or 'auto' above "
-                                f"{DENSE_MAX_SAMPLES} points) and kernel=None; fit on "
+                                f"{DENSE_MAX_SAMPLES} points) and kernel=None or 'auto'; fit on "
                                 "X.compute() or a sample of its rows otherwise.")
             from ._core.cpd_blockwise import EngineBlocks
             return self._fit_blockwise(EngineBlocks(X))
@@ -404,7 +409,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
         self.n_features_in_ = p
         self.approximation_ = "nystrom"
-        self.kernel_sigma_, self._kpca = None, None
+        self.kernel_, self.kernel_sigma_, self._kpca = None, None, None
         # _scale: the median pairwise distance of the same sample of rows
         sample = np.sort(rng_scale.choice(n, 2000, replace=False)) if n > 2000 else \
             np.arange(n)

@@ -95,7 +95,11 @@ def _lloyd_block(block, old, w, centers, shift, n_threads, with_inertia, center_
     the block, the same labels except at near-ties).
     """
     if center_first and shift is not None:
-        np.subtract(block, np.asarray(shift, dtype=block.dtype), out=block)
+        shift = np.asarray(shift, dtype=block.dtype)
+        if block.flags.writeable:
+            np.subtract(block, shift, out=block)
+        else:                   # a transform that passes X's (read-only) rows through
+            block = block - shift
         shift = None
     sums, counts, inertia, labels = lloyd_partial(block, centers, w, shift, n_threads,
                                                   with_inertia=with_inertia)
