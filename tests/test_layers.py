@@ -39,9 +39,6 @@ PUBLIC_EDGES = {
     ("_demo", "*"): "the demo drives estimators, data sets and plots",
     ("selection", "kmeans"): "model selection fits estimators",
     ("selection", "metrics"): "model selection scores partitions",
-    # pairs_from_labels now lives in _core/sidepairs.py; left to the owner of mmc.py:
-    # import it from there (module level) and drop this edge.
-    ("mmc", "constraints"): "known sideways edge, to move into _core",
     # Imported inside fit/predict only when X is a dask array (never at import).
     ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
     ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",

@@ -64,6 +64,7 @@ from ._kernels._mmc import face_newton
 from ._kernels._pairwise import MIN_PARALLEL_WORK
 from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_capped_simplex, project_spectraplex, psd_factor
+from ._core.sidepairs import pairs_from_labels
 from ._core.validation import check_array, check_n_features, check_pairs, is_dask_array
 
 __all__ = ["MMC"]
@@ -620,8 +621,6 @@ def _scatter_diagonal(X, pairs, chunk=4096):
 
 def _pairs_from_y(y, n, random_state):
     """All labelled pairs split by class (or a sample when there are too many)."""
-    from .constraints import pairs_from_labels
-
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must be 1-D with {n} entries, got shape {y.shape}.")
