@@ -26,6 +26,12 @@ from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
+       python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
+
+--kernels times the no-BLAS kernels forced one by one (method "small" for
+d <= 8, "lanes", "tile"), the measurements behind the small-d / lanes choice
+in csrc/kmeans.h (ml_kmeans_kernel); benchmarks/harness_kmeans.c is the same
+comparison single-threaded in C, without Python.
 """
 
 import argparse
@@ -241,6 +247,38 @@ def crossover(ds, Ks, repeats, say):
                 say(f"| {dt} | {d} | {K} | {t * 1e3:.2f} | {g * 1e3:.2f} | {g / t:.2f} |")
 
 
+def kernels(ds, Ks, repeats, say, N=200_000):
+    """The no-BLAS kernels forced one by one: ms per Lloyd iteration (CPU time,
+    all threads) and each one's time over the lanes kernel's."""
+    from metriclust._kernels import _kmeans
+
+    say("| dtype | d | K | auto picks | small ms/it | tile ms/it | lanes ms/it "
+        "| small / lanes | tile / lanes |")
+    say("|---|---|---|---|---|---|---|---|---|")
+    for dt in ("float64", "float32"):
+        for d in ds:
+            X = np.random.default_rng(d).random((N, d)).astype(dt)
+            methods = (["small"] if d <= 8 else []) + ["tile", "lanes"]
+            for K in Ks:
+                C0 = X[:K].copy()
+                res = {m: [] for m in methods}
+                for _ in range(repeats):
+                    for method in methods:
+                        ts = []
+                        for m in (2, 5):
+                            C = C0.copy()
+                            c0 = time.process_time()
+                            _kmeans.lloyd(X, None, C, m, 0.0, method, 0)
+                            ts.append(time.process_time() - c0)
+                        res[method].append((ts[1] - ts[0]) / 3)
+                t = {m: float(np.median(v)) for m, v in res.items()}
+                sm = f"{t['small'] * 1e3:.2f}" if "small" in t else "-"
+                sr = f"{t['small'] / t['lanes']:.2f}" if "small" in t else "-"
+                say(f"| {dt} | {d} | {K} | {_kmeans.kernel(d, K)} | {sm} | "
+                    f"{t['tile'] * 1e3:.2f} | {t['lanes'] * 1e3:.2f} | {sr} | "
+                    f"{t['tile'] / t['lanes']:.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N=2e5 and every other row")
@@ -250,6 +288,8 @@ def main():
                     help="leave OMP_WAIT_POLICY alone (OpenMP's default spinning)")
     ap.add_argument("--crossover", action="store_true",
                     help="tile vs BLAS per (d, K) instead of the peer table")
+    ap.add_argument("--kernels", action="store_true",
+                    help="the no-BLAS kernels (small-d, tile, lanes) per (d, K)")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
@@ -275,6 +315,8 @@ def main():
         say(s)
     if args.crossover:
         crossover(args.d, args.K, args.repeats, say)
+    elif args.kernels:
+        kernels(args.d, args.K, args.repeats, say)
     else:
         lloyd_rows(QUICK_ROWS if args.quick else ROWS, args.repeats, bw, gemm, have_faiss, say)
         if not args.no_elkan:

@@ -94,8 +94,10 @@
  *   passes use the small-d kernel (every center read as broadcasts, no
  *   padding, several point vectors in flight, row-packed sums) for
  *   d <= SMALL_MAX_D and K <= SMALL_MAX_K, at d = SMALL_MAX_D only up to
- *   K = SMALL_MAX_K_AT_MAX_D; the tile otherwise.  Labels are the same bits
- *   either way.  Measured (C harness, N = 1e6 uniform, float64, 1 thread,
+ *   K = SMALL_MAX_K_AT_MAX_D; the lanes kernel otherwise (the tile before
+ *   the third round: the measurements below are against the tile).  Labels
+ *   are the same bits either way.  ML_KM_SMALL_KERNEL_D: the largest d the
+ *   small-d kernel is compiled for (method="small" forces it up to there).  Measured (C harness, N = 1e6 uniform, float64, 1 thread,
  *   CPU ms per iteration, tile / small kernel): d = 2: 1.58 (K = 8), 1.61
  *   (32), 1.51 (64), 1.03 (128); d = 3, K = 64: 1.34; d = 4: 1.18 (32),
  *   1.25 (64); d = 5: 1.60 (8), 1.27 (32); d = 6, K = 16: 1.28; d = 8: 1.22
@@ -191,7 +193,8 @@
 int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
- * whether a gemm is supplied).  The one place the path is chosen. */
+ * whether a gemm is supplied).  The one place BLAS is chosen (ml_kmeans_kernel
+ * and the pruned pass both ask it). */
 int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
 
 /* Whether algorithm="auto" should prune (ml_kmeans_hamerly) for (d, K). */

@@ -399,6 +399,7 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 {
     const int level = ml_simd_level();
     const ptrdiff_t VL = KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL);
+    (void)level;  /* unused where KM_LANES_VB does not depend on it */
 #if KM_HAVE_VEC
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
     FN(km_lanes_fn) f;
