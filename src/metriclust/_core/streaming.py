@@ -88,18 +88,18 @@ def _lloyd_block(block, old, w, centers, shift, n_threads, with_inertia, center_
     """Labels and the reduced part of one Lloyd step on a block (``lloyd_partial``),
     and how many labels differ from ``old``.
 
-    ``center_first``: the block is a temporary (a transform's output): subtract the
-    shift from it in place first, so that the distances are those of the in-memory
-    core on its centred copy of the data, to the bit (``lloyd_partial`` otherwise
-    assigns the rows as read to the centers moved back by the shift: no copy of
-    the block, the same labels except at near-ties).
+    ``center_first``: subtract the shift first ("inplace": the block is a temporary,
+    a transform's output; "copy": into a new array), so that the distances are
+    those of the in-memory core on its centred copy of the data, to the bit
+    (``lloyd_partial`` otherwise assigns the rows as read to the centers moved back
+    by the shift: no copy of the block, the same labels except at near-ties).
     """
     if center_first and shift is not None:
-        shift = np.asarray(shift, dtype=block.dtype)
-        if block.flags.writeable:
-            np.subtract(block, shift, out=block)
-        else:                   # a transform that passes X's (read-only) rows through
-            block = block - shift
+        sh = np.asarray(shift, dtype=block.dtype)
+        if center_first == "inplace" and block.flags.writeable:
+            np.subtract(block, sh, out=block)
+        else:                   # or a transform that passes X's (read-only) rows through
+            block = block - sh
         shift = None
     sums, counts, inertia, labels = lloyd_partial(block, centers, w, shift, n_threads,
                                                   with_inertia=with_inertia)
@@ -362,9 +362,11 @@ def relocate_empty(src, centers, shift, weights, labels, sums, counts, transform
 def lloyd_pass(src, centers, shift, weights, labels, *, with_inertia=False, transform=None):
     """One Lloyd pass: labels updated in ``labels`` (a RowArray), and the block partials
     reduced in block order: ``(sums, counts, inertia, n_changed)``."""
+    # centred first: transformed blocks (temporaries, in place) and Dask chunks (a
+    # copy, cheap next to a task's overhead); a memmap's blocks are assigned as read
+    mode = "inplace" if transform is not None else ("copy" if src.kind == "dask" else False)
     _, parts = src.map_keep(_lloyd_block, centers, shift, src.n_threads, with_inertia,
-                            transform is not None, rows=(labels, weights), out=labels,
-                            transform=transform)
+                            mode, rows=(labels, weights), out=labels, transform=transform)
     sums, counts, inertia, changed = reduce_partials(
         [(s, c, i, np.float64(ch)) for s, c, i, ch in parts])
     return sums, counts, inertia, int(changed)
@@ -536,9 +538,13 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
 
     The iteration is the k-means core's (:func:`metriclust._core.kmeans.kmeans`
     with ``algorithm="lloyd"``): X centered by its weighted mean (the same
-    float64 block sums), then :func:`lloyd`. Labels equal the in-memory fit's
-    on data whose assignment has no near-ties (the distances are rounded
-    differently); centers agree to rounding, and the result does not depend on
+    float64 block sums), then :func:`lloyd`. Local backend: labels equal the
+    in-memory fit's on data whose assignment has no near-ties (a memmap's
+    blocks are assigned as read, against the centers moved back by the shift:
+    no copy of the block, the distances rounded differently); Dask: every
+    chunk is centred first, the in-memory arithmetic (on 4e5 x 8 uniform
+    float32 rows, K = 16, 4 iterations: 0 labels differ on Dask, 19 on a
+    memmap). Centers agree to rounding, and the result does not depend on
     ``block_rows`` beyond rounding, nor on the thread count at all.
 
     Seeding: see :func:`seed` (``"k-means++"`` on a sample of
