@@ -50,3 +50,20 @@ else:
     settings.register_profile("long", max_examples=1000, deadline=None, database=None,
                               suppress_health_check=_slow_ok, print_blob=True)
     settings.load_profile(os.environ.get("METRICLUST_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real distributed.LocalCluster (2 worker processes, 1 thread each) and its
+    client, for the Dask tests of one module; closed after them."""
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()

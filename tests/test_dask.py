@@ -8,7 +8,6 @@ the float64 sums (their order differs: by chunk here, by OpenMP segment in
 memory).
 """
 
-import logging
 import subprocess
 import sys
 
@@ -24,18 +23,6 @@ from metriclust._dask import seed_centers  # noqa: E402
 
 # centers and inertia: relative agreement with the in-memory fit, by dtype
 RTOL = {np.float32: 1e-5, np.float64: 1e-10}
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=logging.ERROR)
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def _blobs(n, p, k, seed, dtype=np.float64, spread=1.0, offset=0.0):

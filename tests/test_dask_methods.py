@@ -6,8 +6,6 @@ in-memory fit of the same data from the same start; tolerances as in
 ``test_out_of_core_methods.py`` (the sums differ only in their order).
 """
 
-import logging
-
 import numpy as np
 import pytest
 
@@ -17,43 +15,16 @@ distributed = pytest.importorskip("distributed")
 from metriclust import CPDUML, MMC  # noqa: E402
 from metriclust._core import cpd_blockwise as cb  # noqa: E402
 import metriclust.cpduml as cpduml_module  # noqa: E402
+from _blocks import blobs, similar_pairs  # noqa: E402
 
 J_RTOL, A_RTOL, CPD_RTOL = 1e-10, 1e-6, 1e-8
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=logging.ERROR)
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
-def _blobs(n, p, k, seed, spread=1.0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=4.0, size=(k, p))
-    y = rng.integers(k, size=n)
-    return centers[y] + spread * rng.normal(size=(n, p)), y
-
-
-def _similar(y, m, rng):
-    S = []
-    while len(S) < m:
-        i, j = rng.integers(len(y), size=2)
-        if i != j and y[i] == y[j]:
-            S.append((i, j))
-    return np.array(S, dtype=np.int64)
-
-
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_mmc_all_pairs_equals_in_memory(client, diagonal):
-    X, y = _blobs(240, 4, 3, seed=3)
+    X, y = blobs(240, 4, 3, seed=3)
     X[:, 0] *= 5.0
-    S = _similar(y, 60, np.random.default_rng(3))
+    S = similar_pairs(y, 60, np.random.default_rng(3))
     ref = MMC(diagonal=diagonal, tol=1e-9).fit(X, similar=S)
     Xd = da.from_array(X, chunks=((60, 100, 80), 4))          # uneven chunks
     got = MMC(diagonal=diagonal, tol=1e-9).fit(Xd, similar=S)
@@ -65,9 +36,9 @@ def test_mmc_all_pairs_equals_in_memory(client, diagonal):
 
 
 def test_mmc_all_pairs_covariance_init(client):
-    X, y = _blobs(240, 4, 3, seed=6)
+    X, y = blobs(240, 4, 3, seed=6)
     X[:, 0] *= 5.0
-    S = _similar(y, 60, np.random.default_rng(6))
+    S = similar_pairs(y, 60, np.random.default_rng(6))
     ref = MMC(init="covariance", tol=1e-9).fit(X, similar=S)
     assert ref.converged_
     got = MMC(init="covariance", tol=1e-9).fit(da.from_array(X, chunks=(70, 4)), similar=S)
@@ -89,7 +60,7 @@ def test_cpduml_nystrom_equals_in_memory(client):
     # itself below 100,000 rows, so the whole fit is the in-memory one.
     # (n_init=1: restarts ending in one partition numbered differently tie to
     # rounding; either may be kept.)
-    X, _ = _blobs(900, 3, 3, seed=8, spread=1.5)
+    X, _ = blobs(900, 3, 3, seed=8, spread=1.5)
     ref = _cpd(n_init=1).fit(X)
     got = _cpd(n_init=1).fit(da.from_array(X, chunks=((300, 250, 350), 3)))
     np.testing.assert_array_equal(got.labels_, ref.labels_)
@@ -100,7 +71,7 @@ def test_cpduml_nystrom_equals_in_memory_from_the_same_start(client, monkeypatch
     # The same start partition given to both fits (the start's k-means is
     # the engine's, tested in test_dask.py): every later step (Psi-steps,
     # warm Lloyd on the moved chunks) must agree.
-    X, _ = _blobs(900, 3, 3, seed=8, spread=1.5)
+    X, _ = blobs(900, 3, 3, seed=8, spread=1.5)
     start = np.asarray(np.argmin(((X[:, None, :] - X[[0, 1, 2]][None]) ** 2).sum(-1), 1),
                        dtype=np.int64)
     monkeypatch.setattr(cpduml_module, "_spectral_partition", lambda *a, **k: start.copy())
@@ -127,14 +98,14 @@ def test_cpduml_nystrom_equals_in_memory_from_the_same_start(client, monkeypatch
 
 def test_cpduml_dask_spectral_start_is_a_good_partition(client):
     # without the patch: the start on the spectral coordinates finds the blobs
-    X, y = _blobs(900, 3, 3, seed=8, spread=0.5)
+    X, y = blobs(900, 3, 3, seed=8, spread=0.5)
     got = _cpd(random_state=2).fit(da.from_array(X, chunks=(300, 3)))
     from metriclust.metrics import adjusted_rand_index
     assert adjusted_rand_index(y, got.labels_) > 0.95
 
 
 def test_cpduml_dask_refuses_other_paths(client):
-    X, _ = _blobs(300, 3, 3, seed=1)
+    X, _ = blobs(300, 3, 3, seed=1)
     Xd = da.from_array(X, chunks=(100, 3))
     with pytest.raises(TypeError, match="Nystrom"):
         CPDUML(3).fit(Xd)                       # auto -> dense at 300 points

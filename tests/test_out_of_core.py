@@ -11,23 +11,7 @@ import pytest
 
 from metriclust._core import blockwise as bw
 
-
-def _memmap(tmp_path, X, name="X.npy"):
-    path = tmp_path / name
-    np.save(path, X)
-    return np.load(path, mmap_mode="r")
-
-
-class _RowSliceable:
-    """An h5py/zarr-like array: shape, dtype, row slicing, not an ndarray."""
-
-    def __init__(self, a):
-        self._a = a
-        self.shape = a.shape
-        self.dtype = a.dtype
-
-    def __getitem__(self, key):
-        return np.array(self._a[key])
+from _blocks import RowSliceable, memmap
 
 
 @pytest.fixture
@@ -40,11 +24,11 @@ def data():
 
 
 def test_is_out_of_core(tmp_path, data):
-    M = _memmap(tmp_path, data)
+    M = memmap(tmp_path, data)
     assert bw.is_out_of_core(M)
     assert bw.is_out_of_core(M[10:20])
     assert bw.is_out_of_core(np.asarray(M))  # an ndarray view of the memmap
-    assert bw.is_out_of_core(_RowSliceable(data))
+    assert bw.is_out_of_core(RowSliceable(data))
     assert not bw.is_out_of_core(data)
     assert not bw.is_out_of_core(data.tolist())
     assert not bw.is_out_of_core(np.array(M))  # a copy in RAM
@@ -69,13 +53,13 @@ def test_default_block_rows_formula():
 def test_read_block_checks_name_row_range(tmp_path, data):
     bad = data.copy()
     bad[507, 3] = np.nan
-    M = _memmap(tmp_path, bad)
+    M = memmap(tmp_path, bad)
     assert bw.read_block(M, 0, 500, np.float64).flags.c_contiguous
     with pytest.raises(ValueError, match=r"Xtrain contains NaN at row 507, column 3.*500:1000"):
         bw.read_block(M, 500, 1000, np.float64, name="Xtrain")
     huge = data.astype(np.float32)
     huge[2, 0] = 1e30
-    M = _memmap(tmp_path, huge, "huge.npy")
+    M = memmap(tmp_path, huge, "huge.npy")
     with pytest.raises(ValueError, match=r"X has a value of magnitude 1e\+30 in rows 0:4"):
         bw.read_block(M, 0, 4, np.float32)
 
@@ -159,7 +143,7 @@ def _blobs(n=3000, p=4, k=5, seed=0, dtype=np.float64, offset=50.0):
 @pytest.mark.parametrize("block_rows", [None, 100, 7])
 def test_kmeans_memmap_equals_in_memory(tmp_path, dtype, rtol, block_rows):
     X = _blobs(dtype=dtype)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     ref = KMeans(5, random_state=3, tol=0).fit(X)
     km = KMeans(5, random_state=3, tol=0).fit(M, block_rows=block_rows)
     np.testing.assert_array_equal(km.labels_, ref.labels_)
@@ -177,7 +161,7 @@ def test_kmeans_memmap_equals_in_memory(tmp_path, dtype, rtol, block_rows):
 def test_kmeans_memmap_inits_weights_restarts(tmp_path, init):
     X = _blobs(n=2000, k=4, seed=1)
     w = np.random.default_rng(2).integers(0, 4, size=len(X)).astype(float)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     init_ = X[[0, 1, 2, 3]] if init == "array" else init
     n_init = 1 if init == "array" else 3
     kw = dict(init=init_, n_init=n_init, random_state=7, tol=1e-4)
@@ -192,7 +176,7 @@ def test_kmeans_memmap_inits_weights_restarts(tmp_path, init):
 def test_kmeans_row_sliceable_and_integer_data(tmp_path):
     X = np.rint(_blobs(n=1500, k=3, seed=4) * 10).astype(np.int32)
     ref = KMeans(3, random_state=0).fit(X)
-    km = KMeans(3, random_state=0).fit(_RowSliceable(X), block_rows=256)
+    km = KMeans(3, random_state=0).fit(RowSliceable(X), block_rows=256)
     np.testing.assert_array_equal(km.labels_, ref.labels_)
     assert km.cluster_centers_.dtype == np.float64
     np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
@@ -202,7 +186,7 @@ def test_kmeans_empty_cluster_relocation_matches(tmp_path):
     # a far outlier group and a center placed where no point is nearest
     X = _blobs(n=600, k=3, seed=5)
     init = np.vstack([X[:3], np.full((1, X.shape[1]), 1e4)])
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     ref = KMeans(4, init=init, n_init=1).fit(X)
     km = KMeans(4, init=init, n_init=1).fit(M, block_rows=50)
     np.testing.assert_array_equal(km.labels_, ref.labels_)
@@ -213,7 +197,7 @@ def test_kmeans_empty_cluster_relocation_matches(tmp_path):
 def test_kmeans_memmap_block_size_and_thread_invariant(tmp_path):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     X = _blobs(n=5000, p=6, k=6, seed=6, dtype=np.float32)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     fits = []
     for b, nt in [(5000, 2), (777, 2), (777, 1), (64, 1)]:
         with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
@@ -229,10 +213,10 @@ def test_kmeans_memmap_block_size_and_thread_invariant(tmp_path):
 def test_kmeans_memmap_bad_input(tmp_path):
     X = _blobs(n=500)
     X[321, 2] = np.inf
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     with pytest.raises(ValueError, match="infinity at row 321, column 2"):
         KMeans(3).fit(M, block_rows=100)
-    M = _memmap(tmp_path, _blobs(n=500), "ok.npy")
+    M = memmap(tmp_path, _blobs(n=500), "ok.npy")
     with pytest.raises(ValueError, match="online"):
         KMeans(3, algorithm="online").fit(M, block_rows=100)
     with pytest.raises(ValueError, match="convergence='objective'"):
@@ -243,14 +227,14 @@ def test_kmeans_memmap_bad_input(tmp_path):
                                       KMeans(3, random_state=0, **kw).fit(np.asarray(M)).labels_)
     km = KMeans(3, random_state=0).fit(M)
     with pytest.raises(ValueError, match="3 features"):
-        km.predict(_memmap(tmp_path, np.zeros((5, 3)), "narrow.npy"))
+        km.predict(memmap(tmp_path, np.zeros((5, 3)), "narrow.npy"))
 
 
 def test_kmeans_memmap_does_not_copy_x(tmp_path):
     import tracemalloc
 
     X = _blobs(n=400_000, p=8, k=4, seed=8)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     init = X[[0, 1, 2, 3]].copy()
     del X
     tracemalloc.start()
@@ -465,7 +449,7 @@ def test_mmc_memmap_reads_only_pair_rows(tmp_path, monkeypatch):
     D = rng.integers(0, 3000, size=(60, 2))
     D = D[D[:, 0] != D[:, 1]]
     ref = MMC(random_state=0).fit(X, similar=S, dissimilar=D)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     seen = {}
     real = streaming.gather_pair_rows
 
@@ -512,7 +496,7 @@ def _row_norms(block, scale):
 
 
 def test_engine_local_map_reduce_rows_in_block_order(tmp_path, data):
-    M = _memmap(tmp_path, data)
+    M = memmap(tmp_path, data)
     src = source(M, block_rows=77)
     assert src.kind == "local" and src.n_blocks == 14 and src.shape == data.shape
     ref = [data[s:e].sum(axis=0) for s, e in src.bounds]
@@ -531,7 +515,7 @@ def test_engine_local_map_reduce_rows_in_block_order(tmp_path, data):
     np.testing.assert_array_equal(src.take_rows([900, 5, 5, 0]), data[[900, 5, 5, 0]])
     np.testing.assert_allclose(src.rowwise(_row_norms, 2.0),
                                2.0 * np.linalg.norm(data, axis=1), rtol=1e-14)
-    Xr = _RowSliceable(data)
+    Xr = RowSliceable(data)
     np.testing.assert_array_equal(source(Xr, block_rows=100).take_rows([999, 3]),
                                   data[[999, 3]])
     with pytest.raises(ValueError, match="block_rows"):
@@ -539,13 +523,13 @@ def test_engine_local_map_reduce_rows_in_block_order(tmp_path, data):
     bad = data.copy()
     bad[500, 1] = np.nan
     with pytest.raises(ValueError, match="NaN at row 500, column 1"):
-        source(_memmap(tmp_path, bad, "bad.npy"), block_rows=77).reduce(_col_sums)
+        source(memmap(tmp_path, bad, "bad.npy"), block_rows=77).reduce(_col_sums)
 
 
 def test_kmeans_parallel_init_on_memmap(tmp_path):
     # k-means|| runs on the same engine for a memmap: as good as k-means++ in memory
     X = _blobs(n=6000, p=3, k=8, seed=14, offset=0.0)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     got = [KMeans(8, init="k-means||", random_state=s).fit(M, block_rows=700).inertia_
            for s in range(4)]
     ref = [KMeans(8, random_state=s).fit(X).inertia_ for s in range(4)]
@@ -580,7 +564,7 @@ def test_cpcm_memmap_equals_in_memory_fit(tmp_path, predictor, dtype):
     if predictor == "kernel":
         kw["n_components"] = 40
     ref = CPCM(3, **kw).fit(X)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     got = CPCM(3, **kw).fit(M, block_rows=5000)
     assert got.search_size_ == ref.search_size_ == 20000
     assert got.labels_.dtype == np.int32
@@ -604,7 +588,7 @@ def test_cpcm_memmap_equals_in_memory_fit(tmp_path, predictor, dtype):
 def test_cpcm_memmap_block_size_and_thread_invariant(tmp_path):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     X = _cpcm_data(np.float64)
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     fits = []
     for b, nt in [(24000, 2), (3001, 2), (3001, 1)]:
         with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
@@ -620,7 +604,7 @@ def test_cpcm_memmap_block_size_and_thread_invariant(tmp_path):
 
 
 def test_cpcm_memmap_small_or_other_predictors_in_memory(tmp_path):
-    M = _memmap(tmp_path, _cpcm_data(np.float64, n=300))
+    M = memmap(tmp_path, _cpcm_data(np.float64, n=300))
     # stepwise and lda have no block path: X is read into memory
     np.testing.assert_array_equal(
         CPCM(2, predictor="stepwise", random_state=0, n_init=2).fit(M).labels_,
@@ -638,7 +622,7 @@ def test_kmeans_blockwise_of_a_per_block_transform(tmp_path):
     X = _blobs(n=3000, p=4, k=4, seed=15)
     B = np.random.default_rng(1).normal(size=(4, 3))
     b0 = np.array([1.0, -2.0, 0.5])
-    M = _memmap(tmp_path, X)
+    M = memmap(tmp_path, X)
     got = kmeans_blockwise(M, 4, random_state=2, block_rows=400, transform=Affine(B, b0))
     ref = kmeans(np.ascontiguousarray(X @ B + b0), 4, random_state=2)
     np.testing.assert_array_equal(got.labels, ref.labels)

@@ -13,52 +13,7 @@ from metriclust._core import cpd_blockwise as cb
 from metriclust._core import pairs_blockwise as pb
 from metriclust._kernels import _pairwise
 
-
-def _memmap(tmp_path, X, name="X.npy"):
-    path = tmp_path / name
-    np.save(path, X)
-    return np.load(path, mmap_mode="r")
-
-
-class _RowSliceable:
-    """An h5py/zarr-like array: shape, dtype, row slicing, not an ndarray."""
-
-    def __init__(self, a):
-        self._a = a
-        self.shape = a.shape
-        self.dtype = a.dtype
-
-    def __getitem__(self, key):
-        return np.array(self._a[key])
-
-
-class _Recording(_RowSliceable):
-    """Row-sliceable, and records how many rows each read fetched."""
-
-    def __init__(self, a):
-        super().__init__(a)
-        self.reads = []
-
-    def __getitem__(self, key):
-        out = super().__getitem__(key)
-        self.reads.append(out.shape[0] if out.ndim else 1)
-        return out
-
-
-def _blobs(n, p, k, seed, spread=1.0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=4.0, size=(k, p))
-    y = rng.integers(k, size=n)
-    return centers[y] + spread * rng.normal(size=(n, p)), y
-
-
-def _similar(y, m, rng):
-    S = []
-    while len(S) < m:
-        i, j = rng.integers(len(y), size=2)
-        if i != j and y[i] == y[j]:
-            S.append((i, j))
-    return np.array(S, dtype=np.int64)
+from _blocks import Recording, RowSliceable, blobs, memmap, similar_pairs
 
 
 # ------------------------------------------------------------------ the kernels
@@ -91,7 +46,7 @@ def test_block_pairs_sum_to_all_pairs(tmp_path, block_rows):
     Lt = rng.normal(size=(5, 5))
     mean = X.mean(axis=0)
     h_ref, G_ref = _pairwise.allpairs_full(X - mean, (X - mean) @ Lt)
-    pair_map = pb.memmap_allpairs(_memmap(tmp_path, X), block_rows, mean)
+    pair_map = pb.memmap_allpairs(memmap(tmp_path, X), block_rows, mean)
     parts = pair_map(pb.allpairs_block_partial, None, Lt)
     assert len(parts) == len(pb.block_pairs(pair_map.n_blocks))
     h = sum(p[0] for p in parts)
@@ -106,7 +61,7 @@ def test_block_pairs_diagonal_sums(tmp_path, block_rows):
     X = rng.normal(size=(90, 4))
     a = rng.uniform(0.1, 2.0, size=4)
     ref = _pairwise.pairs_diag(X - X.mean(0), None, a, True, True, zero_pairs=True)
-    pair_map = pb.memmap_allpairs(_memmap(tmp_path, X), block_rows, X.mean(0))
+    pair_map = pb.memmap_allpairs(memmap(tmp_path, X), block_rows, X.mean(0))
     parts = pair_map(pb.alldiag_block_partial, None, a, hessian=True)
     for k in range(4):
         got = sum(p[k] for p in parts)
@@ -159,9 +114,9 @@ J_RTOL, A_RTOL = 1e-10, 1e-6
 
 
 def _mmc_data(seed=3, n=240, p=4):
-    X, y = _blobs(n, p, 3, seed)
+    X, y = blobs(n, p, 3, seed)
     X[:, 0] *= 5.0                                   # something to learn
-    S = _similar(y, 60, np.random.default_rng(seed))
+    S = similar_pairs(y, 60, np.random.default_rng(seed))
     return X, S
 
 
@@ -178,7 +133,7 @@ def test_mmc_all_pairs_memmap_equals_in_memory(tmp_path, block_rows, diagonal):
     X, S = _mmc_data()
     ref = MMC(diagonal=diagonal, tol=1e-9).fit(X, similar=S)
     assert ref.converged_
-    got = MMC(diagonal=diagonal, tol=1e-9).fit(_memmap(tmp_path, X), similar=S,
+    got = MMC(diagonal=diagonal, tol=1e-9).fit(memmap(tmp_path, X), similar=S,
                                                block_rows=block_rows)
     _assert_same_metric(got, ref)
     assert got.converged_
@@ -190,7 +145,7 @@ def test_mmc_all_pairs_float32_and_row_sliceable(tmp_path):
     X = X.astype(np.float32)
     ref = MMC(tol=1e-9).fit(X, similar=S)
     assert ref.converged_
-    for src in (_memmap(tmp_path, X), _RowSliceable(X)):
+    for src in (memmap(tmp_path, X), RowSliceable(X)):
         _assert_same_metric(MMC(tol=1e-9).fit(src, similar=S, block_rows=60), ref)
 
 
@@ -198,7 +153,7 @@ def test_mmc_all_pairs_covariance_init_and_transform(tmp_path):
     X, S = _mmc_data(seed=6)
     ref = MMC(init="covariance", tol=1e-9).fit(X, similar=S)
     assert ref.converged_
-    got = MMC(init="covariance", tol=1e-9).fit(_memmap(tmp_path, X), similar=S,
+    got = MMC(init="covariance", tol=1e-9).fit(memmap(tmp_path, X), similar=S,
                                                block_rows=70)
     _assert_same_metric(got, ref)
     # the learned map: distances agree (components_ may differ in sign/rotation)
@@ -210,14 +165,14 @@ def test_mmc_all_pairs_covariance_init_and_transform(tmp_path):
 def test_mmc_all_pairs_reads_blocks_not_x_whole(tmp_path):
     # the all-pairs sums run block pair by block pair; no read is larger than a block
     X, S = _mmc_data(seed=6, n=200)
-    Xr = _Recording(X)
+    Xr = Recording(X)
     MMC(tol=1e-6).fit(Xr, similar=S, block_rows=40)
     assert Xr.reads and max(Xr.reads) <= 40
 
 
 def test_mmc_all_pairs_bad_input(tmp_path):
     X, S = _mmc_data(seed=7, n=60)
-    Xm = _memmap(tmp_path, X)
+    Xm = memmap(tmp_path, X)
     with pytest.raises(ValueError, match="similar"):
         MMC().fit(Xm, similar=S + 1000)
     with pytest.raises(ValueError, match="block_rows"):
@@ -231,7 +186,7 @@ CPD_RTOL = 1e-8
 
 
 def _cpd_data(seed=8, n=900, p=3):
-    X, _ = _blobs(n, p, 3, seed, spread=1.5)
+    X, _ = blobs(n, p, 3, seed, spread=1.5)
     return X
 
 
@@ -270,14 +225,14 @@ def test_cpduml_nystrom_memmap_equals_in_memory(tmp_path, block_rows):
     X = _cpd_data()
     ref = _cpd().fit(X)
     assert ref.n_iter_ >= 2                         # the alternation really ran
-    got = _cpd().fit(_memmap(tmp_path, X), block_rows=block_rows)
+    got = _cpd().fit(memmap(tmp_path, X), block_rows=block_rows)
     _assert_same_cpd(got, ref, X)
 
 
 def test_cpduml_nystrom_float32_row_sliceable(tmp_path):
     X = _cpd_data(seed=9).astype(np.float32)
     ref = _cpd(random_state=1).fit(X)
-    got = _cpd(random_state=1).fit(_RowSliceable(X), block_rows=200)
+    got = _cpd(random_state=1).fit(RowSliceable(X), block_rows=200)
     _assert_same_cpd(got, ref, X.astype(np.float64))
 
 
@@ -288,7 +243,7 @@ def test_cpduml_auto_selection_memmap_equals_in_memory(tmp_path):
     # labels permuted.)
     X = _cpd_data(seed=10, n=1300)
     ref = _cpd(sigma="auto", lam="auto", n_init=1).fit(X)
-    got = _cpd(sigma="auto", lam="auto", n_init=1).fit(_memmap(tmp_path, X), block_rows=400)
+    got = _cpd(sigma="auto", lam="auto", n_init=1).fit(memmap(tmp_path, X), block_rows=400)
     assert got.selection_ == ref.selection_
     _assert_same_cpd(got, ref, X)
 
@@ -296,7 +251,7 @@ def test_cpduml_auto_selection_memmap_equals_in_memory(tmp_path):
 def test_cpduml_blockwise_reads_blocks_only(tmp_path):
     # no read of X larger than a block (landmarks and samples: their rows only)
     X = _cpd_data(seed=11, n=600)
-    Xr = _Recording(X)
+    Xr = Recording(X)
     est = _cpd().fit(Xr, block_rows=100)
     assert Xr.reads and max(Xr.reads) <= 100
     assert isinstance(est.embedding_, cb.RowMap)
@@ -307,7 +262,7 @@ def test_cpduml_memmap_dense_path_unchanged(tmp_path):
     # the exact (dense) path still reads X whole: same result as in memory
     X = _cpd_data(seed=12, n=200)
     ref = _cpd(approximation="dense").fit(X)
-    got = _cpd(approximation="dense").fit(_memmap(tmp_path, X))
+    got = _cpd(approximation="dense").fit(memmap(tmp_path, X))
     np.testing.assert_array_equal(got.labels_, ref.labels_)
     np.testing.assert_array_equal(got.embedding_, ref.embedding_)
 
@@ -334,7 +289,7 @@ def test_blockwise_fits_thread_invariant(tmp_path):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     X, S = _mmc_data(seed=3, n=300)
     Xc = _cpd_data(seed=14, n=500)
-    Xm, Xcm = _memmap(tmp_path, X), _memmap(tmp_path, Xc, "C.npy")
+    Xm, Xcm = memmap(tmp_path, X), memmap(tmp_path, Xc, "C.npy")
     out = []
     for nt in (1, 2):
         with threadpoolctl.threadpool_limits(nt, user_api="openmp"):
