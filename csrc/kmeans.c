@@ -1,4 +1,4 @@
-/* The k-means core (SPEC 0.1): see kmeans.h.  The kernels are written once
+/* The k-means core: see kmeans.h.  The kernels are written once
  * in kmeans_impl.h and instantiated here for float64 and float32. */
 #include "kmeans.h"
 

@@ -1,4 +1,4 @@
-/* The one k-means core (SPEC 0.1): Lloyd, the sequential (online) update,
+/* The one k-means core: Lloyd, the sequential (online) update,
  * nearest-center assignment and the k-means++ seeding step.
  *
  * Data layout: X is n x d row-major (C order), centers K x d row-major,

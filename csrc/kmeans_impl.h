@@ -1505,7 +1505,7 @@ done:
  * weighted per-cluster sums (K x d, float64) and weights (K), and its inertia
  * under those labels.  The same pass as one Lloyd iteration (the same
  * segments and fixed-order reduction), so the outputs do not depend on the
- * thread count. */
+ * thread count.  inertia may be NULL (not computed). */
 int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
                                     ptrdiff_t d, const REAL *centers,
                                     ptrdiff_t K, double *sums, double *wsum,
@@ -1522,8 +1522,10 @@ int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
     int64_t changed;
     FN(pass)(&ws, NULL, X, w, centers, lab, sums, wsum, &changed);
     if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
-    st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
-    if (st != ML_OK) goto done;
+    if (inertia) {  /* a second read of the block: only when asked for */
+        st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
+        if (st != ML_OK) goto done;
+    }
     FN(lab_out)(lab, n, labels);
 done:
     free(lab);

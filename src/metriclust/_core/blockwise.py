@@ -336,10 +336,11 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         labels = np.empty(m, dtype=np.int64)
         sums, counts = np.empty((k, p)), np.empty(k)
         with guard:
-            inertia = float(_k.assign_accumulate(Bx, None, Cx, sums, counts, labels, "auto", nt))
+            inertia = float(_k.assign_accumulate(Bx, None, Cx, sums, counts, labels, "auto", nt,
+                                                 with_inertia))
         if s is not None:
             sums -= counts[:, None] * s.astype(np.float64)
-        return sums, counts, inertia if with_inertia else float("nan"), labels
+        return sums, counts, inertia, labels
     chunk = max(1, CHUNK_BYTES // max(1, p * B.dtype.itemsize))
     buf = np.empty((min(chunk, m), p), dtype=B.dtype)
     labels = np.empty(m, dtype=np.int64)

@@ -257,7 +257,7 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
 
 def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, ::1] centers,
                       double[:, ::1] sums_out, double[::1] counts_out, int64_t[::1] labels_out,
-                      method="auto", int n_threads=0):
+                      method="auto", int n_threads=0, bint with_inertia=True):
     """One block of a Lloyd iteration: labels, per-cluster sums and weights, inertia.
 
     Fills ``labels_out`` (int64, n) with each row's nearest center (ties to
@@ -267,7 +267,8 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
     (weighted squared distances to the assigned centers, float64). These are
     the labels and sums of one pass of ``lloyd``, bit for bit, whatever
     ``n_threads``; reduce several blocks' outputs in a fixed order to keep
-    that property.
+    that property. ``with_inertia=False`` skips the inertia (a second read
+    of the block) and returns NaN.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     cdef int code = _method_code(method)
@@ -294,20 +295,21 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
         wv = w
         wp = &wv[0]
     cdef double inertia = 0
+    cdef double *inertia_out = &inertia if with_inertia else NULL
     cdef int status
     cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
             status = ml_kmeans_assign_accumulate_f64(
                 &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
-                &labels_out[0], &inertia, <ml_dgemm_fn>dgemm, code, n_threads)
+                &labels_out[0], inertia_out, <ml_dgemm_fn>dgemm, code, n_threads)
         else:
             status = ml_kmeans_assign_accumulate_f32(
                 &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
-                &labels_out[0], &inertia, <ml_sgemm_fn>sgemm, code, n_threads)
+                &labels_out[0], inertia_out, <ml_sgemm_fn>sgemm, code, n_threads)
     interrupt_leave(entered, status)
     _raise(status, "assign_accumulate")
-    return inertia
+    return inertia if with_inertia else float("nan")
 
 
 def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candidates,
