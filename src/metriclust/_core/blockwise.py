@@ -35,7 +35,7 @@ import numpy as np
 from .._kernels import _kmeans as _k
 from .._kernels._sums import cluster_sums
 from .threads import effective_n_threads, single_blas_thread
-from .validation import max_abs_value
+from .validation import check_magnitude
 
 __all__ = [
     "check_block",
@@ -210,16 +210,8 @@ def check_block(block, start, n_total, name="X"):
             f"Input {name} contains {kind} at row {start + r}, column {c} "
             f"(in rows {start}:{stop}, {len(bad)} non-finite value(s) in that block).")
     p = block.shape[1]
-    limit = max_abs_value(block.dtype, n_total, p)
-    biggest = max(hi, -lo)
-    if biggest > limit:
-        remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
-        if block.dtype == np.float32:
-            remedy += ", or pass float64 data"
-        raise ValueError(
-            f"Input {name} has a value of magnitude {biggest:.3g} in rows {start}:{stop}; "
-            f"with its shape {(n_total, p)} and dtype {block.dtype}, values above "
-            f"{limit:.3g} would make squared distances overflow. {remedy}.")
+    check_magnitude(hi, lo, block.dtype, n_total, p, name=name, shape=(n_total, p),
+                    where=f" in rows {start}:{stop}")
 
 
 def iter_blocks(X, dtype, block_rows=None, *, name="X", ensure_finite=True):

@@ -173,6 +173,24 @@ def max_abs_value(dtype, n_samples, n_features):
     return limit
 
 
+def check_magnitude(hi, lo, dtype, n_samples, n_features, *, name, shape, where=""):
+    """Refuse an input whose largest and smallest values ``hi``, ``lo`` exceed
+    :func:`max_abs_value` for ``(n_samples, n_features)``: a ValueError naming
+    ``name``, its ``shape`` and dtype, the limit and the remedy (``where``, e.g.
+    " in rows a:b", placed after the magnitude)."""
+    limit = max_abs_value(dtype, n_samples, n_features)
+    biggest = max(hi, -lo)
+    if biggest > limit:
+        remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
+        if np.dtype(dtype) == np.float32:
+            remedy += ", or pass float64 data"
+        raise ValueError(
+            f"Input {name} has a value of magnitude {biggest:.3g}{where}; with its shape "
+            f"{shape} and dtype {np.dtype(dtype)}, values above {limit:.3g} would make "
+            f"squared distances overflow. {remedy}."
+        )
+
+
 def _check_finite(arr, name):
     # max and min propagate NaN and show infinity: two cheap passes, no
     # temporary; the positional search runs only on failure.
@@ -181,17 +199,8 @@ def _check_finite(arr, name):
     hi, lo = float(arr.max()), float(arr.min())
     if math.isfinite(hi) and math.isfinite(lo):
         n_features = arr.shape[1] if arr.ndim == 2 else 1
-        limit = max_abs_value(arr.dtype, arr.size // n_features, n_features)
-        biggest = max(hi, -lo)
-        if biggest > limit:
-            remedy = f"Rescale {name}, e.g. divide it by its largest absolute value"
-            if arr.dtype == np.float32:
-                remedy += ", or pass float64 data"
-            raise ValueError(
-                f"Input {name} has a value of magnitude {biggest:.3g}; with its shape "
-                f"{arr.shape} and dtype {arr.dtype}, values above {limit:.3g} would make "
-                f"squared distances overflow. {remedy}."
-            )
+        check_magnitude(hi, lo, arr.dtype, arr.size // n_features, n_features,
+                        name=name, shape=arr.shape)
         return
     bad = np.argwhere(~np.isfinite(arr))
     pos = tuple(int(i) for i in bad[0])
