@@ -658,19 +658,21 @@ static int allpairs_run(const allpairs_job *job, int diagonal, int grad, int zer
     return status;
 }
 
-int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
-                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
-                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
-    if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
+/* Every pair of rows of X (XJ NULL: i < j) or of X x XJ, Laplacian form: the
+ * tile tasks, then their partials added in task order. */
+static int full_pairs(const double *X, const double *Y, ptrdiff_t n,
+                      const double *XJ, const double *YJ, ptrdiff_t nJ,
+                      ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     ml_sqdist_f64 dist;
-    int status = ml_sqdist_init_f64(&dist, Y, n, NULL, n, r, dgemm);
+    int status = ml_sqdist_init_f64(&dist, Y, n, YJ, XJ ? nJ : n, r, dgemm);
     const ptrdiff_t nt = (n + ML_GRAM_TILE - 1) / ML_GRAM_TILE;
     const ptrdiff_t ntask = n_tasks_for(nt > 0 ? nt : 1, p * p);
     double *hpart = calloc((size_t)ntask, sizeof(double));
     double *gpart = calloc((size_t)(ntask * p * p), sizeof(double));
     if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
     if (status == ML_OK && nt > 0) {
-        allpairs_job job = {&dist, X, NULL, NULL, n, p, dgemm, dsyrk};
+        allpairs_job job = {&dist, X, NULL, NULL, n, p, dgemm, dsyrk, XJ, XJ ? nJ : 0};
         status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
     }
     if (status == ML_OK) {
@@ -685,6 +687,13 @@ int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
     return status;
 }
 
+int ml_allpairs_full(const double *X, const double *Y, ptrdiff_t n,
+                     ptrdiff_t p, ptrdiff_t r, double *h, double *G,
+                     ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    if (n < 0 || p <= 0 || r <= 0) return ML_ERR_ARG;
+    return full_pairs(X, Y, n, NULL, NULL, 0, p, r, h, G, dgemm, dsyrk, n_threads);
+}
+
 int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
                        const double *XJ, const double *YJ, ptrdiff_t nJ,
                        ptrdiff_t p, ptrdiff_t r, double *h, double *G,
@@ -693,27 +702,7 @@ int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
     memset(G, 0, (size_t)(p * p) * sizeof(double));
     *h = 0.0;
     if (nI == 0 || nJ == 0) return ML_OK;
-    ml_sqdist_f64 dist;
-    int status = ml_sqdist_init_f64(&dist, YI, nI, YJ, nJ, r, dgemm);
-    const ptrdiff_t nt = (nI + ML_GRAM_TILE - 1) / ML_GRAM_TILE;
-    const ptrdiff_t ntask = n_tasks_for(nt, p * p);
-    double *hpart = calloc((size_t)ntask, sizeof(double));
-    double *gpart = calloc((size_t)(ntask * p * p), sizeof(double));
-    if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
-    if (status == ML_OK) {
-        allpairs_job job = {&dist, XI, NULL, NULL, nI, p, dgemm, dsyrk, XJ, nJ};
-        status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
-    }
-    if (status == ML_OK) {
-        add_partials(h, hpart, ntask, 1, 1);
-        add_partials(G, gpart, ntask, p * p, p * p);
-        symmetrize_lower(G, p);
-        if (!isfinite(*h)) status = ML_ERR_NUMERIC;
-    }
-    ml_sqdist_free_f64(&dist);
-    free(hpart);
-    free(gpart);
-    return status;
+    return full_pairs(XI, YI, nI, XJ, YJ, nJ, p, r, h, G, dgemm, dsyrk, n_threads);
 }
 
 /* Xc = X - column mean (summed in row order); Z = Xc diag(sqrt a). */
