@@ -496,6 +496,16 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
 
 /* ---- face Newton sums -------------------------------------------------------- */
 
+/* H += Z^T Z over the `rows` rows of Z (row-major, `cols` entries each): one
+ * dsyrk; 'U' column-major is the lower triangle row-major. */
+static void add_row_products(ml_dsyrk_fn dsyrk, double *H, double *Z, ptrdiff_t cols,
+                             ptrdiff_t rows) {
+    char uplo = 'U', trans = 'N';
+    int ni = (int)cols, ki = (int)rows;
+    double one = 1.0;
+    dsyrk(&uplo, &trans, &ni, &ki, &one, Z, &ni, &one, H, &ni);
+}
+
 int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
                      const unsigned char *free_mask, double *h, double *gh, double *H,
                      ml_dsyrk_fn dsyrk, int n_threads) {
@@ -565,20 +575,12 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
                                 * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
                     }
                     if (++filled == ML_FACE_CHUNK) {
-                        char uplo = 'U', trans = 'N';
-                        int ni = (int)nf, ki = (int)filled;
-                        double one = 1.0;
-                        dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+                        add_row_products(dsyrk, Hacc, Zc, nf, filled);
                         filled = 0;
                     }
                 }
             }
-            if (Hacc && filled > 0) {
-                char uplo = 'U', trans = 'N';
-                int ni = (int)nf, ki = (int)filled;
-                double one = 1.0;
-                dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
-            }
+            if (Hacc && filled > 0) add_row_products(dsyrk, Hacc, Zc, nf, filled);
         }
         free(Zc);
     }
@@ -662,19 +664,11 @@ static int face_factored_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const d
                     }
                 }
                 if (++filled == ML_FACE_CHUNK) {
-                    char uplo = 'U', trans = 'N';
-                    int ni = (int)sl, ki = (int)filled;
-                    double one = 1.0;
-                    dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
+                    add_row_products(dsyrk, Hacc, Zc, sl, filled);
                     filled = 0;
                 }
             }
-            if (filled > 0) {
-                char uplo = 'U', trans = 'N';
-                int ni = (int)sl, ki = (int)filled;
-                double one = 1.0;
-                dsyrk(&uplo, &trans, &ni, &ki, &one, Zc, &ni, &one, Hacc, &ni);
-            }
+            if (filled > 0) add_row_products(dsyrk, Hacc, Zc, sl, filled);
         }
         free(Zc);
     }
