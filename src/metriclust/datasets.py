@@ -365,6 +365,27 @@ def make_moons(n_samples=200, *, noise=0.1, shuffle=True, random_state=None):
     return _finish(X, y, shuffle, rng)
 
 
+# The parameters and returns the two Xing generators share, written once and
+# filled into both docstrings by _xing_doc.
+_XING_3D_DOC = """shuffle : bool, default=True
+        Shuffle the rows.
+    random_state : None, int or numpy.random.Generator
+        Seed.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 3), float64
+        Columns x, y, z.
+    y : ndarray of shape (n_samples,), int64"""
+
+
+def _xing_doc(func):
+    if func.__doc__:  # None under python -OO
+        func.__doc__ = func.__doc__.replace("{xing_3d}", _XING_3D_DOC)
+    return func
+
+
+@_xing_doc
 def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=None):
     r"""The 3-D two-class examples of MMC (Xing, Ng, Jordan & Russell 2003, Figs. 4 and 5).
 
@@ -398,16 +419,7 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
         Which figure.
     n_samples : int, default=200
         Total number of points, split evenly over the two classes.
-    shuffle : bool, default=True
-        Shuffle the rows.
-    random_state : None, int or numpy.random.Generator
-        Seed.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, 3), float64
-        Columns x, y, z.
-    y : ndarray of shape (n_samples,), int64
+    {xing_3d}
 
     Examples
     --------
@@ -436,6 +448,7 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
     return _finish(X, y, shuffle, rng)
 
 
+@_xing_doc
 def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_state=None):
     r"""The 3-D data of MMC's learned-metric examples (Xing et al. 2003, Figs. 2 and 3).
 
@@ -460,8 +473,8 @@ def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_
     paper's full ``A``, so that direction is built in -- and each class is thin
     along it and wide across it: standard deviations 0.3 along ``u``, 1 along
     ``(1, -1, 0) / sqrt(2)`` and 2 along z (two parallel slabs). This is one of
-    four such designs tried (``benchmarks/RESULTS.md``, issue #14); the others
-    differ in how often the diagonal A keeps some weight on z. Fig. 3: the
+    four such designs tried; the others differ in how often the diagonal A
+    keeps some weight on z. Fig. 3: the
     centroids are the corners of a triangle in the (x, y) plane, (-3, -1.5),
     (3, -1.5) and (0, 2.5), with standard deviation 0.6 in x and y and 0.8 in
     z. The scales only fill the figures' axes; they were not tuned to the
@@ -477,16 +490,7 @@ def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_
     n_samples : int or None, default=None
         Total number of points, split evenly over the classes; None: 100 per
         class.
-    shuffle : bool, default=True
-        Shuffle the rows.
-    random_state : None, int or numpy.random.Generator
-        Seed.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, 3), float64
-        Columns x, y, z.
-    y : ndarray of shape (n_samples,), int64
+    {xing_3d}
 
     Examples
     --------
