@@ -1,5 +1,15 @@
 """The ``metriclust`` command line: ``demo`` and ``cluster``.
 
+Public classes and functions:
+
+.. autosummary::
+
+   main          -- the entry point: ``metriclust demo`` / ``metriclust cluster``
+   CLIError      -- an error shown as one line (exit status 2)
+   parse_params  -- ``--param NAME=VALUE`` items, typed by each parameter's default
+   read_pairs    -- a pairs file of 0-based row indices, checked against the rows
+   csv_to_npy    -- a numeric CSV converted to a float64 .npy in chunks
+
 Guarantees of ``cluster`` (also in the README):
 
 - It never destroys: an output must be a missing path or an existing regular

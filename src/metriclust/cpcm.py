@@ -10,6 +10,12 @@ mapped space, by alternating (Algorithm 1)
 accepting a new partition only when the blur ratio drops (Property 2).
 The predictors live in :mod:`metriclust._core.predictors`, the starting
 partitions in :mod:`metriclust._core.starts`.
+
+Public classes and functions:
+
+.. autosummary::
+
+   CPCM  -- the estimator: labels, blur ratio, the learned map ``beta``
 """
 
 import numbers

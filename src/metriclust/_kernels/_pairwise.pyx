@@ -1,5 +1,15 @@
 """Bridge to csrc/pairwise.c: the pairwise-constraint sums of MMC (Xing et al. 2003, Sec. 2).
 
+Public classes and functions:
+
+.. autosummary::
+
+   pairs_full       -- explicit pairs, full metric ``A = L^T L``: h, G, distances
+   pairs_laplacian  -- explicit pairs, full metric, through the pair graph's Laplacian
+   pairs_diag       -- explicit or all pairs, diagonal metric: h, gradient, Hessian
+   allpairs_full    -- all pairs i < j of one block, full metric, Laplacian form
+   crosspairs_full  -- every pair across two blocks, full metric, Laplacian form
+
 Every function takes float64 C-contiguous arrays (callers convert float32),
 checks shapes and index ranges before any pointer is touched, releases the GIL
 and returns new arrays. BLAS comes from scipy as function pointers; callers

@@ -1,5 +1,14 @@
 """Status codes of the C core -> Python exceptions: the one ``check_status``.
 
+Public classes and functions:
+
+.. autosummary::
+
+   check_status      -- (cdef, for the bridges) a C status to its exception
+   raise_for_status  -- the same from Python (tests)
+   NonFiniteResult   -- ML_ERR_NUMERIC: a non-finite result (a FloatingPointError)
+   OK, ERR_ALLOC, ERR_ARG, ERR_NUMERIC, ERR_INTERRUPTED  -- the status codes
+
 Every bridge calls :func:`check_status` on the status its C call returned;
 :func:`raise_for_status` is the same from Python (for tests).
 """
