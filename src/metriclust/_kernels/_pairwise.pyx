@@ -76,6 +76,19 @@ cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
                              f"for {n} samples")
 
 
+cdef void _check_operands(Py_ssize_t n, Py_ssize_t p, const int64_t[:, ::1] pairs,
+                          str name, Py_ssize_t rows, Py_ssize_t want, str what,
+                          Py_ssize_t r) except *:
+    """The checks of :func:`pairs_full` and :func:`pairs_laplacian`: ``name``
+    (``Lt`` or ``Y``, ``r`` columns) has ``want`` rows (X's ``what``), X and it
+    have columns, and the pairs index X's ``n`` rows."""
+    if rows != want:
+        raise ValueError(f"{name} has {rows} rows, X has {want}{what}")
+    if p == 0 or r == 0:
+        raise ValueError(f"X and {name} need at least one column")
+    _check_pairs(pairs, n)
+
+
 cdef object _zeros_out(bint wanted, shape, double **data):
     """A new float64 array of zeros and its data pointer in ``*data``; None and
     NULL when not ``wanted`` (or when it has no entries: NULL). The pointer
@@ -105,11 +118,7 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     if zero_pairs and not gradient:
         raise ValueError("zero_pairs needs gradient=True")
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
-    if Lt.shape[0] != p:
-        raise ValueError(f"Lt has {Lt.shape[0]} rows, X has {p} columns")
-    if p == 0 or r == 0:
-        raise ValueError("X and Lt need at least one column")
-    _check_pairs(pairs, n)
+    _check_operands(n, p, pairs, "Lt", Lt.shape[0], p, " columns", r)
     cdef double *Gp
     cdef double *dp
     cdef double *Gzp
@@ -143,11 +152,7 @@ def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
     unless ``zero_pairs``) as in :func:`pairs_full`. One thread.
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Y.shape[1]
-    if Y.shape[0] != n:
-        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
-    if p == 0 or r == 0:
-        raise ValueError("X and Y need at least one column")
-    _check_pairs(pairs, n)
+    _check_operands(n, p, pairs, "Y", Y.shape[0], n, "", r)
     cdef double *wp
     cdef double *Tp
     cdef double *dp
