@@ -470,7 +470,14 @@ def big_mmc_problem(tmp_path, n):
     return path, pairs
 
 
-def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("sig, status, message", [
+    (signal.SIGINT, 130, "interrupted; no output written"),
+    # SIGTERM (kill, a batch scheduler's time limit) removes the temporary
+    # outputs as Ctrl-C does, and exits 143 = 128 + SIGTERM.
+    (signal.SIGTERM, 143, "terminated; no output written"),
+], ids=["ctrl_c", "sigterm"])
+def test_signal_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path, sig, status,
+                                                                     message):
     path, pairs = big_mmc_problem(tmp_path, 40_000)
     out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
     proc = subprocess.Popen(
@@ -482,37 +489,14 @@ def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
         if "fitting" in line:
             break
     time.sleep(1.0)
-    assert proc.poll() is None, "the fit ended too soon to test Ctrl-C"
+    assert proc.poll() is None, "the fit ended too soon to test the signal"
     assert leftovers(tmp_path) != []  # the temporary outputs exist while it runs
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     # Without the worker thread this waits for the C loop (minutes); the bound is
     # a hang detector, not a timing measurement.
     proc.wait(timeout=30)
-    assert proc.returncode == 130, proc.stderr.read()
-    assert "interrupted" in proc.stderr.read()
-    assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
-
-
-def test_sigterm_during_a_long_fit_cleans_up_like_ctrl_c(tmp_path):
-    # SIGTERM (kill, a batch scheduler's time limit) removes the temporary
-    # outputs as Ctrl-C does, and exits 143 = 128 + SIGTERM.
-    path, pairs = big_mmc_problem(tmp_path, 40_000)
-    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metriclust", "cluster", str(path), "--method", "mmc",
-         "--similar", str(pairs), "--n-clusters", "2", "--output", str(out),
-         "--transform", str(coords), "--verbose"],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for line in proc.stderr:
-        if "fitting" in line:
-            break
-    time.sleep(1.0)
-    assert proc.poll() is None, "the fit ended too soon to test SIGTERM"
-    assert leftovers(tmp_path) != []
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-    assert proc.returncode == 143, proc.stderr.read()
-    assert "terminated; no output written" in proc.stderr.read()
+    assert proc.returncode == status, proc.stderr.read()
+    assert message in proc.stderr.read()
     assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
 
 
