@@ -119,9 +119,7 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
         raise ValueError("zero_pairs needs gradient=True")
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
     _check_operands(n, p, pairs, "Lt", Lt.shape[0], p, " columns", r)
-    cdef double *Gp
-    cdef double *dp
-    cdef double *Gzp
+    cdef double *Gp, *dp, *Gzp
     G = _zeros_out(gradient, (p, p), &Gp)
     dist = _zeros_out(distances, m, &dp)
     Gz = _zeros_out(zero_pairs, (p, p), &Gzp)
@@ -153,10 +151,7 @@ def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Y.shape[1]
     _check_operands(n, p, pairs, "Y", Y.shape[0], n, "", r)
-    cdef double *wp
-    cdef double *Tp
-    cdef double *dp
-    cdef double *Gzp
+    cdef double *wp, *Tp, *dp, *Gzp
     wdeg = _zeros_out(True, n, &wp)
     T = _zeros_out(True, (n, p), &Tp)
     dist = _zeros_out(distances, m, &dp)
@@ -206,9 +201,7 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
         m = pv.shape[0]
         if m > 0:
             pp = &pv[0, 0]
-    cdef double *gp
-    cdef double *Hp
-    cdef double *zp
+    cdef double *gp, *Hp, *zp
     grad = _zeros_out(gradient, p, &gp)
     H = _zeros_out(hessian, (p, p), &Hp)
     gzero = _zeros_out(zero_pairs, p, &zp)
