@@ -814,6 +814,21 @@ def test_more_clusters_than_must_link_components_is_one_line(tmp_path):
     assert_clean_error(proc, "n_clusters=3", "2 units")
 
 
+def test_data_a_method_cannot_use_is_one_line(tmp_path):
+    # MMC: the only similar pair joins two identical rows (zero scatter);
+    # CPD-UML with kernel='rbf': all rows identical. Both are InputErrors.
+    path = write_csv(tmp_path / "d.csv", [[0.0, 0.0], [0.0, 0.0], [1.0, 2.0], [3.0, 1.0]])
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", path, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "zero scatter")
+    same = write_csv(tmp_path / "same.csv", [[1.0, 1.0]] * 4)
+    proc = run("cluster", same, "--method", "cpduml", "--n-clusters", 2, "--param",
+               "kernel='rbf'", "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "all identical")
+
+
 def test_parameters_are_checked_before_the_data_are_read(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n3,x\n")
