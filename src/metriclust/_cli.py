@@ -202,9 +202,8 @@ def _one_line_warnings():
 
 
 def _check_demo(args):
-    """What ``demo`` can get wrong from its flags, checked before the work."""
-    if args.threads is not None and args.threads < 1:
-        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    """``--plot``, checked before the work (``--threads`` is checked by
+    :func:`_thread_limit`)."""
     if args.plot is None:
         return
     import importlib.util
