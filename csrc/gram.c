@@ -31,17 +31,9 @@
  * the low mantissa bits of x/ln2 + 1.5*2^52 (no float->int conversion, which
  * has no vector form before AVX-512). x below the underflow threshold (and
  * NaN, from overflowed inputs) gives 0. Measured error: see tests. */
-static inline double ml_expneg1_f64(double x) {
-    const double log2e = 1.4426950408889634074;
-    const double shift = 6755399441055744.0; /* 0x1.8p52 */
-    const double ln2hi = 6.93147180369123816490e-01; /* 32 significant bits */
-    const double ln2lo = 1.90821492927058770002e-10;
-    x = x >= -746.0 ? x : -746.0;
-    double t = x * log2e + shift;
-    double kd = t - shift;
-    double r = (x - kd * ln2hi) - kd * ln2lo;
-    /* Taylor coefficients 1/j!, evaluated by Estrin's scheme (short
-     * dependency chains: the loop is latency-bound under Horner). */
+/* exp(r) for |r| <= ln2/2: the Taylor coefficients 1/j!, by Estrin's scheme
+ * (short dependency chains: the loop is latency-bound under Horner). */
+static inline double ml_exppoly_f64(double r) {
     const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
     const double p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6.0),
                  p45 = 1.0 / 24.0 + r * (1.0 / 120.0),
@@ -51,46 +43,50 @@ static inline double ml_expneg1_f64(double x) {
     const double q0 = p01 + r2 * p23, q1 = p45 + r2 * p67,
                  q2 = p89 + r2 * p1011;
     const double e0 = q0 + r4 * q1, e1 = q2 + r4 * (1.0 / 479001600.0);
-    const double p = e0 + r8 * e1;
-    double h = kd * 0.5 + shift; /* low bits: k1 = round(k / 2) */
-    double t2 = (kd - (h - shift)) + shift; /* low bits: k2 = k - k1 */
-    uint64_t b1, b2;
-    memcpy(&b1, &h, sizeof b1);
-    memcpy(&b2, &t2, sizeof b2);
-    b1 = (b1 + 1023u) << 52;
-    b2 = (b2 + 1023u) << 52;
-    double s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return p * s1 * s2;
+    return e0 + r8 * e1;
 }
 
-static inline float ml_expneg1_f32(float x) {
-    const float log2e = 1.44269504088896341f;
-    const float shift = 12582912.0f; /* 0x1.8p23 */
-    const float ln2hi = 0.693145751953125f; /* 16 significant bits */
-    const float ln2lo = 1.428606765330187045e-06f;
-    x = x >= -104.0f ? x : -104.0f;
-    float t = x * log2e + shift;
-    float kd = t - shift;
-    float r = (x - kd * ln2hi) - kd * ln2lo;
+static inline float ml_exppoly_f32(float r) {
     const float r2 = r * r, r4 = r2 * r2;
     const float p01 = 1.0f + r, p23 = 0.5f + r * (1.0f / 6.0f),
                 p45 = 1.0f / 24.0f + r * (1.0f / 120.0f),
                 p67 = 1.0f / 720.0f + r * (1.0f / 5040.0f);
-    const float p = (p01 + r2 * p23) + r4 * (p45 + r2 * p67);
-    float h = kd * 0.5f + shift;
-    float t2 = (kd - (h - shift)) + shift;
-    uint32_t b1, b2;
-    memcpy(&b1, &h, sizeof b1);
-    memcpy(&b2, &t2, sizeof b2);
-    b1 = (b1 + 127u) << 23;
-    b2 = (b2 + 127u) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return p * s1 * s2;
+    return (p01 + r2 * p23) + r4 * (p45 + r2 * p67);
 }
+
+/* One body for both types: REAL, its unsigned integer of the same width, the
+ * exponent bias and mantissa bits, and the constants (typed literals):
+ * log2(e), the shift 1.5 * 2^MANT, ln2 in a high part with few significant
+ * bits and the rest, and the clamp below which the result is 0.
+ * t = k + shift holds k in its low mantissa bits: 2^k is those bits plus the
+ * bias, moved into the exponent field. */
+#define ML_EXPNEG1(SUF, REAL, UINT, BIAS, MANT, LOG2E, SHIFT, LN2HI, LN2LO, XMIN, HALF)  \
+    static inline REAL ml_pow2_##SUF(REAL t) {                                          \
+        UINT b;                                                                          \
+        memcpy(&b, &t, sizeof b);                                                        \
+        b = (b + BIAS) << MANT;                                                          \
+        REAL s;                                                                          \
+        memcpy(&s, &b, sizeof s);                                                        \
+        return s;                                                                        \
+    }                                                                                    \
+    static inline REAL ml_expneg1_##SUF(REAL x) {                                       \
+        const REAL log2e = LOG2E, shift = SHIFT, ln2hi = LN2HI, ln2lo = LN2LO;           \
+        x = x >= XMIN ? x : XMIN;                                                        \
+        REAL t = x * log2e + shift;                                                      \
+        REAL kd = t - shift;                                                             \
+        REAL r = (x - kd * ln2hi) - kd * ln2lo;                                          \
+        const REAL p = ml_exppoly_##SUF(r);                                              \
+        REAL h = kd * HALF + shift;            /* low bits: k1 = round(k / 2) */         \
+        REAL t2 = (kd - (h - shift)) + shift;  /* low bits: k2 = k - k1 */               \
+        return p * ml_pow2_##SUF(h) * ml_pow2_##SUF(t2);                                 \
+    }
+
+/* ln2hi: 32 significant bits (double), 16 (float); shift 0x1.8p52, 0x1.8p23. */
+ML_EXPNEG1(f64, double, uint64_t, 1023u, 52, 1.4426950408889634074, 6755399441055744.0,
+           6.93147180369123816490e-01, 1.90821492927058770002e-10, -746.0, 0.5)
+ML_EXPNEG1(f32, float, uint32_t, 127u, 23, 1.44269504088896341f, 12582912.0f,
+           0.693145751953125f, 1.428606765330187045e-06f, -104.0f, 0.5f)
+#undef ML_EXPNEG1
 
 ML_CLONES
 void ml_expneg_f64(const double *ML_RESTRICT x, double *ML_RESTRICT out,

@@ -37,20 +37,17 @@
  * (ny x d; Y == NULL: Y = X). direct: by differences, with Y transposed (YT);
  * otherwise the GEMM form on copies centered by X's column mean (Xc, Yc; Yc
  * == Xc when symmetric) with their squared row norms (nxc, nyc). */
-typedef struct {
-    int direct;
-    ptrdiff_t nx, ny, d;
-    const double *X;
-    double *YT, *Xc, *Yc, *nxc, *nyc;
-    ml_dgemm_fn gemm;
-} ml_sqdist_f64;
-typedef struct {
-    int direct;
-    ptrdiff_t nx, ny, d;
-    const float *X;
-    float *YT, *Xc, *Yc, *nxc, *nyc;
-    ml_sgemm_fn gemm;
-} ml_sqdist_f32;
+#define ML_SQDIST_TYPE(SUF, REAL, GEMM_FN)                                   \
+    typedef struct {                                                         \
+        int direct;                                                          \
+        ptrdiff_t nx, ny, d;                                                 \
+        const REAL *X;                                                       \
+        REAL *YT, *Xc, *Yc, *nxc, *nyc;                                      \
+        GEMM_FN gemm;                                                        \
+    } ml_sqdist_##SUF;
+ML_SQDIST_TYPE(f64, double, ml_dgemm_fn)
+ML_SQDIST_TYPE(f32, float, ml_sgemm_fn)
+#undef ML_SQDIST_TYPE
 
 /* Prepare (gemm == NULL or d <= ML_GRAM_DIRECT_MAX_D: direct differences).
  * ML_ERR_ARG for negative sizes, d < 1 or a size past INT_MAX; on any status

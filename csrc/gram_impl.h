@@ -170,16 +170,21 @@ static int SUF(ml_gram_scale)(double sigma, REAL *scale) {
 }
 
 /* The start of every Gram kernel: the exponent's scale (sigma checked) and
- * the squared-distance operands of X and Y (Y NULL: X).  On failure nothing
- * is left to free. */
+ * the squared-distance operands of X and Y (Y NULL: X); *nx and *ny become the
+ * operands' row counts.  On failure nothing is left to free. */
 static int SUF(ml_gram_begin)(SUF(ml_sqdist) *op, REAL *scale, const REAL *X,
-                              ptrdiff_t nx, const REAL *Y, ptrdiff_t ny,
+                              ptrdiff_t *nx, const REAL *Y, ptrdiff_t *ny,
                               ptrdiff_t d, double sigma, GEMM_T gemm) {
     int status = SUF(ml_gram_scale)(sigma, scale);
     if (status != ML_OK) return status;
-    status = SUF(ml_sqdist_init)(op, X, nx, Y, ny, d, gemm);
-    if (status != ML_OK) SUF(ml_sqdist_free)(op);
-    return status;
+    status = SUF(ml_sqdist_init)(op, X, *nx, Y, *ny, d, gemm);
+    if (status != ML_OK) {
+        SUF(ml_sqdist_free)(op);
+        return status;
+    }
+    *nx = op->nx;
+    *ny = op->ny;
+    return ML_OK;
 }
 
 /* Write a tile held in buf (ni x nj, ld ML_GRAM_TILE) to G at (i0, j0) and,
@@ -217,16 +222,22 @@ static void SUF(ml_store_tile)(REAL *G, ptrdiff_t ld, ptrdiff_t i0,
         ML_COPY_ROW(G + (j0 + jj) * ld + i0, buf2 + jj * T, ni);
 }
 
+/* nt threads' scratch of per_thread REALs each; NULL (and op freed) when the
+ * allocation fails. */
+static REAL *SUF(ml_gram_work)(SUF(ml_sqdist) *op, ptrdiff_t per_thread, int nt) {
+    REAL *work = malloc(sizeof(REAL) * (size_t)(per_thread * nt));
+    if (!work) SUF(ml_sqdist_free)(op);
+    return work;
+}
+
 int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
                           ptrdiff_t ny, ptrdiff_t d, double sigma, REAL *G,
                           GEMM_T gemm, int n_threads) {
     const int sym = (Y == NULL);
     SUF(ml_sqdist) op;
     REAL scale;
-    int status = SUF(ml_gram_begin)(&op, &scale, X, nx, Y, ny, d, sigma, gemm);
+    int status = SUF(ml_gram_begin)(&op, &scale, X, &nx, Y, &ny, d, sigma, gemm);
     if (status != ML_OK) return status;
-    nx = op.nx;
-    ny = op.ny;
     if (nx == 0 || ny == 0) {
         SUF(ml_sqdist_free)(&op);
         return ML_OK;
@@ -236,11 +247,8 @@ int SUF(ml_gaussian_gram)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     const ptrdiff_t ntasks = sym ? nbx * (nbx + 1) / 2 : nbx * nby;
     const int nt = ml_threads(n_threads);
     const ptrdiff_t per_thread = 2 * T * T + T;
-    REAL *work = malloc(sizeof(REAL) * (size_t)(per_thread * nt));
-    if (!work) {
-        SUF(ml_sqdist_free)(&op);
-        return ML_ERR_ALLOC;
-    }
+    REAL *work = SUF(ml_gram_work)(&op, per_thread, nt);
+    if (!work) return ML_ERR_ALLOC;
     ptrdiff_t t;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (t = 0; t < ntasks; t++) {
@@ -276,10 +284,8 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     if (gemm == NULL || k < 0 || k > INT_MAX) return ML_ERR_ARG;
     SUF(ml_sqdist) op;
     REAL scale;
-    int status = SUF(ml_gram_begin)(&op, &scale, X, nx, Y, ny, d, sigma, gemm);
+    int status = SUF(ml_gram_begin)(&op, &scale, X, &nx, Y, &ny, d, sigma, gemm);
     if (status != ML_OK) return status;
-    nx = op.nx;
-    ny = op.ny;
     for (ptrdiff_t i = 0; i < nx * k; i++) out[i] = 0;
     if (nx == 0 || ny == 0 || k == 0) {
         SUF(ml_sqdist_free)(&op);
@@ -288,11 +294,8 @@ int SUF(ml_gram_matmat)(const REAL *X, ptrdiff_t nx, const REAL *Y,
     const ptrdiff_t T = ML_GRAM_TILE;
     const ptrdiff_t nbx = (nx + T - 1) / T, nby = (ny + T - 1) / T;
     const int nt = ml_threads(n_threads);
-    REAL *buf = malloc(sizeof(REAL) * (size_t)((T * T + T) * nt));
-    if (!buf) {
-        SUF(ml_sqdist_free)(&op);
-        return ML_ERR_ALLOC;
-    }
+    REAL *buf = SUF(ml_gram_work)(&op, T * T + T, nt);
+    if (!buf) return ML_ERR_ALLOC;
     ptrdiff_t bi;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (bi = 0; bi < nbx; bi++) {

@@ -470,7 +470,14 @@ def big_mmc_problem(tmp_path, n):
     return path, pairs
 
 
-def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("sig, status, message", [
+    (signal.SIGINT, 130, "interrupted; no output written"),
+    # SIGTERM (kill, a batch scheduler's time limit) removes the temporary
+    # outputs as Ctrl-C does, and exits 143 = 128 + SIGTERM.
+    (signal.SIGTERM, 143, "terminated; no output written"),
+], ids=["ctrl_c", "sigterm"])
+def test_signal_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path, sig, status,
+                                                                     message):
     path, pairs = big_mmc_problem(tmp_path, 40_000)
     out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
     proc = subprocess.Popen(
@@ -482,37 +489,14 @@ def test_ctrl_c_during_a_long_fit_returns_at_once_and_leaves_nothing(tmp_path):
         if "fitting" in line:
             break
     time.sleep(1.0)
-    assert proc.poll() is None, "the fit ended too soon to test Ctrl-C"
+    assert proc.poll() is None, "the fit ended too soon to test the signal"
     assert leftovers(tmp_path) != []  # the temporary outputs exist while it runs
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     # Without the worker thread this waits for the C loop (minutes); the bound is
     # a hang detector, not a timing measurement.
     proc.wait(timeout=30)
-    assert proc.returncode == 130, proc.stderr.read()
-    assert "interrupted" in proc.stderr.read()
-    assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
-
-
-def test_sigterm_during_a_long_fit_cleans_up_like_ctrl_c(tmp_path):
-    # SIGTERM (kill, a batch scheduler's time limit) removes the temporary
-    # outputs as Ctrl-C does, and exits 143 = 128 + SIGTERM.
-    path, pairs = big_mmc_problem(tmp_path, 40_000)
-    out, coords = tmp_path / "o.csv", tmp_path / "z.csv"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metriclust", "cluster", str(path), "--method", "mmc",
-         "--similar", str(pairs), "--n-clusters", "2", "--output", str(out),
-         "--transform", str(coords), "--verbose"],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for line in proc.stderr:
-        if "fitting" in line:
-            break
-    time.sleep(1.0)
-    assert proc.poll() is None, "the fit ended too soon to test SIGTERM"
-    assert leftovers(tmp_path) != []
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
-    assert proc.returncode == 143, proc.stderr.read()
-    assert "terminated; no output written" in proc.stderr.read()
+    assert proc.returncode == status, proc.stderr.read()
+    assert message in proc.stderr.read()
     assert not out.exists() and not coords.exists() and leftovers(tmp_path) == []
 
 
@@ -709,6 +693,148 @@ def test_internal_errors_are_not_disguised(data_csv, tmp_path, monkeypatch):
         _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
                    "--output", str(tmp_path / "o.csv")])
     assert leftovers(tmp_path) == [] and not (tmp_path / "o.csv").exists()
+
+
+# Only what the command line can pin on the user's input or flags is one line;
+# each case below was one line (exit 2, no traceback) before issue #13's fix.
+
+def _raises(exc):
+    def broken(*args, **kwargs):
+        raise exc
+    return broken
+
+
+@pytest.mark.parametrize("make_error", [
+    lambda: ValueError("X has 3 columns where the kernel expected 2"),     # names X
+    lambda: TypeError("X must be float64 in this internal helper"),
+    lambda: OSError(5, "Input/output error in an internal cache"),
+], ids=["ValueError", "TypeError", "OSError"])
+def test_internal_errors_naming_X_keep_their_traceback(data_csv, tmp_path, monkeypatch,
+                                                      make_error):
+    from metriclust import _cli
+
+    error = make_error()
+    monkeypatch.setattr("metriclust.kmeans.KMeans.fit_predict", _raises(error))
+    with pytest.raises(type(error)) as info:
+        _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                   "--output", str(tmp_path / "o.csv")])
+    assert info.value is error
+    assert leftovers(tmp_path) == [] and not (tmp_path / "o.csv").exists()
+
+
+def test_internal_validation_of_a_derived_array_keeps_its_traceback(data_csv, tmp_path,
+                                                                   monkeypatch):
+    # An internal check_array on an array the library made (here NaN in it) is a
+    # bug, even though the error comes from _core/validation.py.
+    from metriclust import _cli
+    from metriclust._core.validation import check_array
+
+    def fit_predict(self, X):
+        return check_array(np.full_like(X, np.nan), name="X")
+
+    monkeypatch.setattr("metriclust.kmeans.KMeans.fit_predict", fit_predict)
+    with pytest.raises(ValueError, match="NaN"):
+        _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                   "--output", str(tmp_path / "o.csv")])
+
+
+def test_invalid_operation_in_the_fit_is_not_reported_as_overflow(data_csv, tmp_path,
+                                                                  monkeypatch):
+    from metriclust import _cli
+
+    def fit_predict(self, X):
+        zero = np.zeros(X.shape[0])
+        return (zero / zero).astype(int)    # 0/0: a NaN the data did not cause
+
+    monkeypatch.setattr("metriclust.kmeans.KMeans.fit_predict", fit_predict)
+    with pytest.raises(FloatingPointError, match="invalid"):
+        _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                   "--output", str(tmp_path / "o.csv")])
+
+
+def test_overflow_in_the_fit_is_one_line(data_csv, tmp_path, monkeypatch, capsys):
+    from metriclust import _cli
+
+    def fit_predict(self, X):
+        return (np.full(X.shape[0], 1e300) * 1e300).astype(int)
+
+    monkeypatch.setattr("metriclust.kmeans.KMeans.fit_predict", fit_predict)
+    status = _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                        "--output", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert status == 2 and "overflowed float64" in err and len(err.splitlines()) == 1
+
+
+def test_internal_error_in_the_reader_keeps_its_traceback(data_csv, tmp_path, monkeypatch):
+    from metriclust import _cli
+
+    error = ValueError("could not broadcast input array from shape (3,) into shape (2,)")
+    monkeypatch.setattr("metriclust.datasets._parse_fast", _raises(error))
+    with pytest.raises(ValueError) as info:
+        _cli.main(["cluster", str(data_csv), "--n-clusters", "2",
+                   "--output", str(tmp_path / "o.csv")])
+    assert info.value is error
+
+
+@pytest.mark.parametrize("error", [ValueError("bad shape"), OSError(5, "I/O error"),
+                                   ImportError("no module named something_internal")])
+def test_internal_error_in_the_demo_keeps_its_traceback(monkeypatch, error):
+    from metriclust import _cli
+
+    monkeypatch.setattr("metriclust._demo.run_demo", _raises(error))
+    with pytest.raises(type(error)) as info:
+        _cli.main(["demo"])
+    assert info.value is error
+
+
+def test_demo_plot_directory_that_is_a_file_is_one_line(tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "file"
+    target.write_text("")
+    proc = run("demo", "--plot", target)
+    assert_clean_error(proc, "--plot", str(target))
+    assert proc.returncode == 2
+
+
+def test_contradicting_parameters_are_one_line(data_csv, tmp_path):
+    # Each is valid alone; the estimator refuses the pair (an InputError).
+    proc = cluster(data_csv, tmp_path / "o.csv", "--method", "cpcm", "--param",
+                   "predictor='kernel'", "--param", "alpha=0")
+    assert_clean_error(proc, "alpha must be > 0", "predictor='kernel'")
+
+
+def test_more_clusters_than_must_link_components_is_one_line(tmp_path):
+    # Four rows joined into two components by the similar pairs: three
+    # clusters cannot be made (ConstrainedKMeans refuses, an InputError).
+    path = write_csv(tmp_path / "d.csv", [[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n2,3\n")
+    proc = run("cluster", path, "--method", "mmc", "--similar", pairs, "--n-clusters", 3,
+               "--output", tmp_path / "o.csv", "--param", "diagonal=true")
+    assert_clean_error(proc, "n_clusters=3", "2 units")
+
+
+def test_data_a_method_cannot_use_is_one_line(tmp_path):
+    # MMC: the only similar pair joins two identical rows (zero scatter);
+    # CPD-UML with kernel='rbf': all rows identical. Both are InputErrors.
+    path = write_csv(tmp_path / "d.csv", [[0.0, 0.0], [0.0, 0.0], [1.0, 2.0], [3.0, 1.0]])
+    pairs = tmp_path / "s.csv"
+    pairs.write_text("0,1\n")
+    proc = run("cluster", path, "--method", "mmc", "--similar", pairs, "--n-clusters", 2,
+               "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "zero scatter")
+    same = write_csv(tmp_path / "same.csv", [[1.0, 1.0]] * 4)
+    proc = run("cluster", same, "--method", "cpduml", "--n-clusters", 2, "--param",
+               "kernel='rbf'", "--output", tmp_path / "o.csv")
+    assert_clean_error(proc, "all identical")
+
+
+def test_parameters_are_checked_before_the_data_are_read(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,x\n")
+    proc = cluster(bad, tmp_path / "o.csv", "--param", "max_iter=-3")
+    assert_clean_error(proc, "max_iter")      # not the input's line 3
+    assert "line 3" not in proc.stderr
 
 
 # -- slow and silent --------------------------------------------------------------

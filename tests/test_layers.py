@@ -5,6 +5,10 @@ Parses every module of ``src/metriclust`` (no import is executed) and checks:
 - ``_core`` imports only ``_core``, ``_kernels``, numpy, scipy, threadpoolctl
   and the standard library, at module level;
 - ``_kernels`` (the Cython bridges) imports nothing of metriclust outside itself;
+  the ``.pyx``/``.pxd`` sources are read too (their ``import`` and ``cimport``
+  lines, by pattern: Cython is not Python's grammar);
+- ``_dask`` (the estimators' Dask entry points) belongs to the core layer:
+  the estimators import it downwards, and it obeys the core's rules;
 - a public module (``metriclust/*.py``) imports another public module only
   along an edge listed in ``PUBLIC_EDGES`` with its reason;
 - no function-level import inside ``_core`` except the optional or heavy
@@ -13,6 +17,7 @@ Parses every module of ``src/metriclust`` (no import is executed) and checks:
 """
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -39,18 +44,37 @@ PUBLIC_EDGES = {
     ("_demo", "*"): "the demo drives estimators, data sets and plots",
     ("selection", "kmeans"): "model selection fits estimators",
     ("selection", "metrics"): "model selection scores partitions",
-    # Imported inside fit/predict only when X is a dask array (never at import).
-    ("kmeans", "_dask"): "Dask arrays: the passes as Dask tasks",
-    ("cpcm", "_dask"): "Dask arrays: the passes as Dask tasks",
-    ("mmc", "_dask"): "Dask arrays: the rows of the pairs read from their chunks",
-    ("cpduml", "_dask"): "Dask arrays: transform and predict chunk by chunk",
 }
+
+# Private modules beside the public ones that belong to the core layer (they
+# import only _core and _kernels; the estimators import them downwards).
+CORE_MODULES = {"_dask"}
 
 
 def _modules():
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC)
         yield rel, ast.parse(path.read_text(), filename=str(path))
+
+
+_CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+c?import\b|c?import\s+([\w.]+))")
+
+
+def _cython_imports():
+    """(rel, names, lineno) for every import and cimport line of the bridges'
+    .pyx and .pxd sources (module-level or not)."""
+    for path in sorted(SRC.rglob("*.pyx")) + sorted(SRC.rglob("*.pxd")):
+        rel = path.relative_to(SRC)
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            match = _CYTHON_IMPORT.match(line)
+            if match:
+                name = match.group(1) or match.group(2)
+                dots = len(name) - len(name.lstrip("."))
+                if dots:
+                    package = ["metriclust", *rel.parts[:-1]]
+                    name = ".".join(package[: len(package) - (dots - 1)]
+                                    + ([name[dots:]] if name[dots:] else []))
+                yield rel, name, lineno
 
 
 def _resolve(rel, node):
@@ -84,6 +108,8 @@ def _layer(name):
         return "core"
     if parts[1] == "_kernels":
         return "kernels"
+    if parts[1] in CORE_MODULES:
+        return "core"
     if (SRC / f"{parts[1]}.py").exists():
         return f"public:{parts[1]}"
     return None    # a name imported from the package namespace (``from . import X``)
@@ -94,7 +120,7 @@ def _violations():
     stdlib = sys.stdlib_module_names
     for rel, tree in _modules():
         where = str(rel)
-        own = "core" if rel.parts[0] == "_core" else (
+        own = "core" if rel.parts[0] == "_core" or rel.stem in CORE_MODULES else (
             "kernels" if rel.parts[0] == "_kernels" else f"public:{rel.stem}")
         for names, line, top_level in _imports(rel, tree):
             root = names[0].split(".")[0]
@@ -116,7 +142,17 @@ def _violations():
                     if importer != imported and (importer, imported) not in PUBLIC_EDGES \
                             and (importer, "*") not in PUBLIC_EDGES:
                         bad.append(f"{where}:{line} sideways import {importer} -> {imported}")
+    for rel, name, line in _cython_imports():
+        if _layer(name) not in (None, "kernels"):
+            bad.append(f"{rel}:{line} bridge imports {name}")
     return sorted(set(bad))
+
+
+def test_every_bridge_import_is_read():
+    # The pattern must see the bridges' own imports (else the check above is empty).
+    names = {(str(rel), name) for rel, name, _ in _cython_imports()}
+    assert ("_kernels/_pairwise.pyx", "metriclust._kernels._status") in names
+    assert ("_kernels/_mmc.pyx", "metriclust._kernels._blas") in names
 
 
 def test_import_arrows_point_down():
@@ -136,6 +172,12 @@ def test_the_checker_sees_upward_sideways_and_lazy_imports(tmp_path, monkeypatch
         "def f():\n    from .kmeans import kmeans\n    from scipy.linalg import eigh\n")
     (fake / "_core" / "kmeans.py").write_text("from .. import kernels\n")
     (fake / "_kernels" / "b.py").write_text("from .._core import gram\n")
+    (fake / "_kernels" / "c.pyx").write_text(
+        '"""A bridge\nfrom the docs: not an import.\n"""\n'
+        "from metriclust._kernels._status cimport check_status\n"
+        "from metriclust._core.validation import check_array\n"
+        "    from ..kernels cimport gaussian_gram\n")
+    (fake / "_dask.py").write_text("from . import kernels\n")
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
     found = "\n".join(_violations())
     assert "cpcm.py:1 sideways import cpcm -> kernels" in found
@@ -144,4 +186,8 @@ def test_the_checker_sees_upward_sideways_and_lazy_imports(tmp_path, monkeypatch
     assert "scipy" not in found                      # whitelisted lazy import
     assert "_core/kmeans.py:1 core imports the public layer" in found
     assert "_kernels/b.py:1 bridge imports metriclust._core" in found
+    assert "_kernels/c.pyx:5 bridge imports metriclust._core.validation" in found
+    assert "_kernels/c.pyx:6 bridge imports metriclust.kernels" in found
+    assert "c.pyx:4" not in found                    # a bridge's own import
+    assert "_dask.py:1 core imports the public layer (metriclust.kernels)" in found
     assert not any(v.startswith("kernels.py") for v in found.splitlines())  # public -> core

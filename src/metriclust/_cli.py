@@ -1,5 +1,15 @@
 """The ``metriclust`` command line: ``demo`` and ``cluster``.
 
+Public classes and functions:
+
+.. autosummary::
+
+   main          -- the entry point: ``metriclust demo`` / ``metriclust cluster``
+   CLIError      -- an error shown as one line (exit status 2)
+   parse_params  -- ``--param NAME=VALUE`` items, typed by each parameter's default
+   read_pairs    -- a pairs file of 0-based row indices, checked against the rows
+   csv_to_npy    -- a numeric CSV converted to a float64 .npy in chunks
+
 Guarantees of ``cluster`` (also in the README):
 
 - It never destroys: an output must be a missing path or an existing regular
@@ -25,14 +35,12 @@ import ast
 import contextlib
 import inspect
 import os
-import re
 import signal
 import stat
 import sys
 import tempfile
 import threading
 import time
-import traceback
 import warnings
 
 import numpy as np
@@ -44,6 +52,17 @@ _QUADRATIC_WARN_PAIRS = 10_000_000
 
 class CLIError(Exception):
     """An error to report as one line, without a traceback."""
+
+
+# Only these become one line (exit status 2): CLIError, raised by the command
+# line's own up-front checks, and InputError, the library's refusal of input the
+# user can fix (a malformed file, data or pairs a method cannot use). Anything
+# else -- a ValueError about an internal array, a NaN in a kernel -- is a bug
+# and keeps its traceback.
+def _user_errors():
+    from ._core.validation import InputError
+
+    return (CLIError, InputError)
 
 
 def _build_parser():
@@ -108,22 +127,14 @@ def main(argv=None):
     try:
         with _one_line_warnings():
             if args.command == "demo":
+                _check_demo(args)
                 with _thread_limit(args.threads):
                     from ._demo import run_demo
 
                     run_demo(plot_dir=args.plot, random_state=args.random_state)
             else:
                 _cluster(args, outputs)
-    except CLIError as exc:
-        outputs.discard()
-        print(f"metriclust: error: {exc}", file=sys.stderr)
-        return 2
-    except _InternalError as exc:
-        outputs.discard()
-        raise exc.__cause__ from None  # the original error, with its own traceback
-    except (ValueError, TypeError, OSError, ImportError) as exc:
-        # From the readers, the output checks and argument checks; errors from
-        # inside the fit are sorted in _run.
+    except _user_errors() as exc:
         outputs.discard()
         print(f"metriclust: error: {exc}", file=sys.stderr)
         return 2
@@ -190,6 +201,24 @@ def _one_line_warnings():
         warnings.showwarning = saved
 
 
+def _check_demo(args):
+    """``--plot``, checked before the work (``--threads`` is checked by
+    :func:`_thread_limit`)."""
+    if args.plot is None:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise CLIError("--plot needs matplotlib: pip install 'metriclust[plot]'")
+    try:
+        os.makedirs(args.plot, exist_ok=True)
+        with tempfile.TemporaryFile(dir=args.plot):
+            pass
+    except OSError as exc:
+        raise CLIError(f"--plot {args.plot}: cannot write there: "
+                       f"{exc.strerror or exc}") from None
+
+
 # ---------------------------------------------------------------- cluster
 
 
@@ -203,7 +232,6 @@ def _cluster(args, outputs):
     if args.method == "mmc" and not args.similar:
         raise CLIError("--method mmc needs --similar pairs.csv (side information)")
     params = parse_params(args.param, args.method)
-    args.param_names = sorted(params)
     estimator = _make_estimator(args.method, args.n_clusters, args.random_state, params,
                                 args.verbose)
     inputs = [p for p in (args.input, args.similar, args.dissimilar) if p]
@@ -292,21 +320,15 @@ def _run(args, estimator, outputs, log):
     log(f"fitting {type(estimator).__name__}")
     # Estimators report progress on stdout; the CLI keeps stdout for results.
     try:
-        # Overflow or NaN in a fit means a wrong answer: stop and say where the values are.
-        with contextlib.redirect_stdout(sys.stderr), np.errstate(over="raise", invalid="raise"):
+        with contextlib.redirect_stdout(sys.stderr), _stop_on_overflow():
             if args.method == "mmc":
                 labels, Z = _fit_mmc(estimator, X, args.n_clusters, similar, dissimilar,
                                      args.random_state, int(args.verbose))
             else:
                 labels = estimator.fit_predict(X)
                 Z = estimator.transform(X) if args.transform else None
-    except FloatingPointError as exc:
+    except _Overflow as exc:
         raise CLIError(_overflow_message(table, args.method, exc)) from None
-    except (ValueError, TypeError) as exc:
-        kind = _user_error_kind(exc, args.param_names)
-        if kind is None:
-            raise _InternalError(exc) from exc  # keep the traceback: a bug to report
-        raise CLIError(f"{args.input}: {exc}" if kind == "data" else str(exc)) from None
     log.mark("fit")
     log(f"fitted in {log.marks['fit'] - log.marks['read']:.2f} s")
 
@@ -452,15 +474,10 @@ def _run_out_of_core(args, estimator, outputs, log):
                        f"({X.shape[0]}) in {args.input}")
     log(f"fitting {type(estimator).__name__} by blocks of rows")
     try:
-        with contextlib.redirect_stdout(sys.stderr), np.errstate(over="raise", invalid="raise"):
+        with contextlib.redirect_stdout(sys.stderr), _stop_on_overflow():
             labels = estimator.fit(X).labels_
-    except FloatingPointError as exc:
+    except _Overflow as exc:
         raise CLIError(f"{args.input}: overflow in the fit ({exc}); rescale the data") from None
-    except (ValueError, TypeError) as exc:
-        kind = _user_error_kind(exc, args.param_names)
-        if kind is None:
-            raise _InternalError(exc) from exc
-        raise CLIError(f"{args.input}: {exc}" if kind == "data" else str(exc)) from None
     log.mark("fit")
     log(f"fitted in {log.marks['fit'] - log.marks['read']:.2f} s")
     outputs.write_lines("--output", "label", labels)
@@ -491,41 +508,48 @@ def _overflow_message(table, method=None, exc=None):
 
 
 def _check_magnitude(table):
-    """Refuse data whose squared distances overflow float64 before fitting on them."""
+    """Refuse, naming line and column, the data every estimator's input check
+    would refuse as too large (:func:`~metriclust._core.validation.max_abs_value`),
+    before fitting on them."""
+    from ._core.validation import max_abs_value
+
     X = table.X
-    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * max(X.shape[1], 1)))
-    if X.size and np.max(np.abs(X)) > limit:
+    if X.size and np.max(np.abs(X)) > max_abs_value(X.dtype, *X.shape):
         raise CLIError(_overflow_message(table))
 
 
-class _InternalError(Exception):
-    """An exception from inside the library that is not about the user's input."""
+class _Overflow(FloatingPointError):
+    """A float64 overflow inside the fit: the data's scale, not a bug (the data
+    were checked finite and below the overflow limit before the fit)."""
 
 
-def _user_error_kind(exc, param_names):
-    """"param" or "data" for the validation of a parameter or of the data; None for a bug.
+def _numpy_error(kind, flag):
+    if kind == "overflow":
+        raise _Overflow("overflow in a numpy operation")
+    raise FloatingPointError(f"{kind} in a numpy operation inside the fit")
 
-    Only these two are the user's to fix (issue #13: turning every ValueError
-    into a one-line message would hide bugs). Parameter checks name the
-    parameter (one the user set: defaults are valid); data checks name ``X``,
-    the pairs or ``n_samples``.
-    """
-    text = str(exc)
 
-    def names_one_of(names):
-        return any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text) for n in names)
+@contextlib.contextmanager
+def _stop_on_overflow():
+    """Stop the fit at the first float64 overflow, as :class:`_Overflow` (the
+    user's to fix by rescaling); an invalid operation (0/0, inf - inf) raises a
+    plain FloatingPointError, which keeps its traceback: a NaN from data that
+    passed the checks is a bug. A C kernel's non-finite result
+    (``NonFiniteResult``) counts as overflow: the kernels test for it because
+    data within the limit can still overflow there (similar pairs at distance
+    ~0 scale MMC's metric up)."""
+    from ._kernels._status import NonFiniteResult
 
-    if names_one_of(param_names):
-        return "param"
-    if names_one_of(("X", "similar", "dissimilar", "n_samples")):
-        return "data"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames and frames[-1].filename.endswith(os.path.join("_core", "validation.py")):
-        return "data"
-    return None
+    with np.errstate(over="call", invalid="call", call=_numpy_error):
+        try:
+            yield
+        except NonFiniteResult as exc:
+            raise _Overflow(str(exc)) from exc
 
 
 def _make_estimator(method, n_clusters, random_state, params, verbose):
+    """The estimator, its parameters checked here (``_parameter_constraints``),
+    before any data are read: a refusal names the parameter, as one line."""
     import metriclust
 
     cls = getattr(metriclust, _CLASS_NAMES[method])
@@ -535,7 +559,12 @@ def _make_estimator(method, n_clusters, random_state, params, verbose):
         estimator = cls(n_clusters=n_clusters, random_state=random_state)
     if verbose and "verbose" in estimator.get_params(deep=False):
         params.setdefault("verbose", 1)
-    return estimator.set_params(**params)
+    estimator.set_params(**params)
+    try:
+        estimator._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"--param: {exc}") from None
+    return estimator
 
 
 _CLASS_NAMES = {"kmeans": "KMeans", "cpcm": "CPCM", "mmc": "MMC", "cpduml": "CPDUML"}
@@ -618,6 +647,11 @@ def _check_input(path):
         raise CLIError(f"{path}: CSV file not found")
     if not os.path.isfile(path):
         raise CLIError(f"{path} is not a regular file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read it: {exc.strerror or exc}") from None
 
 
 def read_pairs(path, n_rows):
@@ -626,11 +660,12 @@ def read_pairs(path, n_rows):
     The header rule, BOM, quoting and error messages are those of the data
     reader; an integer may be written as a float (``2.0``).
     """
+    from ._core.validation import InputError
     from .datasets import _read_csv
 
     try:
         table = _read_csv(path, header="infer")
-    except ValueError as exc:
+    except InputError as exc:
         raise CLIError(f"{str(exc).rstrip('.')} (a pairs file holds two integer row indices "
                        "per line)") from None
     P = table.X

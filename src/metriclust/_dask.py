@@ -1,5 +1,15 @@
 """Dask arrays: input checks and the estimators' entry points, on the block engine.
 
+Public classes and functions:
+
+.. autosummary::
+
+   check_dask_array     -- a 2-D float Dask array with one column chunk
+   kmeans               -- Lloyd's k-means of a Dask array
+   seed_centers         -- initial centers by a scalable seeding
+   predict_labels       -- lazy nearest-center labels, X's row chunks
+   transform_distances  -- lazy distances to the centers, X's row chunks
+
 Imported only when an estimator is given a ``dask.array.Array`` (``import
 metriclust`` never imports Dask). Every pass runs on the one block engine
 (:mod:`metriclust._core.engine`, Dask backend): one task per row chunk, the

@@ -2,6 +2,13 @@
 
 Everything runs on the package's generators (nothing is read or downloaded).
 Each data set is one the papers use to show where Euclidean k-means fails.
+
+Public classes and functions:
+
+.. autosummary::
+
+   run_demo           -- every case: one table per data set, optionally PNGs
+   linear_blur_ratio  -- a partition's blur ratio in CPCM's linear prediction space
 """
 
 import os

@@ -31,7 +31,8 @@ from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means
 from ._core.sidepairs import (connected_components, pairs_from_labels, sample_similar_fraction,
                               sample_similar_pairs)
-from ._core.validation import check_array, check_n_features, check_pairs, check_random_state
+from ._core.validation import (InputError, check_array, check_n_features, check_pairs,
+                               check_random_state)
 
 __all__ = ["ConstrainedKMeans", "connected_components", "pairs_from_labels",
            "sample_similar_fraction", "sample_similar_pairs"]
@@ -103,7 +104,7 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         C = check_pairs(cannot_link if cannot_link is not None else [], n, name="cannot_link")
         n_comp, comp = connected_components(S, n)
         if self.n_clusters > n_comp:
-            raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n_comp} units to "
+            raise InputError(f"n_clusters={self.n_clusters} exceeds the {n_comp} units to "
                              f"cluster ({n} samples joined into {n_comp} must-link components).")
         K = int(self.n_clusters)
         means, weights = cluster_means(X, comp, n_comp)
@@ -112,7 +113,7 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         if not isinstance(init, str):
             init = check_array(init, name="init", dtype=X.dtype)
             if init.shape != (K, X.shape[1]):
-                raise ValueError(f"init must have shape ({K}, {X.shape[1]}), got {init.shape}.")
+                raise InputError(f"init must have shape ({K}, {X.shape[1]}), got {init.shape}.")
         rng = check_random_state(self.random_state)
         res = kmeans(means, K, sample_weight=weights, init=init,
                      n_init=1 if not isinstance(init, str) else self.n_init,
@@ -132,7 +133,7 @@ class ConstrainedKMeans(ClusterMixin, BaseEstimator):
         """Lloyd on component means with the cannot-link rule in the assignment."""
         if np.any(cl[:, 0] == cl[:, 1]):
             r = int(np.argmax(cl[:, 0] == cl[:, 1]))
-            raise ValueError(f"cannot_link[{r}] joins two points already must-linked "
+            raise InputError(f"cannot_link[{r}] joins two points already must-linked "
                              "(same connected component): the constraints are infeasible.")
         K = centers.shape[0]
         labels = None
@@ -178,7 +179,7 @@ def _cop_assign(means, centers, cl):
         order = np.argsort(d2[row], kind="stable")
         free = order[~banned[order]]
         if free.size == 0:
-            raise ValueError("The cannot-link constraints cannot be satisfied with "
+            raise InputError("The cannot-link constraints cannot be satisfied with "
                              f"n_clusters={K} in this assignment "
                              f"(component {int(c)} conflicts with every cluster).")
         placed[c] = free[0]

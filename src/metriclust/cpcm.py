@@ -10,6 +10,12 @@ mapped space, by alternating (Algorithm 1)
 accepting a new partition only when the blur ratio drops (Property 2).
 The predictors live in :mod:`metriclust._core.predictors`, the starting
 partitions in :mod:`metriclust._core.starts`.
+
+Public classes and functions:
+
+.. autosummary::
+
+   CPCM  -- the estimator: labels, blur ratio, the learned map ``beta``
 """
 
 import numbers
@@ -25,7 +31,7 @@ from ._core import partition, predictors, starts, streaming
 from ._core.blockwise import check_out_of_core, is_out_of_core
 from ._core.engine import BlockSource, source
 from ._core.threads import single_blas_thread
-from ._core.validation import (check_array, check_fit_input, check_n_clusters,
+from ._core.validation import (InputError, check_array, check_fit_input, check_n_clusters,
                                check_n_features, check_random_state, is_dask_array)
 
 __all__ = ["CPCM"]
@@ -337,7 +343,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             from . import _dask
             X = _dask.check_dask_array(X, ensure_min_samples=2)
             if not blockable:
-                raise ValueError("A dask array X takes predictor='linear' or 'kernel' and a "
+                raise InputError("A dask array X takes predictor='linear' or 'kernel' and a "
                                  f"named init (got predictor={self.predictor!r}); gather X "
                                  "first for the others.")
         else:
@@ -480,7 +486,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
     def _check_params(self):
         # each parameter alone is checked on entry to fit (_parameter_constraints)
         if self.predictor == "kernel" and self.alpha == 0:
-            raise ValueError("alpha must be > 0 for predictor='kernel' (with alpha = 0 "
+            raise InputError("alpha must be > 0 for predictor='kernel' (with alpha = 0 "
                              "every partition is predicted perfectly).")
 
     def _min_size(self, n, K):
@@ -539,9 +545,9 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
         if not isinstance(self.init, str):
             labels = np.asarray(self.init)
             if labels.shape != (n,):
-                raise ValueError(f"init as labels must have shape ({n},), got {labels.shape}.")
+                raise InputError(f"init as labels must have shape ({n},), got {labels.shape}.")
             if labels.dtype.kind not in "iu" or labels.min() < 0 or labels.max() >= K:
-                raise ValueError(f"init as labels must hold integers in [0, {K}).")
+                raise InputError(f"init as labels must hold integers in [0, {K}).")
             yield "given", 0, np.ascontiguousarray(labels, dtype=np.int64)
             return
         kinds = starts.start_kinds(self.init, self.predictor)

@@ -23,6 +23,7 @@ from ._core.threads import single_blas_thread
 from ._core.blockwise import check_out_of_core, is_out_of_core
 from ._core.validation import (check_array, check_fit_input, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
+from ._core.validation import InputError
 from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pairwise_distance,
                          orthonormalize_factor, span_coordinates, top_eigenpairs)
 
@@ -349,7 +350,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             Zk = kpca.fit_transform(X)
             if Zk.shape[1] == 0:
                 if kernel != "auto":    # else an error about an internal 0-column array
-                    raise ValueError("kernel='rbf' finds no kernel-PCA coordinate: the "
+                    raise InputError("kernel='rbf' finds no kernel-PCA coordinate: the "
                                      "centered Gram matrix is zero, so the points of X are "
                                      "all identical and there is nothing to cluster.")
                 kernel = None           # constant Gram (all points alike): no kernel space

@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from ._core.validation import check_random_state, check_scalar
+from ._core.validation import InputError, check_random_state, check_scalar
 
 __all__ = [
     "load_csv",
@@ -365,6 +365,27 @@ def make_moons(n_samples=200, *, noise=0.1, shuffle=True, random_state=None):
     return _finish(X, y, shuffle, rng)
 
 
+# The parameters and returns the two Xing generators share, written once and
+# filled into both docstrings by _xing_doc.
+_XING_3D_DOC = """shuffle : bool, default=True
+        Shuffle the rows.
+    random_state : None, int or numpy.random.Generator
+        Seed.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 3), float64
+        Columns x, y, z.
+    y : ndarray of shape (n_samples,), int64"""
+
+
+def _xing_doc(func):
+    if func.__doc__:  # None under python -OO
+        func.__doc__ = func.__doc__.replace("{xing_3d}", _XING_3D_DOC)
+    return func
+
+
+@_xing_doc
 def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=None):
     r"""The 3-D two-class examples of MMC (Xing, Ng, Jordan & Russell 2003, Figs. 4 and 5).
 
@@ -398,16 +419,7 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
         Which figure.
     n_samples : int, default=200
         Total number of points, split evenly over the two classes.
-    shuffle : bool, default=True
-        Shuffle the rows.
-    random_state : None, int or numpy.random.Generator
-        Seed.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, 3), float64
-        Columns x, y, z.
-    y : ndarray of shape (n_samples,), int64
+    {xing_3d}
 
     Examples
     --------
@@ -436,6 +448,7 @@ def make_xing_artificial(kind=1, n_samples=200, *, shuffle=True, random_state=No
     return _finish(X, y, shuffle, rng)
 
 
+@_xing_doc
 def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_state=None):
     r"""The 3-D data of MMC's learned-metric examples (Xing et al. 2003, Figs. 2 and 3).
 
@@ -460,8 +473,8 @@ def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_
     paper's full ``A``, so that direction is built in -- and each class is thin
     along it and wide across it: standard deviations 0.3 along ``u``, 1 along
     ``(1, -1, 0) / sqrt(2)`` and 2 along z (two parallel slabs). This is one of
-    four such designs tried (``benchmarks/RESULTS.md``, issue #14); the others
-    differ in how often the diagonal A keeps some weight on z. Fig. 3: the
+    four such designs tried; the others differ in how often the diagonal A
+    keeps some weight on z. Fig. 3: the
     centroids are the corners of a triangle in the (x, y) plane, (-3, -1.5),
     (3, -1.5) and (0, 2.5), with standard deviation 0.6 in x and y and 0.8 in
     z. The scales only fill the figures' axes; they were not tuned to the
@@ -477,16 +490,7 @@ def make_xing_metric_examples(figure=2, n_samples=None, *, shuffle=True, random_
     n_samples : int or None, default=None
         Total number of points, split evenly over the classes; None: 100 per
         class.
-    shuffle : bool, default=True
-        Shuffle the rows.
-    random_state : None, int or numpy.random.Generator
-        Seed.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, 3), float64
-        Columns x, y, z.
-    y : ndarray of shape (n_samples,), int64
+    {xing_3d}
 
     Examples
     --------
@@ -601,11 +605,12 @@ def load_csv(path, *, label_column="label", label_dtype=int, header="infer",
     FileNotFoundError
         When ``path`` does not exist (the message has the path).
     ValueError
-        For a path that is not a regular file, an empty file, a file that is
-        not UTF-8, a header without the label column, or a row that is ragged,
-        has an empty, non-numeric or non-finite field, a field longer than
-        131,072 characters, or a non-integer label; the message gives the
-        path, line number and column.
+        (its subclass ``InputError``: input the caller can fix) For a path
+        that is not a regular file, an empty file, a file that is not UTF-8,
+        a header without the label column, or a row that is ragged, has an
+        empty, non-numeric or non-finite field, a field longer than 131,072
+        characters, or a non-integer label; the message gives the path, line
+        number and column.
 
     Examples
     --------
@@ -640,11 +645,11 @@ def _read_csv(path, *, label_column=None, label_dtype=str, header="infer", empty
     if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, "CSV file not found", path)
     if not os.path.isfile(path):
-        raise ValueError(f"{path} is not a regular file.")
+        raise InputError(f"{path} is not a regular file.")
 
     first, first_line = _first_row(path)
     if first is None:
-        raise ValueError(f"{path} is empty; expected a header line of column names.")
+        raise InputError(f"{path} is empty; expected a header line of column names.")
     numeric_first = all(_is_number(field) for field in first)
     has_header = header is True or (header == "infer" and not numeric_first)
     if has_header:
@@ -664,9 +669,9 @@ def _read_csv(path, *, label_column=None, label_dtype=str, header="infer", empty
                 why = "header=False" if header is False else f"line {first_line} is all numbers"
                 msg = (f"{path} has no header ({why}), so no column named {label_column!r}: "
                        f"without a header, columns are named 1..{len(columns)}")
-            raise ValueError(msg + (f"; {missing_label_hint}." if missing_label_hint else "."))
+            raise InputError(msg + (f"; {missing_label_hint}." if missing_label_hint else "."))
         if len(hits) > 1:
-            raise ValueError(f"{path}, line {first_line}: column {label_column!r} appears "
+            raise InputError(f"{path}, line {first_line}: column {label_column!r} appears "
                              f"{len(hits)} times in the header.")
         label_idx = hits[0]
 
@@ -764,13 +769,13 @@ def _parse_careful(path, skip, columns, label_idx, label_dtype, empty_labels, re
                     continue  # blank line
                 line = reader.line_num
                 if len(row) != n_cols:
-                    raise ValueError(
+                    raise InputError(
                         f"{path}, line {line}: expected {n_cols} fields (as in the "
                         f"{reference}), got {len(row)}."
                     )
                 if label_idx is not None and not row[label_idx].strip():
                     if empty_labels == "error":
-                        raise ValueError(
+                        raise InputError(
                             f"{path}, line {line}, column {columns[label_idx]!r}: empty label "
                             "(mark unlabeled rows explicitly, e.g. empty_labels='unlabeled')."
                         )
@@ -785,7 +790,7 @@ def _parse_careful(path, skip, columns, label_idx, label_dtype, empty_labels, re
                 if values is None or not all(map(math.isfinite, values)):
                     _raise_bad_field(path, line, row, columns)
                 if label_idx is not None and not text_labels and not values[label_idx].is_integer():
-                    raise ValueError(
+                    raise InputError(
                         f"{path}, line {line}, column {columns[label_idx]!r}: a label must be "
                         f"an integer, got {values[label_idx]!r}."
                     )
@@ -796,7 +801,7 @@ def _parse_careful(path, skip, columns, label_idx, label_dtype, empty_labels, re
     except csv.Error as exc:
         raise _csv_error(path, reader.line_num if reader else 1, exc) from None
     if not rows:
-        raise ValueError(f"{path} has a header but no data rows.")
+        raise InputError(f"{path} has a header but no data rows.")
     return np.array(rows, dtype=np.float64), (np.array(names) if text_labels else None)
 
 
@@ -814,7 +819,7 @@ def _not_utf8(path):
     line_start = raw.rfind(b"\n", 0, pos) + 1
     column = raw.count(b",", line_start, pos) + 1
     byte = f"0x{raw[pos]:02x}" if pos < len(raw) else "end of file"
-    return ValueError(
+    return InputError(
         f"{path}, line {line}, field {column} (byte {pos - line_start + 1} of the line): "
         f"{byte} is not UTF-8; save the file as UTF-8 (Latin-1 or another legacy encoding?)."
     )
@@ -825,7 +830,7 @@ def _csv_error(path, line, exc):
     if "field larger than field limit" in message:
         message = (f"a field is longer than {_FIELD_LIMIT} characters (an unbalanced quote, "
                    "or not a numeric CSV)")
-    return ValueError(f"{path}, line {line}: {message}.")
+    return InputError(f"{path}, line {line}: {message}.")
 
 
 def _raise_bad_field(path, line, row, header):
@@ -834,11 +839,11 @@ def _raise_bad_field(path, line, row, header):
         text = field.strip()
         where = f"{path}, line {line}, column {name!r}"
         if not text:
-            raise ValueError(f"{where}: empty field.")
+            raise InputError(f"{where}: empty field.")
         try:
             value = float(text)
         except ValueError:
-            raise ValueError(f"{where}: could not convert {field!r} to a number.") from None
+            raise InputError(f"{where}: could not convert {field!r} to a number.") from None
         if not np.isfinite(value):
-            raise ValueError(f"{where}: non-finite value {field!r}.")
+            raise InputError(f"{where}: non-finite value {field!r}.")
     raise AssertionError("unreachable")  # pragma: no cover

@@ -1,4 +1,11 @@
-"""ISODATA: k-means with splitting and merging of clusters (Ball & Hall 1965)."""
+"""ISODATA: k-means with splitting and merging of clusters (Ball & Hall 1965).
+
+Public classes and functions:
+
+.. autosummary::
+
+   ISODATA  -- k-means whose number of clusters adapts by splits and merges
+"""
 
 import numbers
 

@@ -19,7 +19,7 @@ from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_co
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.engine import source
 from ._core.streaming import assign_blockwise, distances, kmeans_blockwise, label_counts
-from ._core.validation import (check_array, check_n_clusters, check_n_features,
+from ._core.validation import (InputError, check_array, check_n_clusters, check_n_features,
                                check_sample_weight, is_dask_array)
 
 __all__ = ["KMeans"]
@@ -204,7 +204,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         init = self.init
         if isinstance(init, str):
             if init == "k-means||" and not dask:
-                raise ValueError("init='k-means||' is the scalable seeding for dask arrays "
+                raise InputError("init='k-means||' is the scalable seeding for dask arrays "
                                  "and out-of-core X; use 'k-means++' in memory.")
         elif not callable(init):
             init = check_array(init, name="init", dtype=X.dtype)
@@ -265,10 +265,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             # Lloyd's passes over row blocks ("elkan"/"auto" give Lloyd's result
             # anyway; "online" has no block form and is refused).
             if self.convergence != "center_shift":
-                raise ValueError("convergence='objective' is not available for out-of-core X "
+                raise InputError("convergence='objective' is not available for out-of-core X "
                                  "(an np.memmap or row-sliceable array); use 'center_shift'.")
             if self.algorithm == "online":
-                raise ValueError("algorithm='online' is not available for out-of-core X "
+                raise InputError("algorithm='online' is not available for out-of-core X "
                                  "(an np.memmap or row-sliceable array); use 'lloyd'.")
             res = kmeans_blockwise(X.data, n_clusters, sample_weight=w, init=init,
                                    n_init=n_init, max_iter=self.max_iter, tol=self.tol,
@@ -298,7 +298,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X = _dask.check_dask_array(X)
         n_clusters, init, n_init = self._check_params(X, dask=True)
         if self.convergence != "center_shift" or self.algorithm == "online":
-            raise ValueError("A dask array X is fitted by Lloyd's passes with the center-shift "
+            raise InputError("A dask array X is fitted by Lloyd's passes with the center-shift "
                              f"rule: got algorithm={self.algorithm!r}, "
                              f"convergence={self.convergence!r}.")
         res = _dask.kmeans(X, n_clusters, sample_weight=sample_weight, init=init,

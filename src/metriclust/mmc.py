@@ -66,6 +66,7 @@ from ._core.threads import single_blas_thread
 from ._core.psd import eigh_robust, project_capped_simplex, project_spectraplex, psd_factor
 from ._core.sidepairs import pairs_from_labels
 from ._core.validation import check_array, check_n_features, check_pairs, is_dask_array
+from ._core.validation import InputError
 
 __all__ = ["MMC"]
 
@@ -404,10 +405,10 @@ class MMC(TransformerMixin, BaseEstimator):
         with np.errstate(over="ignore", invalid="ignore"):
             m = _scatter_diagonal(X64, S)
         if not np.all(np.isfinite(m)):
-            raise ValueError("X is too large: squared differences of similar pairs "
+            raise InputError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
         if not m.sum() > 0:
-            raise ValueError("The similar pairs have zero scatter (all pairs join "
+            raise InputError("The similar pairs have zero scatter (all pairs join "
                              "identical points); MMC's problem is unbounded.")
         m += _RIDGE * m.sum() / p
         sums = PairSums(X64 / np.sqrt(m), D, S)
@@ -450,10 +451,10 @@ class MMC(TransformerMixin, BaseEstimator):
             M_S = np.diag(_scatter_diagonal(X64, S)) if self.diagonal else \
                 scatter_of_pairs(X64, S)
         if not np.all(np.isfinite(M_S)):
-            raise ValueError("X is too large: squared differences of similar pairs "
+            raise InputError("X is too large: squared differences of similar pairs "
                              "overflow float64. Rescale X (MMC is scale invariant).")
         if not np.trace(M_S) > 0:
-            raise ValueError("The similar pairs have zero scatter (all pairs join "
+            raise InputError("The similar pairs have zero scatter (all pairs join "
                              "identical points); MMC's problem is unbounded.")
         M_S = M_S + (_RIDGE * np.trace(M_S) / ridge_p) * np.eye(p)
 

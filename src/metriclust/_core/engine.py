@@ -1,5 +1,14 @@
 """One block engine: passes over the row blocks of data that is not one in-memory array.
 
+Public classes and functions:
+
+.. autosummary::
+
+   BlockSource  -- a 2-D source read by row blocks (local memmap or Dask backend)
+   RowArray     -- per-row state aligned with a BlockSource's blocks
+   source       -- a BlockSource over X: Dask for a dask array, local otherwise
+   check_block  -- finite values and no overflow in one block of rows
+
 A :class:`BlockSource` is "a row-sliceable source of blocks" with two
 backends:
 
@@ -32,9 +41,6 @@ per-block function is called as::
 where ``row_blocks`` are the blocks of the ``rows=`` RowArrays (``None`` for a
 ``None`` entry). With ``x=False`` the data block is not read and ``fn`` is
 called as ``fn(*row_blocks, *args)``.
-
-The API is described for other modules in /work/reports/engine-api.md and is
-kept stable.
 """
 
 import numbers

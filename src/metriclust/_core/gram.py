@@ -1,18 +1,27 @@
 """Gaussian Gram machinery: the one owner of every Gram, Nystrom and eigen routine.
 
-The public face is :mod:`metriclust.kernels`, which re-exports
-:func:`gaussian_gram`, :func:`gram_matmat`, :func:`median_pairwise_distance`,
-:class:`Nystrom`, :func:`nystrom_factor` and :func:`top_eigenpairs`. The core
-(CPCM's kernel predictor, CPD-UML's Psi-step and kernel PCA) imports them from
-here, together with the internal helpers:
+Public classes and functions:
 
-- :func:`null_eigval_rtol` and :func:`drop_null_eigenpairs`: THE cut-off for
-  "numerically zero" eigenvalues of a Gram-type matrix, used by every routine
-  below (and by every caller that orders and trims eigenpairs);
-- :func:`centered_gram_eigenpairs`: exact kernel PCA (doubly centered Gram);
-- :func:`centered_factor_eigenpairs`: kernel PCA of a low-rank factor
-  ``G ~= U U^T`` (Nystrom);
-- :func:`orthonormalize_factor`: ``U U^T = Q diag(s) Q^T`` with orthonormal ``Q``.
+.. autosummary::
+
+   gaussian_gram               -- the Gaussian (RBF) Gram matrix
+   gram_matmat                 -- ``G(X, Y) V`` without storing G
+   median_pairwise_distance    -- median distance between distinct rows (sigma's scale)
+   Nystrom                     -- rank-m Nystrom factor ``G ~= U U^T`` (a transformer)
+   nystrom_factor              -- the factor ``U`` alone
+   top_eigenpairs              -- largest eigenpairs of the dense Gram matrix
+   null_eigval_rtol            -- THE cut-off for "numerically zero" eigenvalues
+   drop_null_eigenpairs        -- eigenpairs in descending order, zero ones dropped
+   span_coordinates            -- coordinates of centred rows in the span they occupy
+   centered_gram_eigenpairs    -- exact kernel PCA (doubly centred Gram)
+   centered_factor_eigenpairs  -- kernel PCA of a low-rank factor (Nystrom)
+   factor_basis                -- :func:`orthonormalize_factor`'s ``(s, T)`` from ``U^T U``
+   orthonormalize_factor       -- ``U U^T = Q diag(s) Q^T`` with orthonormal ``Q``
+
+The public face is :mod:`metriclust.kernels`, which re-exports the first six;
+the core (CPCM's kernel predictor, CPD-UML's Psi-step and kernel PCA) imports
+them from here, with the others. Every routine that orders and trims
+eigenpairs uses :func:`null_eigval_rtol`.
 
 Everything runs on one C kernel (``csrc/gram.c``): tiles of the Gram matrix
 computed in parallel with the exp fused into the tile loop.

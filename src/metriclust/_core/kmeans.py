@@ -1,5 +1,18 @@
 """The one k-means core every method calls.
 
+Public classes and functions:
+
+.. autosummary::
+
+   KMeansResult       -- (centers, labels, inertia, n_iter) of a fit
+   kmeans             -- weighted k-means with restarts; the lowest inertia
+   assign_labels      -- nearest center of each row, with squared distances
+   center_distances   -- distances of every row to every center, in X's dtype
+   kmeans_plusplus    -- greedy k-means++ seeding
+   farthest_first     -- farthest-first seeding
+   kmeans_columns_1d  -- 1-D k-means of many columns in one call
+   value_order        -- a row permutation that depends on the values only
+
 CONTRACT (stable; callers rely on it):
 
     kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,

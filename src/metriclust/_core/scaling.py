@@ -1,5 +1,9 @@
 """Shared helpers of the toolbox estimators: one global scale.
 
+Public classes and functions:
+
+.. autosummary::
+
    standardise -- centre X and divide it by one number; returns (Xs, mean, scale)
    rescale     -- new rows in the same units, (X - mean) / scale
 

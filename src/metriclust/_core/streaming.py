@@ -1,5 +1,23 @@
 """Fits by passes over row blocks, written once against the block engine.
 
+Public classes and functions:
+
+.. autosummary::
+
+   kmeans_blockwise            -- Lloyd's k-means by passes over row blocks (local or Dask)
+   lloyd                       -- Lloyd iterations from given centers, one pass each
+   seed                        -- initial centers (k-means++, k-means||, random, array)
+   relocate_empty              -- empty clusters take the farthest rows (the C core's rule)
+   assign_blockwise            -- nearest center of every row, block by block
+   label_counts                -- ``bincount`` of labels a chunk at a time
+   column_mean_and_variance    -- weighted column means and variances in two passes
+   mean_and_variance_blockwise -- the same for an out-of-core X
+   sample_rows                 -- chosen rows of X
+   take_pair_rows              -- the rows pairs touch, and the pairs re-indexed
+   gather_pair_rows            -- the same for similar and dissimilar pairs together
+   SEED_SAMPLE_SIZE            -- rows sampled for k-means++ on out-of-core data
+   KMEANS_PARALLEL_ROUNDS      -- rounds of k-means||
+
 Every function here takes a :class:`metriclust._core.engine.BlockSource` (or
 an array it can wrap: an ``np.memmap``/row-sliceable array, or a validated
 Dask array), so the same code runs one block at a time in this process and as

@@ -4,6 +4,7 @@ Public classes and functions:
 
 .. autosummary::
 
+   InputError           -- a refusal of input the caller can fix (a ValueError)
    check_array          -- an array-like of finite numbers -> C-contiguous ndarray
    check_fit_input      -- ``fit``'s preamble: X, n_clusters against its rows, the Generator
    check_predict_input  -- ``predict``'s preamble: fitted, X, its number of features
@@ -35,6 +36,7 @@ import numpy as np
 from .base import check_is_fitted
 
 __all__ = [
+    "InputError",
     "check_array",
     "check_fit_input",
     "check_labels",
@@ -50,6 +52,17 @@ __all__ = [
 ]
 
 _FLOAT_DTYPES = (np.float64, np.float32)
+
+
+class InputError(ValueError):
+    """A refusal of input the caller can fix: a malformed file, data or side
+    information that a method cannot use, parameters that contradict each other.
+
+    A ValueError, so that code catching ValueError keeps working. It is raised
+    only where the library checks what it was given, never about an array it
+    derived itself: a front end (the command line) shows it as one line and
+    lets every other exception keep its traceback, because that is a bug.
+    """
 
 
 def _is_sparse(X):

@@ -1,5 +1,13 @@
 """scipy's BLAS for the C core, resolved on first use.
 
+Public classes and functions:
+
+.. autosummary::
+
+   scipy_capi  -- ``__pyx_capi__`` of scipy.linalg.cython_blas or cython_lapack
+   load        -- resolve scipy's BLAS routines now (idempotent)
+   loaded      -- whether they are resolved
+
 ``cimport scipy.linalg.cython_blas`` makes the importing extension import
 ``scipy.linalg`` (~175 ms) when it is loaded, although most calls (k-means with
 few features, the direct Gram path) never reach BLAS. The bridges cimport

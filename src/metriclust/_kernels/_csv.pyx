@@ -1,4 +1,11 @@
-"""Bridge to csrc/csvparse.c: the fast path of ``metriclust.datasets``' CSV reader."""
+"""Bridge to csrc/csvparse.c: the fast path of ``metriclust.datasets``' CSV reader.
+
+Public classes and functions:
+
+.. autosummary::
+
+   parse_numeric  -- plain numeric CSV text to a float64 array (None if unusual)
+"""
 
 import numpy as np
 

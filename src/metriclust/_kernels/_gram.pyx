@@ -3,7 +3,17 @@ and the kernel's vectorized exp. Shapes and sigma are checked here before any
 pointer is touched; the Python layer (metriclust.kernels) validates values and
 holds BLAS to one thread around the calls that use it. Each function is
 written once over the fused type ``real`` (float32 or float64) and dispatched
-on the input's dtype."""
+on the input's dtype.
+
+Public classes and functions:
+
+.. autosummary::
+
+   gaussian_gram  -- the Gaussian Gram matrix (float32 or float64)
+   gram_matmat    -- ``G(X, Y) V`` without storing G
+   expneg         -- the kernels' vectorized ``exp(x)`` for ``x <= 0``
+   DIRECT_MAX_D   -- features up to which the tile is computed directly, not by GEMM
+"""
 
 import numpy as np
 

@@ -1,5 +1,11 @@
 """Bridge to csrc/kmeans1d.c: 1-D k-means of many columns in one call.
 
+Public classes and functions:
+
+.. autosummary::
+
+   kmeans1d_columns  -- Lloyd's 1-D k-means of many columns in one call
+
 Shapes, column indices and parameters are checked here before the C core
 touches a pointer.
 """

@@ -1,5 +1,12 @@
 """Bridge to csrc/mixture.c: the Gaussian-mixture E-step and M-step moments.
 
+Public classes and functions:
+
+.. autosummary::
+
+   estep  -- responsibilities and log-likelihoods (full, diagonal or spherical)
+   mstep  -- the M-step moments: weights, means, covariances or variances
+
 Every size is checked here before the C core touches a pointer. float64 only
 (the estimator converts).
 """

@@ -16,6 +16,7 @@ from metriclust._kernels._common cimport ml_dgemm_fn
 from metriclust._kernels._interrupt cimport ML_ERR_INTERRUPTED, interrupt_enter, interrupt_leave
 
 from metriclust._kernels._blas import scipy_capi
+from metriclust._kernels._status import NonFiniteResult
 
 cdef extern from "mmc_solver.h" nogil:
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
@@ -149,7 +150,7 @@ cdef int _raise(int status, str where) except -1:
     if status == -2:
         raise ValueError(f"{where}: a size or pair index is out of range")
     if status == -3:
-        raise FloatingPointError(f"{where}: non-finite value (overflow in the data?)")
+        raise NonFiniteResult(f"{where}: non-finite value (overflow in the data?)")
     if status == ML_ERR_EIGEN:
         raise np.linalg.LinAlgError(f"{where}: the eigendecomposition did not converge "
                                     "(LAPACK dsyevd and dsyevr)")

@@ -1,4 +1,12 @@
-"""OpenMP runtime queries (the thread count every kernel defaults to)."""
+"""OpenMP runtime queries (the thread count every kernel defaults to).
+
+Public classes and functions:
+
+.. autosummary::
+
+   openmp_max_threads  -- OpenMP's default thread count
+   openmp_enabled      -- whether the build has OpenMP
+"""
 
 cdef extern from *:
     """

@@ -1,5 +1,15 @@
 """Bridge to csrc/pairwise.c: the pairwise-constraint sums of MMC (Xing et al. 2003, Sec. 2).
 
+Public classes and functions:
+
+.. autosummary::
+
+   pairs_full       -- explicit pairs, full metric ``A = L^T L``: h, G, distances
+   pairs_laplacian  -- explicit pairs, full metric, through the pair graph's Laplacian
+   pairs_diag       -- explicit or all pairs, diagonal metric: h, gradient, Hessian
+   allpairs_full    -- all pairs i < j of one block, full metric, Laplacian form
+   crosspairs_full  -- every pair across two blocks, full metric, Laplacian form
+
 Every function takes float64 C-contiguous arrays (callers convert float32),
 checks shapes and index ranges before any pointer is touched, releases the GIL
 and returns new arrays. BLAS comes from scipy as function pointers; callers
@@ -66,6 +76,33 @@ cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n) except *:
                              f"for {n} samples")
 
 
+cdef void _check_operands(Py_ssize_t n, Py_ssize_t p, const int64_t[:, ::1] pairs,
+                          str name, Py_ssize_t rows, Py_ssize_t want, str what,
+                          Py_ssize_t r) except *:
+    """The checks of :func:`pairs_full` and :func:`pairs_laplacian`: ``name``
+    (``Lt`` or ``Y``, ``r`` columns) has ``want`` rows (X's ``what``), X and it
+    have columns, and the pairs index X's ``n`` rows."""
+    if rows != want:
+        raise ValueError(f"{name} has {rows} rows, X has {want}{what}")
+    if p == 0 or r == 0:
+        raise ValueError(f"X and {name} need at least one column")
+    _check_pairs(pairs, n)
+
+
+cdef object _zeros_out(bint wanted, shape, double **data):
+    """A new float64 array of zeros and its data pointer in ``*data``; None and
+    NULL when not ``wanted`` (or when it has no entries: NULL). The pointer
+    stays valid while the returned array lives."""
+    data[0] = NULL
+    if not wanted:
+        return None
+    out = np.zeros(shape)
+    cdef double[::1] flat = out.reshape(-1)
+    if flat.shape[0] > 0:
+        data[0] = &flat[0]
+    return out
+
+
 def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
                const double[:, ::1] Lt, bint gradient=True, bint distances=False,
                int n_threads=0, *, bint zero_pairs=False):
@@ -81,29 +118,11 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     if zero_pairs and not gradient:
         raise ValueError("zero_pairs needs gradient=True")
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Lt.shape[1]
-    if Lt.shape[0] != p:
-        raise ValueError(f"Lt has {Lt.shape[0]} rows, X has {p} columns")
-    if p == 0 or r == 0:
-        raise ValueError("X and Lt need at least one column")
-    _check_pairs(pairs, n)
-    G = np.zeros((p, p)) if gradient else None
-    dist = np.zeros(m) if distances else None
-    cdef double[:, ::1] Gv
-    cdef double[::1] dv
-    cdef double *Gp = NULL
-    cdef double *dp = NULL
-    if gradient:
-        Gv = G
-        Gp = &Gv[0, 0]
-    if distances and m > 0:
-        dv = dist
-        dp = &dv[0]
-    Gz = np.zeros((p, p)) if zero_pairs else None
-    cdef double[:, ::1] Gzv
-    cdef double *Gzp = NULL
-    if zero_pairs:
-        Gzv = Gz
-        Gzp = &Gzv[0, 0]
+    _check_operands(n, p, pairs, "Lt", Lt.shape[0], p, " columns", r)
+    cdef double *Gp, *dp, *Gzp
+    G = _zeros_out(gradient, (p, p), &Gp)
+    dist = _zeros_out(distances, m, &dp)
+    Gz = _zeros_out(zero_pairs, (p, p), &Gzp)
     cdef double h = 0.0, n_zero = 0.0
     cdef int status
     entered = interrupt_enter()
@@ -131,34 +150,19 @@ def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
     unless ``zero_pairs``) as in :func:`pairs_full`. One thread.
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], m = pairs.shape[0], r = Y.shape[1]
-    if Y.shape[0] != n:
-        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
-    if p == 0 or r == 0:
-        raise ValueError("X and Y need at least one column")
-    _check_pairs(pairs, n)
-    wdeg = np.zeros(n)
-    T = np.zeros((n, p))
-    dist = np.zeros(m) if distances else None
-    Gz = np.zeros((p, p)) if zero_pairs else None
-    cdef double[::1] wv = wdeg
-    cdef double[:, ::1] Tv = T
-    cdef double[::1] dv
-    cdef double[:, ::1] Gzv
-    cdef double *dp = NULL
-    cdef double *Gzp = NULL
-    if distances and m > 0:
-        dv = dist
-        dp = &dv[0]
-    if zero_pairs:
-        Gzv = Gz
-        Gzp = &Gzv[0, 0]
+    _check_operands(n, p, pairs, "Y", Y.shape[0], n, "", r)
+    cdef double *wp, *Tp, *dp, *Gzp
+    wdeg = _zeros_out(True, n, &wp)
+    T = _zeros_out(True, (n, p), &Tp)
+    dist = _zeros_out(distances, m, &dp)
+    Gz = _zeros_out(zero_pairs, (p, p), &Gzp)
     cdef double h = 0.0, n_zero = 0.0
     cdef int status = 0
     if n > 0:
         with nogil:
             status = ml_pairs_laplacian(&X[0, 0], &Y[0, 0], n, p, r,
                                         &pairs[0, 0] if m > 0 else NULL, m,
-                                        &h, dp, &wv[0], &Tv[0, 0], Gzp, &n_zero)
+                                        &h, dp, wp, Tp, Gzp, &n_zero)
     check_status(status, "pairs_laplacian", "a pair index is out of range")
     return h, wdeg, T, dist, Gz, int(n_zero)
 
@@ -197,24 +201,10 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
         m = pv.shape[0]
         if m > 0:
             pp = &pv[0, 0]
-    grad = np.zeros(p) if gradient else None
-    H = np.zeros((p, p)) if hessian else None
-    cdef double[::1] gv
-    cdef double[:, ::1] Hv
-    cdef double *gp = NULL
-    cdef double *Hp = NULL
-    if gradient:
-        gv = grad
-        gp = &gv[0]
-    if hessian:
-        Hv = H
-        Hp = &Hv[0, 0]
-    gzero = np.zeros(p) if zero_pairs else None
-    cdef double[::1] zv
-    cdef double *zp = NULL
-    if zero_pairs:
-        zv = gzero
-        zp = &zv[0]
+    cdef double *gp, *Hp, *zp
+    grad = _zeros_out(gradient, p, &gp)
+    H = _zeros_out(hessian, (p, p), &Hp)
+    gzero = _zeros_out(zero_pairs, p, &zp)
     cdef double h = 0.0, n_zero = 0.0
     cdef int status
     cdef bint explicit = pairs is not None
@@ -240,24 +230,7 @@ def allpairs_full(const double[:, ::1] X, const double[:, ::1] Y, int n_threads=
     ``G = sum_{i<j} (x_i - x_j)(x_i - x_j)^T / (2 d_ij) = X^T (diag(W 1) - W) X``
     with ``d_ij = ||y_i - y_j||``; no n x n array is formed.
     """
-    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], r = Y.shape[1]
-    if Y.shape[0] != n:
-        raise ValueError(f"Y has {Y.shape[0]} rows, X has {n}")
-    if p == 0 or r == 0:
-        raise ValueError("X and Y need at least one column")
-    G = np.zeros((p, p))
-    if n < 2:
-        return 0.0, G
-    cdef double[:, ::1] Gv = G
-    cdef double h = 0.0
-    cdef int status
-    entered = interrupt_enter()
-    with nogil:
-        status = ml_allpairs_full(&X[0, 0], &Y[0, 0], n, p, r, &h, &Gv[0, 0],
-                                  dgemm, dsyrk, n_threads)
-    interrupt_leave(entered, status)
-    check_status(status, "allpairs_full", "a pair index is out of range")
-    return h, G
+    return _laplacian_sums(X, Y, X, Y, True, n_threads)
 
 
 def crosspairs_full(const double[:, ::1] XI, const double[:, ::1] YI,
@@ -269,25 +242,41 @@ def crosspairs_full(const double[:, ::1] XI, const double[:, ::1] YI,
     Returns ``(h, G)``: ``h = sum_ij d_ij`` and
     ``G = sum_ij (x_i - x_j)(x_i - x_j)^T / (2 d_ij)``; no nI x nJ array.
     """
+    return _laplacian_sums(XI, YI, XJ, YJ, False, n_threads)
+
+
+cdef tuple _laplacian_sums(const double[:, ::1] XI, const double[:, ::1] YI,
+                           const double[:, ::1] XJ, const double[:, ::1] YJ,
+                           bint within, int n_threads):
+    """The checks, output and call shared by :func:`allpairs_full` (``within``:
+    the pairs i < j of one block, ``XJ`` is ``XI``) and :func:`crosspairs_full`
+    (every pair across two blocks); both run csrc's ``full_pairs``."""
     cdef Py_ssize_t nI = XI.shape[0], nJ = XJ.shape[0], p = XI.shape[1], r = YI.shape[1]
-    if YI.shape[0] != nI or YJ.shape[0] != nJ:
-        raise ValueError(f"YI, YJ have {YI.shape[0]}, {YJ.shape[0]} rows; XI, XJ have "
-                         f"{nI}, {nJ}")
+    names = ("X", "Y") if within else ("XI", "YI")
+    if YI.shape[0] != nI:
+        raise ValueError(f"{names[1]} has {YI.shape[0]} rows, {names[0]} has {nI}")
+    if YJ.shape[0] != nJ:
+        raise ValueError(f"YJ has {YJ.shape[0]} rows, XJ has {nJ}")
     if XJ.shape[1] != p or YJ.shape[1] != r:
         raise ValueError(f"XJ has {XJ.shape[1]} columns and YJ {YJ.shape[1]}; expected "
                          f"{p} and {r}")
     if p == 0 or r == 0:
-        raise ValueError("XI and YI need at least one column")
-    G = np.zeros((p, p))
-    if nI == 0 or nJ == 0:
+        raise ValueError(f"{names[0]} and {names[1]} need at least one column")
+    cdef double *Gp
+    G = _zeros_out(True, (p, p), &Gp)
+    if (nI < 2) if within else (nI == 0 or nJ == 0):
         return 0.0, G
-    cdef double[:, ::1] Gv = G
     cdef double h = 0.0
     cdef int status
     entered = interrupt_enter()
     with nogil:
-        status = ml_crosspairs_full(&XI[0, 0], &YI[0, 0], nI, &XJ[0, 0], &YJ[0, 0], nJ,
-                                    p, r, &h, &Gv[0, 0], dgemm, dsyrk, n_threads)
+        if within:
+            status = ml_allpairs_full(&XI[0, 0], &YI[0, 0], nI, p, r, &h, Gp,
+                                      dgemm, dsyrk, n_threads)
+        else:
+            status = ml_crosspairs_full(&XI[0, 0], &YI[0, 0], nI, &XJ[0, 0], &YJ[0, 0], nJ,
+                                        p, r, &h, Gp, dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
-    check_status(status, "crosspairs_full", "a size is out of range")
+    check_status(status, "allpairs_full" if within else "crosspairs_full",
+                 "a size is out of range")
     return h, G

@@ -1,5 +1,13 @@
 """Bridge to csrc/prototypes.c: LVQ and online SOM training runs (sequential).
 
+Public classes and functions:
+
+.. autosummary::
+
+   lvq_train  -- LVQ1, LVQ2.1, LVQ3 and OLVQ1 training runs
+   som_train  -- an online SOM training run
+   VARIANTS   -- the LVQ variant codes
+
 Sizes and index ranges are checked here before the C core touches a pointer.
 """
 

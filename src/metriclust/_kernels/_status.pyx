@@ -1,5 +1,14 @@
 """Status codes of the C core -> Python exceptions: the one ``check_status``.
 
+Public classes and functions:
+
+.. autosummary::
+
+   check_status      -- (cdef, for the bridges) a C status to its exception
+   raise_for_status  -- the same from Python (tests)
+   NonFiniteResult   -- ML_ERR_NUMERIC: a non-finite result (a FloatingPointError)
+   OK, ERR_ALLOC, ERR_ARG, ERR_NUMERIC, ERR_INTERRUPTED  -- the status codes
+
 Every bridge calls :func:`check_status` on the status its C call returned;
 :func:`raise_for_status` is the same from Python (for tests).
 """
@@ -13,6 +22,14 @@ cdef extern from "common.h" nogil:
     int ML_ERR_NUMERIC
     int ML_ERR_INTERRUPTED
 
+
+
+class NonFiniteResult(FloatingPointError):
+    """A C kernel's result is not finite (``ML_ERR_NUMERIC``) although its input
+    was: an overflow in its arithmetic (data far apart in scale, or a metric
+    scaled up by pairs at distance ~0)."""
+
+
 OK = ML_OK
 ERR_ALLOC = ML_ERR_ALLOC
 ERR_ARG = ML_ERR_ARG
@@ -25,7 +42,7 @@ cdef int check_status(int status, str where,
     """0 for ML_OK; otherwise raise the exception of ``status``, naming ``where``.
 
     ML_ERR_ALLOC -> MemoryError, ML_ERR_ARG -> ValueError (``arg_hint`` says
-    what was out of range), ML_ERR_NUMERIC -> FloatingPointError,
+    what was out of range), ML_ERR_NUMERIC -> NonFiniteResult (a FloatingPointError),
     ML_ERR_INTERRUPTED -> KeyboardInterrupt (after running Python's pending
     signal handlers), any other code -> RuntimeError.
     """
@@ -36,7 +53,7 @@ cdef int check_status(int status, str where,
     if status == ML_ERR_ARG:
         raise ValueError(f"{where}: {arg_hint}")
     if status == ML_ERR_NUMERIC:
-        raise FloatingPointError(f"{where}: a non-finite intermediate result "
+        raise NonFiniteResult(f"{where}: a non-finite intermediate result "
                                  "(overflow in the data?)")
     if status == ML_ERR_INTERRUPTED:
         PyErr_CheckSignals()

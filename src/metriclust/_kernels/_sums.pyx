@@ -1,4 +1,13 @@
-"""Bridge to csrc/sums.c: per-cluster row sums and the contingency table."""
+"""Bridge to csrc/sums.c: per-cluster row sums and the contingency table.
+
+Public classes and functions:
+
+.. autosummary::
+
+   cluster_sums  -- per-cluster row sums (float64)
+   contingency   -- the contingency table of two labelings
+   MIN_PARALLEL  -- entries (n p) below which the sums run on one thread
+"""
 
 import numpy as np
 
