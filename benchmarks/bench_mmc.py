@@ -12,7 +12,8 @@ and run in a subprocess on the same saved data; every peer figure comes from
 the same run (none is typed in). For timings from process start, metriclust is
 installed as a regular (non-editable) package in ``benchmarks/.venv-metriclust``
 (rebuilt from this checkout on each run unless ``--no-reinstall``): an editable
-install re-checks its build on every import, which no user pays.
+install re-checks its build on every import, which no user pays. That venv,
+like the peer's, does not see this interpreter's site-packages.
 
 Both sides are scored with the same scale-free objective
 ``J(A) = sum_D d_A / sqrt(sum_S d_A^2)``; the optimum is our solver at
@@ -104,18 +105,34 @@ print(json.dumps(dict(end_first=end_first, first=first, warm=warm, warm_cpu=warm
 """
 
 
-def ensure_ours(reinstall=True):
-    """metriclust as a regular install of this checkout, in its own venv."""
+def ensure_ours(reinstall=True, build_dir=None):
+    """metriclust as a regular install of this checkout, in its own venv.
+
+    Like the peer's, the venv does not see this interpreter's site-packages:
+    ours gets numpy, scipy and threadpoolctl installed into it, and a process
+    started from it pays only its own start-up (a shared site-packages can
+    carry ``.pth`` files that run at every interpreter start: 27 ms of CPU per
+    process on the shared machine, which the peer's venv does not pay). The
+    checkout is built into a wheel with this interpreter's build tools, in
+    ``build_dir`` (kept between runs, so a rebuild is incremental).
+    """
     if not OURS_PY.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
-                        str(OURS_VENV)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(OURS_VENV)], check=True)
+        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "numpy", "scipy",
+                        "threadpoolctl"], check=True)    # the runtime dependencies
         reinstall = True
     if reinstall:
         print("installing this checkout into", OURS_VENV, flush=True)
-        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "numpy", "scipy",
-                        "threadpoolctl"], check=True)    # the runtime dependencies
-        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "--no-build-isolation",
-                        "--no-deps", "--force-reinstall", str(HERE.parent)], check=True)
+        wheels = OUT / "wheel"
+        for old in wheels.glob("metriclust-*.whl"):
+            old.unlink()
+        build_dir = Path(build_dir) if build_dir else OUT / "build-metriclust"
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation",
+                        "--no-deps", f"-Cbuild-dir={build_dir.resolve()}", "-w", str(wheels),
+                        str(HERE.parent)], check=True)
+        subprocess.run([str(OURS_PY), "-m", "pip", "install", "-q", "--no-deps",
+                        "--force-reinstall", *map(str, wheels.glob("metriclust-*.whl"))],
+                       check=True)
 
 
 def run_cold(python, path, diagonal, side, n_warm, timeout):
@@ -329,6 +346,80 @@ def scale_d(args):
     return rows
 
 
+# Where a cold process's time goes: marks at interpreter start (CPU from
+# getrusage: start-up included), after numpy, after `from metriclust import MMC`,
+# after loading the data, after resolving scipy's BLAS / LAPACK, after one fit.
+PROBE_CODE = r"""
+import json, resource, sys, time
+def mark():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, time.time()
+marks = [("interpreter start", mark())]
+what = sys.argv[1]
+if what != "pass":
+    import numpy as np
+    marks.append(("import numpy", mark()))
+if what == "fit":
+    from metriclust import MMC
+    marks.append(("from metriclust import MMC", mark()))
+    z = np.load(sys.argv[2])
+    X, S, D = z["X"], z["S"], z["D"]
+    marks.append(("np.load of the data", mark()))
+    from metriclust._kernels import _blas, _mmc
+    _blas.load()
+    _mmc.load_lapack()
+    marks.append(("scipy's BLAS + LAPACK", mark()))
+    MMC(diagonal=sys.argv[3] == "diag", tol=1e-6).fit(X, similar=S, dissimilar=D)
+    marks.append(("first fit", mark()))
+print(json.dumps(dict(marks=marks, scipy=sorted(m for m in sys.modules if m == "scipy"))))
+"""
+
+
+def cold_floor(args):
+    """CPU and wall of a cold process, step by step (ours, hard draw), against
+    ``python -c pass`` and ``import numpy`` in both venvs; interleaved, medians."""
+    path = OUT / "mmc17_seed1.npz"
+    if not path.exists():
+        X, y, S, D = make_data(20, 10000, seed=1)
+        np.savez(path, X=X, S=S, D=D)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    cases = [("ours: pass", OURS_PY, ["pass"]), ("peer: pass", PEER_PY, ["pass"]),
+             ("ours: import numpy", OURS_PY, ["numpy"]),
+             ("peer: import numpy", PEER_PY, ["numpy"]),
+             ("ours: full A fit", OURS_PY, ["fit", str(path), "full"]),
+             ("ours: diagonal fit", OURS_PY, ["fit", str(path), "diag"])]
+    steps = {name: {} for name, _, _ in cases}
+    for _ in range(args.floor_reps):
+        for name, py, argv in cases:
+            t_spawn = time.time()
+            r = subprocess.run([str(py), "-c", PROBE_CODE, *argv], capture_output=True,
+                               text=True, env=env, cwd=str(OUT), check=True)
+            out = json.loads(r.stdout)
+            prev_cpu, prev_wall = 0.0, t_spawn
+            for label, (cpu, wall) in out["marks"]:
+                steps[name].setdefault(label, []).append((cpu - prev_cpu, wall - prev_wall))
+                prev_cpu, prev_wall = cpu, wall
+            steps[name].setdefault("total", []).append((prev_cpu, prev_wall - t_spawn))
+            steps[name].setdefault("scipy package imported", []).append(bool(out["scipy"]))
+    return steps
+
+
+def print_floor(steps):
+    print("\n| process | step | CPU ms (median) | wall ms (median) |")
+    print("|---|---|---|---|")
+    for name, by_step in steps.items():
+        for label, vals in by_step.items():
+            if label == "scipy package imported":
+                continue
+            cpu = 1e3 * np.median([v[0] for v in vals])
+            wall = 1e3 * np.median([v[1] for v in vals])
+            print(f"| {name} | {label} | {cpu:.1f} | {wall:.1f} |")
+    fits = [s for n, s in steps.items() if "fit" in n]
+    print("scipy package imported by our fits:",
+          any(any(s["scipy package imported"]) for s in fits))
+
+
 def fig6(args):
     from metriclust import MMC, ConstrainedKMeans, KMeans
     from metriclust.constraints import sample_similar_pairs
@@ -374,6 +465,11 @@ def main():
                     help="d for the full-A scaling runs (1e5 pairs)")
     ap.add_argument("--no-reinstall", action="store_true",
                     help="reuse benchmarks/.venv-metriclust as it is")
+    ap.add_argument("--floor-reps", type=int, default=7,
+                    help="repeats of the cold-process breakdown (0: skip it)")
+    ap.add_argument("--build-dir", default=None,
+                    help="meson build directory for our wheel (default benchmarks/out/"
+                         "build-metriclust; an editable install's build/cp311 works too)")
     ap.add_argument("--peer-timeout", type=float, default=None,
                     help="seconds before a peer run is stopped (default 20 quick, 600 otherwise)")
     args = ap.parse_args()
@@ -393,9 +489,11 @@ def main():
     if args.grid:
         grid_main(args)
         return
-    ensure_ours(reinstall=not args.no_reinstall)
+    OUT.mkdir(exist_ok=True)
+    ensure_ours(reinstall=not args.no_reinstall, build_dir=args.build_dir)
     rows = issue17(args)
     load_mid = os.getloadavg()
+    floor = cold_floor(args) if args.floor_reps > 0 else None
     d_rows = scale_d(args)
     print(f"\nload average after the comparison {load_mid}, at the end {os.getloadavg()}")
     print("\n| A | seed | metric-learn warm s | ours warm s | warm ratio (per repeat) "
@@ -426,6 +524,8 @@ def main():
                   f"{min(r['peer_warm'] / r['ours_warm'] for r in sel):.1f}x, cold "
                   f"{min(r['peer_cold'] / r['ours_cold'] for r in sel):.1f}x; largest rel. gap "
                   f"to J* {max((r['opt'] - r['ours_J']) / r['opt'] for r in sel):.1e}")
+    if floor is not None:
+        print_floor(floor)
     print("\n| d | pairs | fit s (first in process) | from process start s | iters | converged |")
     print("|---|---|---|---|---|---|")
     for r in d_rows:

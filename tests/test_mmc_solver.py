@@ -436,3 +436,122 @@ def test_diagonal_newton_reaches_the_optimum_from_weights_at_zero(seed):
     assert ref.converged_ and mmc.converged_
     assert np.count_nonzero(np.diag(ref.metric_) > 1e-12 * np.diag(ref.metric_).max()) > 1
     assert _J(X, S, D, mmc.metric_) == pytest.approx(_J(X, S, D, ref.metric_), rel=1e-8)
+
+
+def test_scatter_diagonal_matches_the_pair_differences():
+    # The diagonal similar-pair scatter comes from the diagonal pair kernel at a = 0
+    # (its zero-pair sum): compare with the differences summed directly, with
+    # repeated and identical pairs and a feature that is constant.
+    from metriclust.mmc import _scatter_diagonal
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 7)) * np.logspace(-3, 3, 7)
+    X[:, 2] = 1.5
+    X[10] = X[11]
+    S = np.ascontiguousarray(np.r_[rng.integers(50, size=(400, 2)), [[10, 11], [4, 4]]],
+                             dtype=np.int64)
+    ref = ((X[S[:, 0]] - X[S[:, 1]]) ** 2).sum(axis=0)
+    got = _scatter_diagonal(X, S)
+    np.testing.assert_allclose(got, ref, rtol=1e-13)
+    assert got[2] == 0.0
+    assert not _scatter_diagonal(X, np.zeros((0, 2), np.int64)).any()
+    # squares that overflow come back as inf (MMC's fit then names X)
+    big = np.array([[1e200, 0.0], [-1e200, 1.0]])
+    assert not np.isfinite(_scatter_diagonal(big, np.array([[0, 1]], np.int64))).all()
+    with pytest.raises(ValueError, match="X .*overflow"):
+        MMC(diagonal=True).fit(np.r_[big, [[0.0, 2.0]]], similar=[[0, 1]], dissimilar=[[0, 2]])
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_diagonal_objective_is_the_sum_over_dissimilar_pairs_of_the_metric(seed):
+    # objective_ comes from the solver's last h (h(b) / scale), not a final pass:
+    # it must equal sum_D ||x_i - x_j||_A for the metric returned, and the
+    # constraint sum_S ||.||_A^2 = 1 must hold (to the 1e-9 ridge).
+    X, S, D = _draw(seed)
+    mmc = MMC(diagonal=True, tol=1e-8).fit(X, similar=S, dissimilar=D)
+    w = np.diag(mmc.metric_)
+    dD, dS = X[D[:, 0]] - X[D[:, 1]], X[S[:, 0]] - X[S[:, 1]]
+    assert mmc.converged_
+    assert mmc.objective_ == pytest.approx(np.sqrt(dD ** 2 @ w).sum(), rel=1e-12)
+    assert (dS ** 2 @ w).sum() == pytest.approx(1.0, rel=1e-7)
+
+
+_LOAD_WITHOUT_SCIPY_PACKAGE = r"""
+import builtins, sys
+import numpy as np
+real_import = builtins.__import__
+{before}
+from metriclust import MMC
+from metriclust._kernels import _blas, _mmc
+rng = np.random.default_rng(0)
+X = rng.normal(size=(80, 5))
+pairs = np.array([[i, (i * 7 + 3) % 80] for i in range(80)], dtype=np.int64)
+S, D = pairs[:30], pairs[30:]
+full = MMC().fit(X, similar=S, dissimilar=D)
+diag = MMC(diagonal=True).fit(X, similar=S, dissimilar=D)
+_blas.load(); _mmc.load_lapack()
+print(sorted(m for m in sys.modules if m == "scipy" or m.startswith("scipy.linalg")))
+print(builtins.__import__ is real_import, _blas.loaded())
+print(sorted(m for m in sys.modules if m.startswith("metriclust._core.")
+             and m.split(".")[-1] in ("streaming", "kmeans", "engine")))
+blas, lapack = sys.modules["scipy.linalg.cython_blas"], sys.modules["scipy.linalg.cython_lapack"]
+import scipy.linalg
+from scipy.linalg import cython_blas, cython_lapack
+print(cython_blas is blas, cython_lapack is lapack)
+A = rng.normal(size=(6, 6)); A = A @ A.T
+print(np.allclose(scipy.linalg.eigh(A)[0], np.linalg.eigvalsh(A)))
+again = MMC().fit(X, similar=S, dissimilar=D)
+print(np.array_equal(again.metric_, full.metric_))
+"""
+
+
+@pytest.mark.parametrize("before", ["", "import scipy"])
+def test_scipy_routines_load_without_the_scipy_package_init(before):
+    # A fresh process: MMC fits (full and diagonal A) resolve scipy's BLAS and
+    # LAPACK without running scipy's or scipy.linalg's __init__ (both are ~15 ms to
+    # several hundred ms of a cold fit), leave __import__ as it was, and do not import
+    # the out-of-core helpers. A later `import scipy.linalg` works and uses the same
+    # modules. With scipy (the package only) imported first, the same holds for
+    # scipy.linalg.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_SCIPY_PACKAGE.format(before=before)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    loaded = ["scipy.linalg.cython_blas", "scipy.linalg.cython_lapack"]
+    assert lines[0] == str((["scipy"] if before else []) + loaded)
+    assert lines[1:] == ["True True", "[]", "True True", "True", "True"]
+
+
+def test_import_shortcut_is_limited_to_the_loading_thread():
+    # While scipy's module runs its init, an `__import__(name, fromlist=[])` of a
+    # loaded scipy.* module is answered from sys.modules in the loading thread only;
+    # another thread importing at that moment gets the ordinary import (which
+    # returns the top-level package), and __import__ is restored afterwards.
+    import subprocess
+    import sys
+
+    code = r"""
+import builtins, sys, threading, types
+from metriclust._kernels import _blas
+real = builtins.__import__
+sys.modules["scipy._mmc4_probe"] = probe = types.ModuleType("scipy._mmc4_probe")
+seen = {}
+
+class Loader:
+    def exec_module(self, module):
+        seen["here"] = __import__("scipy._mmc4_probe")
+        t = threading.Thread(target=lambda: seen.__setitem__(
+            "there", __import__("scipy._mmc4_probe")))
+        t.start(); t.join()
+
+_blas._top_package_not_imported(Loader(), None)
+print(seen["here"] is probe, seen["there"] is sys.modules["scipy"],
+      builtins.__import__ is real)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", "True"]

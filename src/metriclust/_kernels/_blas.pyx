@@ -47,11 +47,11 @@ cdef void *_routine(dict capi, str name) except NULL:
 def scipy_capi(str name):
     """``__pyx_capi__`` of ``scipy.linalg.<name>`` (``cython_blas``, ``cython_lapack``).
 
-    The extension is loaded from its file without running ``scipy.linalg``'s
-    ``__init__`` (measured under load ~15 on the shared machine: 70-90 ms for
-    both modules against 800-900 ms for ``import scipy.linalg``, most of a cold
-    MMC fit); the module is registered under its usual name, so a later
-    ``import scipy.linalg`` uses it. Falls back to the ordinary import.
+    The extension is loaded from its file without running the ``__init__`` of
+    ``scipy`` or ``scipy.linalg`` (see :func:`_load_extension`); the module is
+    registered under its usual name, so a later ``import scipy.linalg`` uses
+    it. If ``scipy.linalg`` imported it already, that module is used. Falls
+    back to the ordinary import. Called under the loader lock.
     """
     import sys
 
@@ -59,30 +59,104 @@ def scipy_capi(str name):
     module = sys.modules.get(full)
     if module is None:
         try:
-            import glob
-            import importlib.machinery
-            import importlib.util
-            import os
-
-            import scipy
-
-            folder = os.path.join(os.path.dirname(scipy.__file__), "linalg")
-            path = None
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-                found = glob.glob(os.path.join(glob.escape(folder), name + suffix))
-                if found:
-                    path = found[0]
-                    break
-            loader = importlib.machinery.ExtensionFileLoader(full, path)
-            spec = importlib.util.spec_from_file_location(full, path, loader=loader)
-            module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
-            sys.modules[full] = module
+            module = _load_extension(full)
         except Exception:                    # another layout: the ordinary import
             import importlib
 
             module = importlib.import_module(full)
     return module.__pyx_capi__
+
+
+def _extension_file(str folder, str name):
+    import importlib.machinery
+    import os
+
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(folder, name + suffix)
+        if os.path.isfile(path):
+            return path
+    raise ImportError(f"no extension module {name!r} in {folder}")
+
+
+def _load_extension(str full):
+    """Load scipy's extension module ``full`` from its file, without the
+    packages' ``__init__``.
+
+    Measured (cold process, numpy imported; shared 2-core machine, load ~16):
+    scipy's package ``__init__`` is ~14 ms CPU / 30-50 ms wall (it imports
+    ``scipy._lib._testutils`` and through it Cython, sysconfig, subprocess),
+    ``scipy.linalg``'s several hundred ms. Loading the extension file skips
+    ``scipy.linalg``'s; scipy's is run by the module's own init, which imports
+    scipy's shared Cython utility module (``scipy._cyutility``, scipy >= 1.16)
+    with ``PyImport_ImportModule``, i.e. ``__import__(name, fromlist=[])``:
+    that also imports the top-level package, which such a call returns.
+    ``scipy._cyutility`` is therefore loaded from its file first (its init
+    imports nothing), and while the module runs its init,
+    :func:`_top_package_not_imported` answers that call from ``sys.modules``
+    (``PyImport_ImportModule`` takes its result from there anyway).
+    If ``scipy`` is imported already, its package is not touched at all.
+    """
+    import importlib.util
+    import os
+    import sys
+
+    root = importlib.util.find_spec("scipy").submodule_search_locations[0]
+    package, _, name = full.rpartition(".")
+    if "scipy" not in sys.modules and "scipy._cyutility" not in sys.modules:
+        try:
+            path = _extension_file(root, "_cyutility")
+        except ImportError:                  # older scipy: no shared utility module
+            path = None
+        if path is not None:
+            _exec_extension("scipy._cyutility", path)
+    folder = os.path.join(root, *package.split(".")[1:])
+    return _exec_extension(full, _extension_file(folder, name))
+
+
+def _exec_extension(str full, str path):
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    loader = importlib.machinery.ExtensionFileLoader(full, path)
+    spec = importlib.util.spec_from_file_location(full, path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    _top_package_not_imported(loader, module)
+    sys.modules[full] = module
+    return module
+
+
+def _top_package_not_imported(loader, module):
+    """``loader.exec_module(module)`` with, in this thread only, an
+    ``__import__(name, fromlist=[])`` of a ``scipy.*`` module that is in
+    ``sys.modules`` while ``scipy`` is not answered from ``sys.modules``
+    instead of importing ``scipy`` for the return value.
+
+    Only the calling thread is affected: any other thread's import goes to the
+    original ``__import__`` unchanged, and the original is back when this
+    returns or raises (Ctrl-C included).
+    """
+    import builtins
+    import sys
+    import threading
+
+    real = builtins.__import__
+    me = threading.get_ident()
+
+    def imports(name, globals=None, locals=None, fromlist=(), level=0):
+        if (level == 0 and not fromlist and name.startswith("scipy.")
+                and "scipy" not in sys.modules and threading.get_ident() == me):
+            found = sys.modules.get(name)
+            if found is not None:
+                return found
+        return real(name, globals, locals, fromlist, level)
+
+    try:
+        builtins.__import__ = imports
+        loader.exec_module(module)
+    finally:
+        if builtins.__import__ is imports:
+            builtins.__import__ = real
 
 
 def load():
