@@ -59,7 +59,6 @@ import _common  # noqa: I001 - first: sets the OpenMP wait policy before any lib
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +72,21 @@ def load(name):
 
     X, y = load_csv(DATA / f"{name}.csv")
     return np.asarray(X, dtype=np.float64), np.asarray(y)
+
+
+def three_fold_splits(n, args):
+    """The CPD-UML paper's seen/unseen protocol (Sec. 3.2): for each run ``r`` of
+    ``args.first_run .. args.first_run + args.runs - 1``, a random split of the ``n``
+    rows into three folds (``default_rng(1000 + r)``); yields ``(r, train, test)`` for
+    each fold in turn as the unseen part. ``r`` also seeds the methods."""
+    for r in range(args.first_run, args.first_run + args.runs):
+        folds = np.array_split(np.random.default_rng(1000 + r).permutation(n), 3)
+        for f in range(3):
+            yield r, np.concatenate([folds[g] for g in range(3) if g != f]), folds[f]
+
+
+def _runs_label(args):
+    return f"runs {args.first_run}-{args.first_run + args.runs - 1}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,21 +373,16 @@ def cpd_grid(args):
     res = {"K-means": []}
     res.update({f"Kernel K-means, width {w:g}": [] for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0)})
     res.update({g: [] for g in grid})
-    for r in range(args.runs):
-        rng = np.random.default_rng(1000 + r)
-        folds = np.array_split(rng.permutation(len(X)), 3)
-        for f in range(3):
-            te = folds[f]
-            tr = np.concatenate([folds[g] for g in range(3) if g != f])
-            res["K-means"].append(clustering_accuracy(
-                y[te], _fit_predict(None, X[tr], X[te], K, r)))
-            for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0):
-                res[f"Kernel K-means, width {w:g}"].append(clustering_accuracy(
-                    y[te], _fit_predict(("kpca", w), X[tr], X[te], K, r)))
-            for g, kw in grid.items():
-                m = CPDUML(K, random_state=r, **kw).fit(X[tr])
-                res[g].append(clustering_accuracy(y[te], m.predict(X[te])))
-    print(f"\n### Breast, label-chosen settings (3-fold, runs 0-{args.runs - 1}; "
+    for r, tr, te in three_fold_splits(len(X), args):
+        res["K-means"].append(clustering_accuracy(
+            y[te], _fit_predict(None, X[tr], X[te], K, r)))
+        for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0):
+            res[f"Kernel K-means, width {w:g}"].append(clustering_accuracy(
+                y[te], _fit_predict(("kpca", w), X[tr], X[te], K, r)))
+        for g, kw in grid.items():
+            m = CPDUML(K, random_state=r, **kw).fit(X[tr])
+            res[g].append(clustering_accuracy(y[te], m.predict(X[te])))
+    print(f"\n### Breast, label-chosen settings (3-fold, {_runs_label(args)}; "
           f"{len(grid)} CPD-UML settings, ten best and the baselines)\n")
     print("| setting | accuracy (%) |")
     print("|---|---:|")
@@ -430,25 +439,20 @@ def cpd_tab(args):
     from metriclust.metrics import clustering_accuracy, normalized_mutual_info, purity
 
     sets = args.sets.split(",")
-    print(f"\n### CPD-UML Tables 1-3 protocol: 3-fold seen/unseen, {args.runs} runs x 3 folds, "
+    print(f"\n### CPD-UML Tables 1-3 protocol: 3-fold seen/unseen, {args.runs} runs x 3 folds "
+          f"({_runs_label(args)}), "
           "mean +- std (percent), ranking score in ()\n")
     for name in sets:
         X, y = load(name)
         K = len(np.unique(y))
         methods = _methods()
         scores = {m: [] for m in methods}
-        t0 = time.perf_counter()
-        for r in range(args.runs):
-            rng = np.random.default_rng(1000 + r)
-            folds = np.array_split(rng.permutation(len(X)), 3)
-            for f in range(3):
-                te = folds[f]
-                tr = np.concatenate([folds[g] for g in range(3) if g != f])
-                for m, make in methods.items():
-                    lab = _fit_predict(make, X[tr], X[te], K, r)
-                    scores[m].append([100 * clustering_accuracy(y[te], lab),
-                                      100 * normalized_mutual_info(y[te], lab),
-                                      100 * purity(y[te], lab)])
+        for r, tr, te in three_fold_splits(len(X), args):
+            for m, make in methods.items():
+                lab = _fit_predict(make, X[tr], X[te], K, r)
+                scores[m].append([100 * clustering_accuracy(y[te], lab),
+                                  100 * normalized_mutual_info(y[te], lab),
+                                  100 * purity(y[te], lab)])
         names = list(methods)
         arr = {m: np.array(v) for m, v in scores.items()}
         rank = {m: [0.0, 0.0, 0.0] for m in names}
@@ -463,7 +467,7 @@ def cpd_tab(args):
                         rank[a][j] += 0.5
                     elif better:
                         rank[a][j] += 1.0
-        print(f"\n**{name}** (N = {len(X)}, K = {K}; {time.perf_counter() - t0:.0f} s)\n")
+        print(f"\n**{name}** (N = {len(X)}, K = {K}; {_runs_label(args)})\n")
         print("| method | accuracy | NMI | purity | paper (Breast): acc / NMI / purity |")
         print("|---|---|---|---|---|")
         for m in names:
@@ -540,6 +544,8 @@ def cpd_cost(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--first-run", type=int, default=0,
+                    help="first run of the 3-fold protocol (runs first .. first + runs - 1)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", default="cpcm_t1,mmc23,mmc45,mmc5_ckm,mmc7,cpd_fig2,cpd_tab,"
                                       "cpd_grid,cpcm_starts,cpd_cost")

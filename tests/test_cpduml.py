@@ -531,3 +531,63 @@ def test_sklearn_estimator_checks():
 
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(CPDUML(n_clusters=3, random_state=0))
+
+
+# -- wide data: one N x N eigendecomposition for the start and the selection ------------
+
+def wide_blobs(n, p, k, seed):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) * k // n
+    return rng.standard_normal((n, p)) + 1.5 * rng.standard_normal((k, p))[y], y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spectral_start_from_principal_axes_equals_the_eigendecomposition_route(seed):
+    # The span coordinates are the centered rows along their principal axes, so their K
+    # columns of largest norm, normalized, are the top-K left singular vectors: the
+    # start is the same partition as the N x N eigendecomposition's.
+    from metriclust._core.gram import span_coordinates
+    from metriclust.cpduml import _spectral_partition
+
+    X, _ = wide_blobs(50, 300, 4, seed)
+    ref = _spectral_partition(X, 4, 5, np.random.default_rng(seed))
+    got = _spectral_partition(span_coordinates(X), 4, 5, np.random.default_rng(seed),
+                              principal_axes=True)
+    np.testing.assert_array_equal(got, ref)
+    # all points alike: no axis, the same round-robin fallback
+    same = np.ones((6, 20))
+    np.testing.assert_array_equal(
+        _spectral_partition(span_coordinates(same), 2, 1, np.random.default_rng(0),
+                            principal_axes=True),
+        _spectral_partition(same, 2, 1, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("kernel", ["auto", None])
+def test_wide_fit_decomposes_the_n_by_n_gram_once_and_labels_are_unchanged(monkeypatch,
+                                                                          kernel):
+    # Wide data (p > N): the spectral start and the selection share one decomposition of
+    # X's centered N x N Gram (the standardized copy's is a different matrix). Reference:
+    # the same fit with the start recomputed from X by its own decomposition.
+    import metriclust.cpduml as cpduml_module
+
+    X, _ = wide_blobs(45, 400, 3, 3)
+    calls = []
+    eigh = np.linalg.eigh
+
+    def counting_eigh(A, *args, **kwargs):
+        calls.append(A.shape)
+        return eigh(A, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", counting_eigh)
+    fast = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    assert calls.count((45, 45)) == 2           # X's Gram and the standardized X's
+    monkeypatch.setattr(np.linalg, "eigh", eigh)
+    orig = cpduml_module._spectral_partition
+    monkeypatch.setattr(cpduml_module, "_spectral_partition",
+                        lambda Z, *a, principal_axes=False: orig(X if principal_axes else Z, *a))
+    slow = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    np.testing.assert_array_equal(fast.labels_, slow.labels_)
+    assert [r[:3] for r in fast.selection_] == [r[:3] for r in slow.selection_]
+    np.testing.assert_allclose([r[3] for r in fast.selection_],
+                               [r[3] for r in slow.selection_], rtol=1e-12)
+    assert fast.objective_ == pytest.approx(slow.objective_, rel=1e-12)

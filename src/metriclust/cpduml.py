@@ -359,13 +359,18 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             scale = x_scale     # the same exact median (no sample drawn): O(N^2 p) once
         else:
             scale = _scale(Z, rng_scale)
+        # Wide input (p > N) moved in its own space: the coordinates of its centered
+        # rows along their principal axes, from one N x N eigendecomposition, give both
+        # the spectral start and the selection's N-column copy of the points.
+        span = span_coordinates(X) if Z is X and X.shape[1] > X.shape[0] else None
         # Algorithm 1 starts from the spectral relaxation (eq. 12 with Psi = 0); it
         # does not depend on sigma or lam, so every candidate below shares it.
-        start = _spectral_partition(Z, K, self.n_init, rng_init)
+        start = _spectral_partition(Z if span is None else span, K, self.n_init, rng_init,
+                                    principal_axes=span is not None)
         self.selection_ = None
         if select:
             sigma, lam, start = self._select(X, Z, K, scale, start, rng_init, rng_factor,
-                                             Zk if kernel == "auto" else None)
+                                             Zk if kernel == "auto" else None, span=span)
             if start is None:           # no input-space candidate won: kernel k-means
                 start = kmeans(Zk, K, n_init=self.n_init, random_state=rng_init).labels
             if isinstance(start, tuple):        # ("kernel", its labels)
@@ -500,7 +505,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     # -- label-free choice of sigma and lam -----------------------------------
 
-    def _select(self, X, Z, K, scale, start, rng_init, rng_factor, Zk=None, source=None):
+    def _select(self, X, Z, K, scale, start, rng_init, rng_factor, Zk=None, source=None,
+                span=None):
         """Pick (sigma, lam) by the normalized cut of the kNN graph of ``X``.
 
         Every candidate -- the grid ``SIGMA_GRID x LAM_GRID`` (or the given value
@@ -521,6 +527,9 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         against it. When the reference is kept the start returned is its labels
         (``("kernel", labels)``) or, above ``SELECT_MAX_SAMPLES`` points (where it was
         computed on the subset only), ``None``: the caller runs it on all points.
+
+        ``span`` (wide ``X`` moved in its own space): ``span_coordinates(X)``, already
+        computed for the spectral start; used when the selection sees all the points.
         """
         n = X.shape[0] if source is None else source.n
         sub, base = None, None
@@ -540,14 +549,16 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         # a partition must cut fewer edges in both, so that no single wide-range
         # feature decides (WDBC's features span five orders of magnitude)
         standardized = _standardized(Xs)
+        in_span = False         # Zs: coordinates along the principal axes of its rows
         if Xs.shape[1] > Xs.shape[0]:
             # Wide data (p > N): every candidate depends on the points only through
             # their distances, so it is fitted in the N columns of their span, not
             # the p of X (1000 x 20000: minutes of candidate fits became seconds).
             wide_zs = Zs is Xs
-            Xs, standardized = span_coordinates(Xs), span_coordinates(standardized)
+            Xs, standardized = (span_coordinates(Xs) if span is None or sub is not None
+                                else span), span_coordinates(standardized)
             if wide_zs:
-                Zs = Xs
+                Zs, in_span = Xs, True
         graphs = (_knn_graph(Xs, SELECT_NEIGHBORS),
                   _knn_graph(standardized, SELECT_NEIGHBORS))
         sigmas = SIGMA_GRID if self.sigma == "auto" else (float(self.sigma),)
@@ -559,7 +570,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             from ._core.cpd_blockwise import float_rows
             km_labels = source.kmeans(float_rows, (), source.p, K, n_init=self.n_init,
                                       random_state=rng_init)
-        spectral = start if sub is None else _spectral_partition(Zs, K, self.n_init, rng_init)
+        spectral = start if sub is None else _spectral_partition(
+            Zs, K, self.n_init, rng_init, principal_axes=in_span)
         km_start = km_labels if sub is None else km_labels[sub]
         # k-means first: the largest lam from the k-means partition (Psi ~ 0)
         candidates = [(sigmas[len(sigmas) // 2], max(lams), True)]
@@ -668,21 +680,32 @@ def _standardized(X):
     return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
-def _spectral_partition(Z, n_clusters, n_init, rng):
+def _spectral_partition(Z, n_clusters, n_init, rng, principal_axes=False):
     """Initial Y (eq. 12 with Psi = 0, Ky Fan): k-means on the top-K left singular
     vectors of the centered data, from the smaller of its two Gram matrices:
     ``Zc^T Zc`` (p x p; left vectors ``Zc v / sqrt(ev)``) when p <= N, else
     ``Zc Zc^T`` (N x N, whose eigenvectors are the left vectors): ``O(N p
     min(N, p))`` either way, never ``O(p^3)``. The eigenvalues are the same, so
-    is the rank cut; the vectors agree up to sign, which k-means ignores."""
-    Zc = Z - Z.mean(axis=0)
-    n, p = Zc.shape
-    wide = p > n
-    ev, V = drop_null_eigenpairs(*np.linalg.eigh(Zc @ Zc.T if wide else Zc.T @ Zc))
-    ev, V = ev[:n_clusters], V[:, :n_clusters]
+    is the rank cut; the vectors agree up to sign, which k-means ignores.
+
+    ``principal_axes=True``: ``Z`` is already centered data along its principal
+    axes (orthogonal columns, as :func:`~metriclust._core.gram.span_coordinates`
+    returns them, null axes dropped), so the left vectors are its K columns of
+    largest norm, normalized: no second eigendecomposition."""
+    if principal_axes:
+        norms = np.sqrt(np.einsum("ij,ij->j", Z, Z))
+        top = np.argsort(-norms, kind="stable")[:n_clusters]
+        top = top[norms[top] > 0]
+        ev, E = norms[top] ** 2, Z[:, top] / norms[top]
+    else:
+        Zc = Z - Z.mean(axis=0)
+        n, p = Zc.shape
+        wide = p > n
+        ev, V = drop_null_eigenpairs(*np.linalg.eigh(Zc @ Zc.T if wide else Zc.T @ Zc))
+        ev, V = ev[:n_clusters], V[:, :n_clusters]
+        E = V if wide or not ev.size else Zc @ (V / np.sqrt(ev))
     if not ev.size:                             # all points identical
         return np.arange(Z.shape[0], dtype=np.int64) % n_clusters
-    E = V if wide else Zc @ (V / np.sqrt(ev))
     return kmeans(np.ascontiguousarray(E), n_clusters, n_init=n_init, random_state=rng).labels
 
 
