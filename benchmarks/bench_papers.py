@@ -42,6 +42,10 @@ Sections (printed as markdown tables; ``--only a,b``):
              settings, linear and kernel, and kernel k-means at six widths): the upper
              bound for a label-free rule with our implementation.
 
+``cpd_defaults`` Issue #14's targets for ``CPDUML()`` with its defaults: accuracy against
+             k-means under the same protocol (``--first-run`` / ``--runs`` pick the runs), the
+             paired difference and its standard error, and the space the rule chose per fold.
+
 ``cpcm_starts`` CPCM's default starts (issue #14): Sec. 5.1 clouds (stepwise) and Fig. 1(d, e)
              lines and circles (kernel) over ``--seeds`` seeds; fits on X against fits on
              images of X under the maps each predictor is invariant to.
@@ -52,7 +56,8 @@ Not reproduced here: MMC Fig. 7(a) (protein data, not held), and CPCM Sec. 5.1 (
 tests/test_cpcm.py).
 
 Usage: ``python benchmarks/bench_papers.py [--runs R] [--seeds S] [--only cpcm_t1,mmc23,mmc45,
-mmc5_ckm,mmc7,cpd_fig2,cpd_tab,cpd_grid,cpcm_starts,cpd_cost]``.
+mmc5_ckm,mmc7,cpd_fig2,cpd_tab,cpd_grid,cpd_defaults,cpcm_starts,cpd_cost]``
+[--first-run F] [--sets a,b | all]``.
 """
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
@@ -72,6 +77,11 @@ def load(name):
 
     X, y = load_csv(DATA / f"{name}.csv")
     return np.asarray(X, dtype=np.float64), np.asarray(y)
+
+
+#: the data sets of issue #14's targets for the CPD-UML defaults
+TARGET_SETS = ["breast_cancer_wisconsin_original", "breast_cancer_wdbc", "iris", "wine", "glass",
+               "two_moons"]
 
 
 def three_fold_splits(n, args):
@@ -439,6 +449,8 @@ def cpd_tab(args):
     from metriclust.metrics import clustering_accuracy, normalized_mutual_info, purity
 
     sets = args.sets.split(",")
+    if sets == ["all"]:
+        sets = TARGET_SETS + ["ionosphere", "sonar", "soybean_small"]
     print(f"\n### CPD-UML Tables 1-3 protocol: 3-fold seen/unseen, {args.runs} runs x 3 folds "
           f"({_runs_label(args)}), "
           "mean +- std (percent), ranking score in ()\n")
@@ -477,6 +489,46 @@ def cpd_tab(args):
             pap = PAPER_BREAST.get(m) if name == "breast_cancer_wisconsin_original" else None
             pap = " / ".join(f"{v:.2f}" for v in pap) if pap else "-"
             print(f"| {m} | " + " | ".join(cells) + f" | {pap} |")
+
+
+def cpd_defaults(args):
+    """The issue #14 targets for ``CPDUML()`` with its defaults: mean accuracy over the
+    3-fold protocol against k-means on every data set of ``--sets`` (the issue's six
+    plus ionosphere, sonar, soybean_small with ``--sets all``), the bar 96.5 on Breast,
+    and which space (and kernel width) the label-free rule chose, fold by fold."""
+    from collections import Counter
+
+    from metriclust import CPDUML
+    from metriclust.metrics import clustering_accuracy
+
+    names = args.sets.split(",")
+    if names == ["all"]:
+        names = TARGET_SETS + ["ionosphere", "sonar", "soybean_small"]
+    print(f"\n### CPDUML() defaults against k-means: 3-fold protocol, {_runs_label(args)} "
+          "(accuracy %, mean over runs x folds; SE = std / sqrt(folds))\n")
+    print("| data | k-means | default | difference | SE of the difference | "
+          "space chosen (folds) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in names:
+        X, y = load(name)
+        K = len(np.unique(y))
+        km, default, chosen = [], [], Counter()
+        for r, tr, te in three_fold_splits(len(X), args):
+            km.append(100 * clustering_accuracy(y[te], _fit_predict(None, X[tr], X[te], K, r)))
+            model = CPDUML(K, random_state=r).fit(X[tr])
+            default.append(100 * clustering_accuracy(y[te], model.predict(X[te])))
+            chosen["input" if model.kernel_ is None else
+                   f"rbf {model.kernel_sigma_ / _median(X[tr]):.2g}"] += 1
+        d = np.subtract(default, km)
+        print(f"| {name} | {np.mean(km):.2f} | {np.mean(default):.2f} | {d.mean():+.2f} | "
+              f"{d.std(ddof=1) / np.sqrt(d.size):.2f} | "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(chosen.items())) + " |")
+
+
+def _median(X):
+    from metriclust.kernels import median_pairwise_distance
+
+    return median_pairwise_distance(X)
 
 
 def cpcm_starts(args):
@@ -548,9 +600,10 @@ def main():
                     help="first run of the 3-fold protocol (runs first .. first + runs - 1)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", default="cpcm_t1,mmc23,mmc45,mmc5_ckm,mmc7,cpd_fig2,cpd_tab,"
-                                      "cpd_grid,cpcm_starts,cpd_cost")
-    ap.add_argument("--sets", default="breast_cancer_wisconsin_original,breast_cancer_wdbc,"
-                                      "iris,wine,glass,two_moons")
+                                      "cpd_grid,cpd_defaults,cpcm_starts,cpd_cost")
+    ap.add_argument("--sets", default=",".join(TARGET_SETS),
+                    help="data sets of cpd_tab and cpd_defaults ('all': with ionosphere, "
+                         "sonar and soybean_small)")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()}")
     for sec in args.only.split(","):
