@@ -638,3 +638,20 @@ def test_wide_fit_decomposes_the_n_by_n_gram_once_and_labels_are_unchanged(monke
     np.testing.assert_allclose([r[3] for r in fast.selection_],
                                [r[3] for r in slow.selection_], rtol=1e-12)
     assert fast.objective_ == pytest.approx(slow.objective_, rel=1e-12)
+
+
+def test_kernel_selection_is_none_without_a_kernel_reference(tmp_path, moons):
+    # kernel=None, fixed sigma and lam, and the block-by-block path (whose "auto" means
+    # None) consider no kernel width: kernel_selection_ is None, as documented
+    X, _ = moons
+    assert CPDUML(2, kernel=None, random_state=0).fit(X).kernel_selection_ is None
+    assert CPDUML(2, sigma=0.8, lam=0.01, random_state=0).fit(X).kernel_selection_ is None
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    m = CPDUML(2, approximation="nystrom", n_components=20, random_state=0).fit(mm)
+    assert m.kernel_ is None and m.kernel_selection_ is None
+    from metriclust.cpduml import AUTO_KERNEL_WIDTHS
+
+    a = CPDUML(2, random_state=0).fit(X)
+    assert len(a.kernel_selection_) == len(AUTO_KERNEL_WIDTHS)
+    assert a.selection_[0][2] == "kernel-kmeans"

@@ -225,9 +225,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
     (``benchmarks/RESULTS.md``) under the paper's 3-fold protocol on runs
     30-49, run once after the rule was fixed: at or above k-means on Breast, WDBC,
     iris, wine and glass (smallest margin glass, +0.12), 96.87 on Breast (k-means
-    96.10) and 98.5 against 70.0 on the moons. With labels for part of the data, tune
-    ``sigma`` and
-    ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
+    96.10) and 98.5 against 70.0 on the moons. With labels for part of the data,
+    tune ``sigma`` and ``lam`` by scikit-learn's ``GridSearchCV`` instead (README).
 
     **Data larger than memory** (an ``np.memmap``, h5py dataset or Dask array)
     with the Nystrom path and ``kernel=None`` (or ``"auto"``, which then means
@@ -428,6 +427,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = p
         self.approximation_ = "nystrom"
         self.kernel_, self.kernel_sigma_, self._kpca = None, None, None
+        self.kernel_selection_ = None
         # _scale: the median pairwise distance of the same sample of rows
         sample = np.sort(rng_scale.choice(n, 2000, replace=False)) if n > 2000 else \
             np.arange(n)
