@@ -42,6 +42,10 @@ Sections (printed as markdown tables; ``--only a,b``):
              settings, linear and kernel, and kernel k-means at six widths): the upper
              bound for a label-free rule with our implementation.
 
+``cpd_defaults`` Issue #14's targets for ``CPDUML()`` with its defaults: accuracy against
+             k-means under the same protocol (``--first-run`` / ``--runs`` pick the runs), the
+             paired difference and its standard error, and the space the rule chose per fold.
+
 ``cpcm_starts`` CPCM's default starts (issue #14): Sec. 5.1 clouds (stepwise) and Fig. 1(d, e)
              lines and circles (kernel) over ``--seeds`` seeds; fits on X against fits on
              images of X under the maps each predictor is invariant to.
@@ -52,14 +56,14 @@ Not reproduced here: MMC Fig. 7(a) (protein data, not held), and CPCM Sec. 5.1 (
 tests/test_cpcm.py).
 
 Usage: ``python benchmarks/bench_papers.py [--runs R] [--seeds S] [--only cpcm_t1,mmc23,mmc45,
-mmc5_ckm,mmc7,cpd_fig2,cpd_tab,cpd_grid,cpcm_starts,cpd_cost]``.
+mmc5_ckm,mmc7,cpd_fig2,cpd_tab,cpd_grid,cpd_defaults,cpcm_starts,cpd_cost]``
+[--first-run F] [--sets a,b | all]``.
 """
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +77,26 @@ def load(name):
 
     X, y = load_csv(DATA / f"{name}.csv")
     return np.asarray(X, dtype=np.float64), np.asarray(y)
+
+
+#: the data sets of issue #14's targets for the CPD-UML defaults
+TARGET_SETS = ["breast_cancer_wisconsin_original", "breast_cancer_wdbc", "iris", "wine", "glass",
+               "two_moons"]
+
+
+def three_fold_splits(n, args):
+    """The CPD-UML paper's seen/unseen protocol (Sec. 3.2): for each run ``r`` of
+    ``args.first_run .. args.first_run + args.runs - 1``, a random split of the ``n``
+    rows into three folds (``default_rng(1000 + r)``); yields ``(r, train, test)`` for
+    each fold in turn as the unseen part. ``r`` also seeds the methods."""
+    for r in range(args.first_run, args.first_run + args.runs):
+        folds = np.array_split(np.random.default_rng(1000 + r).permutation(n), 3)
+        for f in range(3):
+            yield r, np.concatenate([folds[g] for g in range(3) if g != f]), folds[f]
+
+
+def _runs_label(args):
+    return f"runs {args.first_run}-{args.first_run + args.runs - 1}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,21 +383,16 @@ def cpd_grid(args):
     res = {"K-means": []}
     res.update({f"Kernel K-means, width {w:g}": [] for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0)})
     res.update({g: [] for g in grid})
-    for r in range(args.runs):
-        rng = np.random.default_rng(1000 + r)
-        folds = np.array_split(rng.permutation(len(X)), 3)
-        for f in range(3):
-            te = folds[f]
-            tr = np.concatenate([folds[g] for g in range(3) if g != f])
-            res["K-means"].append(clustering_accuracy(
-                y[te], _fit_predict(None, X[tr], X[te], K, r)))
-            for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0):
-                res[f"Kernel K-means, width {w:g}"].append(clustering_accuracy(
-                    y[te], _fit_predict(("kpca", w), X[tr], X[te], K, r)))
-            for g, kw in grid.items():
-                m = CPDUML(K, random_state=r, **kw).fit(X[tr])
-                res[g].append(clustering_accuracy(y[te], m.predict(X[te])))
-    print(f"\n### Breast, label-chosen settings (3-fold, runs 0-{args.runs - 1}; "
+    for r, tr, te in three_fold_splits(len(X), args):
+        res["K-means"].append(clustering_accuracy(
+            y[te], _fit_predict(None, X[tr], X[te], K, r)))
+        for w in (0.25, 0.5, 1.0, 1.4, 2.0, 4.0):
+            res[f"Kernel K-means, width {w:g}"].append(clustering_accuracy(
+                y[te], _fit_predict(("kpca", w), X[tr], X[te], K, r)))
+        for g, kw in grid.items():
+            m = CPDUML(K, random_state=r, **kw).fit(X[tr])
+            res[g].append(clustering_accuracy(y[te], m.predict(X[te])))
+    print(f"\n### Breast, label-chosen settings (3-fold, {_runs_label(args)}; "
           f"{len(grid)} CPD-UML settings, ten best and the baselines)\n")
     print("| setting | accuracy (%) |")
     print("|---|---:|")
@@ -395,8 +414,9 @@ def _methods():
     from metriclust import CPDUML
 
     # kernel width for the kernel methods: the paper searched 2^-5..2^10 on labels;
-    # we use label-free widths: 1.4 x the median distance (CPDUML's kernel="auto") and
-    # 4 x (CPDUML's kernel_sigma default for kernel="rbf").
+    # we use fixed label-free widths: 1.4 x the median distance (the middle of the
+    # widths CPDUML's kernel="auto" chooses from) and 4 x (CPDUML's kernel_sigma
+    # default for kernel="rbf").
     return {
         "K-means": None,
         "Kernel K-means": ("kpca", 1.4),
@@ -430,25 +450,22 @@ def cpd_tab(args):
     from metriclust.metrics import clustering_accuracy, normalized_mutual_info, purity
 
     sets = args.sets.split(",")
-    print(f"\n### CPD-UML Tables 1-3 protocol: 3-fold seen/unseen, {args.runs} runs x 3 folds, "
+    if sets == ["all"]:
+        sets = TARGET_SETS + ["ionosphere", "sonar", "soybean_small"]
+    print(f"\n### CPD-UML Tables 1-3 protocol: 3-fold seen/unseen, {args.runs} runs x 3 folds "
+          f"({_runs_label(args)}), "
           "mean +- std (percent), ranking score in ()\n")
     for name in sets:
         X, y = load(name)
         K = len(np.unique(y))
         methods = _methods()
         scores = {m: [] for m in methods}
-        t0 = time.perf_counter()
-        for r in range(args.runs):
-            rng = np.random.default_rng(1000 + r)
-            folds = np.array_split(rng.permutation(len(X)), 3)
-            for f in range(3):
-                te = folds[f]
-                tr = np.concatenate([folds[g] for g in range(3) if g != f])
-                for m, make in methods.items():
-                    lab = _fit_predict(make, X[tr], X[te], K, r)
-                    scores[m].append([100 * clustering_accuracy(y[te], lab),
-                                      100 * normalized_mutual_info(y[te], lab),
-                                      100 * purity(y[te], lab)])
+        for r, tr, te in three_fold_splits(len(X), args):
+            for m, make in methods.items():
+                lab = _fit_predict(make, X[tr], X[te], K, r)
+                scores[m].append([100 * clustering_accuracy(y[te], lab),
+                                  100 * normalized_mutual_info(y[te], lab),
+                                  100 * purity(y[te], lab)])
         names = list(methods)
         arr = {m: np.array(v) for m, v in scores.items()}
         rank = {m: [0.0, 0.0, 0.0] for m in names}
@@ -463,7 +480,7 @@ def cpd_tab(args):
                         rank[a][j] += 0.5
                     elif better:
                         rank[a][j] += 1.0
-        print(f"\n**{name}** (N = {len(X)}, K = {K}; {time.perf_counter() - t0:.0f} s)\n")
+        print(f"\n**{name}** (N = {len(X)}, K = {K}; {_runs_label(args)})\n")
         print("| method | accuracy | NMI | purity | paper (Breast): acc / NMI / purity |")
         print("|---|---|---|---|---|")
         for m in names:
@@ -473,6 +490,46 @@ def cpd_tab(args):
             pap = PAPER_BREAST.get(m) if name == "breast_cancer_wisconsin_original" else None
             pap = " / ".join(f"{v:.2f}" for v in pap) if pap else "-"
             print(f"| {m} | " + " | ".join(cells) + f" | {pap} |")
+
+
+def cpd_defaults(args):
+    """The issue #14 targets for ``CPDUML()`` with its defaults: mean accuracy over the
+    3-fold protocol against k-means on every data set of ``--sets`` (the issue's six
+    plus ionosphere, sonar, soybean_small with ``--sets all``), the bar 96.5 on Breast,
+    and which space (and kernel width) the label-free rule chose, fold by fold."""
+    from collections import Counter
+
+    from metriclust import CPDUML
+    from metriclust.metrics import clustering_accuracy
+
+    names = args.sets.split(",")
+    if names == ["all"]:
+        names = TARGET_SETS + ["ionosphere", "sonar", "soybean_small"]
+    print(f"\n### CPDUML() defaults against k-means: 3-fold protocol, {_runs_label(args)} "
+          "(accuracy %, mean over runs x folds; SE = std / sqrt(folds))\n")
+    print("| data | k-means | default | difference | SE of the difference | "
+          "space chosen (folds) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in names:
+        X, y = load(name)
+        K = len(np.unique(y))
+        km, default, chosen = [], [], Counter()
+        for r, tr, te in three_fold_splits(len(X), args):
+            km.append(100 * clustering_accuracy(y[te], _fit_predict(None, X[tr], X[te], K, r)))
+            model = CPDUML(K, random_state=r).fit(X[tr])
+            default.append(100 * clustering_accuracy(y[te], model.predict(X[te])))
+            chosen["input" if model.kernel_ is None else
+                   f"rbf {model.kernel_sigma_ / _median(X[tr]):.2g}"] += 1
+        d = np.subtract(default, km)
+        print(f"| {name} | {np.mean(km):.2f} | {np.mean(default):.2f} | {d.mean():+.2f} | "
+              f"{d.std(ddof=1) / np.sqrt(d.size):.2f} | "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(chosen.items())) + " |")
+
+
+def _median(X):
+    from metriclust.kernels import median_pairwise_distance
+
+    return median_pairwise_distance(X)
 
 
 def cpcm_starts(args):
@@ -534,17 +591,30 @@ def cpd_cost(args):
         m = _common.medians(t)
         print(f"| {name} | {m['default']:.2f} | {m['fixed']:.2f} | "
               f"{m['default'] / m['fixed']:.1f}x |")
+    # N = 1e5 (Nystrom, m = 100): the default against kernel=None, whose rule has no
+    # kernel reference (the kernel widths' cost is what separates them)
+    from metriclust.datasets import make_moons
+
+    X, _ = make_moons(100_000, noise=0.1, random_state=0)
+    t = _common.medians(_common.interleaved({
+        "default": lambda: CPDUML(2, random_state=0).fit(X),
+        "none": lambda: CPDUML(2, kernel=None, random_state=0).fit(X)}, 3, warmup=False))
+    print(f"\n| two moons, N = 1e5 | default {t['default']:.2f} s | kernel=None "
+          f"{t['none']:.2f} s | {t['default'] / t['none']:.2f}x |")
     print(f"\nload average after: {_common.load_average()}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--first-run", type=int, default=0,
+                    help="first run of the 3-fold protocol (runs first .. first + runs - 1)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", default="cpcm_t1,mmc23,mmc45,mmc5_ckm,mmc7,cpd_fig2,cpd_tab,"
-                                      "cpd_grid,cpcm_starts,cpd_cost")
-    ap.add_argument("--sets", default="breast_cancer_wisconsin_original,breast_cancer_wdbc,"
-                                      "iris,wine,glass,two_moons")
+                                      "cpd_grid,cpd_defaults,cpcm_starts,cpd_cost")
+    ap.add_argument("--sets", default=",".join(TARGET_SETS),
+                    help="data sets of cpd_tab and cpd_defaults ('all': with ionosphere, "
+                         "sonar and soybean_small)")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()}")
     for sec in args.only.split(","):

@@ -352,11 +352,10 @@ def test_default_never_more_than_a_point_below_kmeans(load_dataset, name):
         assert accuracy(y, model.labels_) >= 0.99
         assert model.kernel_ is None                  # a deformation of the input space
     if name == "breast_cancer_wisconsin_original":
-        # the kernel-space reference is kept and beats k-means (all the data: 96.49
-        # against 96.05, i.e. 3 more of 683 right; the issue's 96.5 bar is missed by one
-        # point here and by 0.04 on the held-out 3-fold runs, benchmarks/RESULTS.md)
+        # the kernel-space reference is kept and clears the issue's bar on all the data
+        # (96.93 against k-means' 96.05; the 3-fold runs: benchmarks/RESULTS.md)
         assert model.kernel_ == "rbf"
-        assert accuracy(y, model.labels_) >= km + 2.0 / len(y)
+        assert accuracy(y, model.labels_) >= 0.965
 
 
 @pytest.mark.parametrize("name", ["breast_cancer_wdbc", "iris", "two_moons"])
@@ -403,15 +402,23 @@ def test_kmeans_kept_when_it_cuts_no_edge(kernel):
     assert agreement(model.labels_, np.repeat([0, 1], 60)) == 1.0
 
 
+def centered_gram_eigenvalues(X, sigma):
+    """All eigenvalues of H G H (H = I - 11^T / N), descending: numpy, dense."""
+    n = len(X)
+    H = np.eye(n) - 1.0 / n
+    return np.linalg.eigvalsh(H @ np.exp(-sq_distances(X, X) / (2 * sigma ** 2)) @ H)[::-1]
+
+
 @pytest.mark.parametrize("name", ["breast_cancer_wisconsin_original", "iris", "two_moons"])
 def test_auto_kernel_keeps_an_input_deformation_only_when_it_cuts_clearly_less(load_dataset,
                                                                                name):
-    # kernel="auto": the reference is k-means in the RBF kernel-PCA space of the median
-    # width; an input-space candidate is kept only at a score <= 1 - SELECT_MARGIN
-    # (its normalized cuts against the reference's, in both kNN graphs), else the
-    # reference's partition starts a kernel-space fit with the largest lam.
-    from metriclust._core.cpd import KernelPCA
-    from metriclust.cpduml import (AUTO_KERNEL_SIGMA, SELECT_MARGIN, SELECT_NEIGHBORS,
+    # kernel="auto": the reference is k-means in the RBF kernel-PCA space of the width
+    # (of AUTO_KERNEL_WIDTHS) with the largest eigengap lambda_K / lambda_K+1 of the
+    # centered Gram matrix; an input-space candidate is kept only at a score <=
+    # 1 - SELECT_MARGIN (its normalized cuts against the reference's, in both kNN
+    # graphs), else the reference's partition starts a kernel-space fit with the
+    # largest lam.
+    from metriclust.cpduml import (AUTO_KERNEL_WIDTHS, SELECT_MARGIN, SELECT_NEIGHBORS,
                                    _knn_graph, _normalized_cut, _standardized)
     from metriclust.kernels import median_pairwise_distance
 
@@ -421,12 +428,22 @@ def test_auto_kernel_keeps_an_input_deformation_only_when_it_cuts_clearly_less(l
     rec = model.selection_
     assert rec[0] == (None, None, "kernel-kmeans", 1.0)
     best = min(rec[1:], key=lambda r: r[3])
-    # an independent kernel k-means at the median width (its own seed): the reference
-    Z = KernelPCA(50, sigma=AUTO_KERNEL_SIGMA * median_pairwise_distance(X)).fit_transform(X)
+    # the width, from a dense eigendecomposition of every candidate's centered Gram
+    med = median_pairwise_distance(X)
+    gaps = []
+    for w in AUTO_KERNEL_WIDTHS:
+        ev = centered_gram_eigenvalues(X, w * med)
+        gaps.append(ev[K - 1] / ev[K])
+    assert [w for w, _ in model.kernel_selection_] == list(AUTO_KERNEL_WIDTHS)
+    np.testing.assert_allclose([g for _, g in model.kernel_selection_], gaps, rtol=1e-6)
+    width = AUTO_KERNEL_WIDTHS[int(np.argmax(gaps))]
+    # an independent kernel k-means at that width (its own seed): the reference
+    Z = KernelPCA(50, sigma=width * med).fit_transform(X)
     ref = kmeans(Z, K, n_init=10, random_state=0).labels
     graphs = (_knn_graph(X, SELECT_NEIGHBORS), _knn_graph(_standardized(X), SELECT_NEIGHBORS))
     if best[3] > 1.0 - SELECT_MARGIN:
         assert model.kernel_ == "rbf" and model.embedding_.shape == (len(X), Z.shape[1])
+        assert model.kernel_sigma_ == pytest.approx(width * med, rel=1e-12)
         assert model.lam_ / len(X) ** 2 == pytest.approx(max(r[1] for r in rec[1:]))
         assert agreement(model.labels_, ref) >= 0.95
     else:
@@ -436,6 +453,36 @@ def test_auto_kernel_keeps_an_input_deformation_only_when_it_cuts_clearly_less(l
                 (1 - SELECT_MARGIN) * _normalized_cut(G, ref, K) * 1.02)
     if name == "two_moons":
         assert model.kernel_ is None
+
+
+def test_auto_kernel_width_is_invariant_to_scale_rotation_and_shift(load_dataset):
+    # The width rule sees the data only through distances relative to their median:
+    # X, 10 X and a rotated, shifted copy pick the same relative width (same eigengaps)
+    # and the same partition. glass: the kernel space is kept.
+    from metriclust.cpduml import AUTO_KERNEL_WIDTHS
+
+    X, y = load_dataset("glass")
+    K = len(np.unique(y))
+    Q = np.linalg.qr(np.random.default_rng(5).standard_normal((X.shape[1],) * 2))[0]
+    fits = [CPDUML(K, random_state=0).fit(A) for A in (X, 10.0 * X, X @ Q + 7.0)]
+    a = fits[0]
+    assert a.kernel_ == "rbf"
+    scale = np.median(np.sqrt(sq_distances(X, X))[np.triu_indices(len(X), 1)])
+    for b, c in zip(fits, (1.0, 10.0, 1.0)):
+        np.testing.assert_allclose(b.kernel_selection_, a.kernel_selection_, rtol=1e-7)
+        assert b.kernel_sigma_ / (c * scale) == pytest.approx(a.kernel_sigma_ / scale,
+                                                              rel=1e-9)
+        np.testing.assert_array_equal(b.labels_, a.labels_)
+    assert a.kernel_sigma_ / scale in [pytest.approx(w) for w in AUTO_KERNEL_WIDTHS]
+
+
+def test_eigengap_edge_cases():
+    from metriclust.cpduml import _eigengap
+
+    assert _eigengap([4.0, 2.0, 1.0], 2) == 2.0
+    assert _eigengap([1.0, 4.0, 2.0], 2) == 2.0        # order does not matter
+    assert _eigengap([4.0, 2.0], 2) == np.inf          # exactly K positive: a perfect gap
+    assert _eigengap([4.0], 2) == 0.0                  # fewer than K: no K-cluster structure
 
 
 def test_selection_is_label_free_scale_free_and_partial():
@@ -531,3 +578,80 @@ def test_sklearn_estimator_checks():
 
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(CPDUML(n_clusters=3, random_state=0))
+
+
+# -- wide data: one N x N eigendecomposition for the start and the selection ------------
+
+def wide_blobs(n, p, k, seed):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) * k // n
+    return rng.standard_normal((n, p)) + 1.5 * rng.standard_normal((k, p))[y], y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spectral_start_from_principal_axes_equals_the_eigendecomposition_route(seed):
+    # The span coordinates are the centered rows along their principal axes, so their K
+    # columns of largest norm, normalized, are the top-K left singular vectors: the
+    # start is the same partition as the N x N eigendecomposition's.
+    from metriclust._core.gram import span_coordinates
+    from metriclust.cpduml import _spectral_partition
+
+    X, _ = wide_blobs(50, 300, 4, seed)
+    ref = _spectral_partition(X, 4, 5, np.random.default_rng(seed))
+    got = _spectral_partition(span_coordinates(X), 4, 5, np.random.default_rng(seed),
+                              principal_axes=True)
+    np.testing.assert_array_equal(got, ref)
+    # all points alike: no axis, the same round-robin fallback
+    same = np.ones((6, 20))
+    np.testing.assert_array_equal(
+        _spectral_partition(span_coordinates(same), 2, 1, np.random.default_rng(0),
+                            principal_axes=True),
+        _spectral_partition(same, 2, 1, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("kernel", ["auto", None])
+def test_wide_fit_decomposes_the_n_by_n_gram_once_and_labels_are_unchanged(monkeypatch,
+                                                                          kernel):
+    # Wide data (p > N): the spectral start and the selection share one decomposition of
+    # X's centered N x N Gram (the standardized copy's is a different matrix). Reference:
+    # the same fit with the start recomputed from X by its own decomposition.
+    import metriclust.cpduml as cpduml_module
+
+    X, _ = wide_blobs(45, 400, 3, 3)
+    calls = []
+    eigh = np.linalg.eigh
+
+    def counting_eigh(A, *args, **kwargs):
+        calls.append(A.shape)
+        return eigh(A, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", counting_eigh)
+    fast = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    assert calls.count((45, 45)) == 2           # X's Gram and the standardized X's
+    monkeypatch.setattr(np.linalg, "eigh", eigh)
+    orig = cpduml_module._spectral_partition
+    monkeypatch.setattr(cpduml_module, "_spectral_partition",
+                        lambda Z, *a, principal_axes=False: orig(X if principal_axes else Z, *a))
+    slow = CPDUML(3, kernel=kernel, random_state=0).fit(X)
+    np.testing.assert_array_equal(fast.labels_, slow.labels_)
+    assert [r[:3] for r in fast.selection_] == [r[:3] for r in slow.selection_]
+    np.testing.assert_allclose([r[3] for r in fast.selection_],
+                               [r[3] for r in slow.selection_], rtol=1e-12)
+    assert fast.objective_ == pytest.approx(slow.objective_, rel=1e-12)
+
+
+def test_kernel_selection_is_none_without_a_kernel_reference(tmp_path, moons):
+    # kernel=None, fixed sigma and lam, and the block-by-block path (whose "auto" means
+    # None) consider no kernel width: kernel_selection_ is None, as documented
+    X, _ = moons
+    assert CPDUML(2, kernel=None, random_state=0).fit(X).kernel_selection_ is None
+    assert CPDUML(2, sigma=0.8, lam=0.01, random_state=0).fit(X).kernel_selection_ is None
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    m = CPDUML(2, approximation="nystrom", n_components=20, random_state=0).fit(mm)
+    assert m.kernel_ is None and m.kernel_selection_ is None
+    from metriclust.cpduml import AUTO_KERNEL_WIDTHS
+
+    a = CPDUML(2, random_state=0).fit(X)
+    assert len(a.kernel_selection_) == len(AUTO_KERNEL_WIDTHS)
+    assert a.selection_[0][2] == "kernel-kmeans"
