@@ -1,32 +1,64 @@
 /* SIMD dispatch for every metriclust kernel: one place that says which ISA
  * levels a hot loop is compiled for and how the level is chosen at run time.
  *
- * The wheel targets baseline x86-64 (no -march=native).  A function marked
- * ML_CLONES is compiled several times and the loader picks the best clone
- * for the CPU it runs on:
+ * The wheel targets baseline x86-64 (no -march=native).  The hot loops
+ * (kmeans.c, kmeans1d.c, gram.c: the files that use ML_CLONES / ML_TARGET_*)
+ * exist for three levels and the best one the CPU and OS support runs:
+ *   v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
+ *   v3 = AVX2 + FMA + BMI1/2 + F16C + LZCNT + MOVBE,
+ *   base = SSE2 (the portable, auto-vectorized fallback).
+ * The level comes from the CPU's feature bits (cpuid) and the OS's saved
+ * register state (xgetbv), not from the CPU model.  Two mechanisms give it,
+ * chosen by meson's -Ddispatch option (meson.options):
  *
- *   GCC or Clang, x86-64, ELF with glibc (manylinux):
- *       target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")
- *       v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
- *       v3 = AVX2 + FMA + BMI, default = SSE2.  The choice is made once by an
- *       ifunc resolver from the CPU's feature bits (cpuid), not its model.
- *       Where the clones must differ in more than the instructions (register
- *       blocking), a kernel is written once as an always-inline body and
- *       instantiated per level with ML_TARGET_V4 / ML_TARGET_V3 / no
- *       attribute; ml_simd_level() picks the instance (the same feature
- *       bits as the resolver, so it agrees with the clones).
- *   Clang on Mach-O (macOS), MSVC, musl libc, other architectures (aarch64 has NEON
- *       in its baseline), or ML_NO_CLONES defined at build time:
- *       ML_CLONES is empty and the loops are compiled once for the baseline,
- *       the portable scalar (auto-vectorized) fallback.  No ifunc exists on
- *       those targets; a hand-written cpuid dispatcher would need one copy of
- *       every kernel per level, which the baseline speed does not justify
- *       before a user asks for it.
+ *   clones (the default on GCC or Clang, x86-64, ELF with glibc: manylinux):
+ *       A function marked ML_CLONES is compiled several times,
+ *       target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), and
+ *       glibc's ifunc resolver picks the clone once, at load time.  Where the
+ *       clones must differ in more than the instructions (register blocking),
+ *       a kernel is written once as an always-inline body and instantiated
+ *       per level with ML_TARGET_V4 / ML_TARGET_V3 / no attribute;
+ *       ml_simd_level() picks the instance (the same feature bits as the
+ *       resolver, so it agrees with the clones).
+ *
+ *   portable (the default on x86-64 without ifunc: Clang on Mach-O (macOS),
+ *       MSVC and MinGW (Windows), musl libc (musllinux); -Ddispatch=portable
+ *       forces it on glibc too, which is how CI tests it on Linux):
+ *       per-level objects, numpy's approach.  meson compiles the hot C files
+ *       once per level (-march=x86-64-v4 / -march=x86-64-v3 / baseline; MSVC:
+ *       /arch:AVX512 / /arch:AVX2 / default) with ML_DISPATCH_LEVEL set and a
+ *       force-included header, generated from the files' public headers by
+ *       tools/gen_dispatch.py, that renames every entry point ml_x to
+ *       ml_x_v4 / ml_x_v3 / ml_x_base.  Inside a level's copy ML_CLONES is
+ *       empty, ML_TARGET_V4 / ML_TARGET_V3 are empty (the whole file is
+ *       compiled for the level) and ml_simd_level() is the constant level, so
+ *       the per-level kernel instances and block sizes are the same as the
+ *       clones build's and the other levels' instances are dead code.  One
+ *       generated trampoline per entry point (dispatch_table.c) calls the
+ *       copy for ml_dispatch_level() (dispatch.c: cpuid via <cpuid.h> on
+ *       GCC/Clang, __cpuidex/_xgetbv on MSVC; on macOS, which enables the
+ *       AVX-512 state lazily, the hw.optional.avx512* sysctls), found once
+ *       and cached.  No kernel body knows which mechanism built it.
+ *       METRICLUST_MAX_SIMD=3 or =1 in the environment caps the level (tests
+ *       and bug reports: run the AVX2 or baseline copy on an AVX-512 CPU);
+ *       the clones build ignores it (glibc resolves ifuncs before any code of
+ *       ours runs).
+ *
+ *   baseline (other architectures, where the baseline has the SIMD that
+ *       matters (aarch64: NEON), or -Ddispatch=baseline / ML_NO_CLONES):
+ *       ML_CLONES is empty and the loops are compiled once for the baseline.
+ *
+ * Why the portable mechanism is not also used on glibc: measured in the same
+ * run (benchmarks/RESULTS.md, "Portable runtime SIMD dispatch (issue #16)"),
+ * it is as fast as the clones on the k-means and Gram benches but compiles
+ * the hot files three times; the clones build stays where ifunc exists. See
+ * that section for the figures.
  *
  * ML_HAVE_VECTOR_EXT says whether GCC/Clang vector extensions
  * (__attribute__((vector_size(n)))) may be used; code that uses them keeps a
- * plain C fallback for the other compilers.  ml_simd_level() reports what
- * the running CPU gets (for benchmark headers and bug reports).
+ * plain C fallback for the other compilers (MSVC: the levels' copies differ by
+ * what /arch lets the auto-vectorizer use).  ml_simd_level() reports what the
+ * running CPU gets (for benchmark headers and bug reports).
  *
  * Floating-point contraction (a * b + c fused into one FMA) is not enabled
  * here: it changes results in the last bit between clones, so each file
@@ -39,7 +71,19 @@
  * need an ifunc resolver, which glibc has and musl (musllinux wheels) lacks. */
 #include <limits.h>
 
-#if !defined(ML_NO_CLONES) && (defined(__GNUC__) || defined(__clang__)) && \
+/* The level the portable dispatcher picked on this CPU (dispatch.c): 4, 3 or
+ * 1; 1 on other architectures. Found once, then cached. */
+int ml_dispatch_level(void);
+
+#if defined(ML_DISPATCH_LEVEL)
+/* The level-ML_DISPATCH_LEVEL copy of a hot file (portable dispatch): the
+ * compiler flags carry the ISA; the level's instances are the only live ones. */
+#define ML_HAVE_CLONES (ML_DISPATCH_LEVEL >= 3)
+#define ML_CLONES
+#define ML_TARGET_V4
+#define ML_TARGET_V3
+#elif !defined(ML_NO_CLONES) && !defined(ML_DISPATCH_PORTABLE) &&            \
+    (defined(__GNUC__) || defined(__clang__)) &&                             \
     defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) &&         \
     (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 11)
 #define ML_HAVE_CLONES 1
@@ -81,10 +125,14 @@
 #define ML_FP_CONTRACT_END
 #endif
 
-/* The clone the loader picks on this CPU: 4 (x86-64-v4), 3 (x86-64-v3),
- * 1 (the baseline clone) or 0 (no clones in this build). */
+/* The ISA level the kernels run on this CPU: 4 (x86-64-v4), 3 (x86-64-v3),
+ * 1 (the baseline copy or clone) or 0 (one baseline compile, no dispatch). */
 static inline int ml_simd_level(void) {
-#if ML_HAVE_CLONES
+#if defined(ML_DISPATCH_LEVEL)
+    return ML_DISPATCH_LEVEL;
+#elif defined(ML_DISPATCH_PORTABLE)
+    return ml_dispatch_level();
+#elif ML_HAVE_CLONES
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
