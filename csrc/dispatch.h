@@ -114,6 +114,30 @@ int ml_dispatch_level(void);
 #define ML_HAVE_VECTOR_EXT 0
 #endif
 
+/* ML_SHUFFLE(v, m): the vector whose lane i is v[m[i]] (m a vector of lane
+ * indices, not necessarily constant), GCC's __builtin_shuffle. Clang has no
+ * such builtin (its __builtin_shufflevector takes constant indices only): a
+ * lane loop it turns into one permute once the indices are known. Until the
+ * kernels spell it ML_SHUFFLE (kmeans_cv_impl.h calls __builtin_shuffle), Clang
+ * also gets __builtin_shuffle as this macro, so the sources build on macOS
+ * and with any Clang. */
+#if ML_HAVE_VECTOR_EXT && defined(__clang__)
+#define ML_SHUFFLE(v, m) __extension__({                                     \
+    const __typeof__(v) ml_shv_ = (v);                                        \
+    const __typeof__(m) ml_shm_ = (m);                                        \
+    __typeof__(v) ml_shr_ = ml_shv_;                                          \
+    for (int ml_shi_ = 0; ml_shi_ < (int)(sizeof ml_shv_ / sizeof ml_shv_[0]); \
+         ++ml_shi_)                                                           \
+        ml_shr_[ml_shi_] = ml_shv_[ml_shm_[ml_shi_] &                         \
+                                   (int)(sizeof ml_shv_ / sizeof ml_shv_[0] - 1)]; \
+    ml_shr_; })
+#if !__has_builtin(__builtin_shuffle)
+#define __builtin_shuffle(v, m) ML_SHUFFLE(v, m)
+#endif
+#elif ML_HAVE_VECTOR_EXT
+#define ML_SHUFFLE(v, m) __builtin_shuffle(v, m)
+#endif
+
 /* Contraction on/off for a stretch of functions (GCC: an optimize pragma;
  * Clang: the standard FP_CONTRACT pragma, which is honoured per block). */
 #if defined(__GNUC__) && !defined(__clang__)
