@@ -106,11 +106,13 @@ int ml_dispatch_level(void)
     int level = ml_level;
     if (level < 0) {
         level = ml_detect_level();
-        /* METRICLUST_MAX_SIMD caps the level (3: AVX2 copy, 1: baseline). */
+        /* METRICLUST_MAX_SIMD caps the level (3: AVX2 copy, 1 or 0: the
+         * baseline); a value that is not a whole number is ignored. */
         const char *cap = getenv("METRICLUST_MAX_SIMD");
         if (cap && *cap) {
-            const int c = atoi(cap);
-            if (c < level) level = c >= 4 ? 4 : c >= 3 ? 3 : 1;
+            char *end;
+            const long c = strtol(cap, &end, 10);
+            if (*end == '\0' && c < level) level = c >= 3 ? 3 : 1;
         }
         ml_level = level;
     }

@@ -25,15 +25,20 @@
  *       MSVC and MinGW (Windows), musl libc (musllinux); -Ddispatch=portable
  *       forces it on glibc too, which is how CI tests it on Linux):
  *       per-level objects, numpy's approach.  meson compiles the hot C files
- *       once per level (-march=x86-64-v4 / -march=x86-64-v3 / baseline; MSVC:
- *       /arch:AVX512 / /arch:AVX2 / default) with ML_DISPATCH_LEVEL set and a
- *       force-included header, generated from the files' public headers by
- *       tools/gen_dispatch.py, that renames every entry point ml_x to
- *       ml_x_v4 / ml_x_v3 / ml_x_base.  Inside a level's copy ML_CLONES is
- *       empty, ML_TARGET_V4 / ML_TARGET_V3 are empty (the whole file is
- *       compiled for the level) and ml_simd_level() is the constant level, so
- *       the per-level kernel instances and block sizes are the same as the
- *       clones build's and the other levels' instances are dead code.  One
+ *       once per level with ML_DISPATCH_LEVEL set and a force-included header,
+ *       generated from the files' public headers by tools/gen_dispatch.py,
+ *       that renames every entry point ml_x to ml_x_v4 / ml_x_v3 / ml_x_base.
+ *       Inside a level's copy ml_simd_level() is the constant level, so the
+ *       per-level kernel instances and block sizes are the clones build's and
+ *       the other levels' instances are dead code.  GCC/Clang: ML_CLONES is
+ *       the level's target attribute (what the clone of that level gets) and
+ *       the unmarked functions stay baseline, as in the clones build: the two
+ *       builds give the same results bit for bit (.ci/dispatch_outputs.py).
+ *       Compiling the whole file with -march=x86-64-v4 instead was tried: the
+ *       unmarked helpers of gram.c's BLAS form then fuse multiply-adds (the
+ *       file allows contraction) and the Gram matrix moved by 1e-14 relative.
+ *       MSVC has no target attribute: its copies are compiled whole with
+ *       /arch:AVX512 / /arch:AVX2 / the default.  One
  *       generated trampoline per entry point (dispatch_table.c) calls the
  *       copy for ml_dispatch_level() (dispatch.c: cpuid via <cpuid.h> on
  *       GCC/Clang, __cpuidex/_xgetbv on MSVC; on macOS, which enables the
@@ -76,12 +81,28 @@
 int ml_dispatch_level(void);
 
 #if defined(ML_DISPATCH_LEVEL)
-/* The level-ML_DISPATCH_LEVEL copy of a hot file (portable dispatch): the
- * compiler flags carry the ISA; the level's instances are the only live ones. */
+/* The level-ML_DISPATCH_LEVEL copy of a hot file (portable dispatch); the
+ * level's kernel instances are the only live ones (ml_simd_level() is a
+ * constant). GCC/Clang: each function gets the ISA its clone has in the
+ * clones build (ML_CLONES = the level's target, the rest baseline), so the
+ * two builds' code, and results, are the same bit for bit. MSVC, which has no
+ * target attribute: the whole file is compiled for the level (/arch). */
 #define ML_HAVE_CLONES (ML_DISPATCH_LEVEL >= 3)
+#if defined(__GNUC__) || defined(__clang__)
+#define ML_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define ML_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#if ML_DISPATCH_LEVEL >= 4
+#define ML_CLONES ML_TARGET_V4
+#elif ML_DISPATCH_LEVEL == 3
+#define ML_CLONES ML_TARGET_V3
+#else
+#define ML_CLONES
+#endif
+#else
 #define ML_CLONES
 #define ML_TARGET_V4
 #define ML_TARGET_V3
+#endif
 #elif !defined(ML_NO_CLONES) && !defined(ML_DISPATCH_PORTABLE) &&            \
     (defined(__GNUC__) || defined(__clang__)) &&                             \
     defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) &&         \

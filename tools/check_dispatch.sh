@@ -49,9 +49,9 @@ headers=(csrc/kmeans.h csrc/kmeans1d.h csrc/gram.h)
 # (a thread count read and not used there), which stay visible as warnings.
 flags=(-O2 -std=c99 -fno-math-errno -fno-trapping-math -Wall -Werror -Wno-unknown-pragmas
        -Wno-error=unused-variable -Wno-error=unused-but-set-variable -Icsrc -I"$work")
-# The level flags as gcc/clang spell them; zig cc's -march takes zig's CPU names.
-gcc_levels=("v4 4 -march=x86-64-v4" "v3 3 -march=x86-64-v3" "base 1")
-zig_levels=("v4 4 -march=x86_64_v4" "v3 3 -march=x86_64_v3" "base 1")
+# [suffix ML_DISPATCH_LEVEL]: no -march, the level is dispatch.h's target
+# attribute in that copy (as meson.build builds it with GCC/Clang).
+levels=("v4 4" "v3 3" "base 1")
 
 is_hot() { local f; for f in "${hot[@]}"; do [ "$1" = "$f" ] && return 0; done; return 1; }
 
@@ -60,10 +60,8 @@ is_hot() { local f; for f in "${hot[@]}"; do [ "$1" = "$f" ] && return 0; done; 
 build() {
     local cc=$1 out=$2 mode=$3; shift 3
     mkdir -p "$out"
-    local src name lv sfx num march
-    local -a levels=("${gcc_levels[@]}")
+    local src name lv sfx num
     if [[ "$cc" == *ziglang* || "$cc" == zig* ]]; then
-        levels=("${zig_levels[@]}")
         # Clang cannot honour kmeans_cv_impl.h's full-unroll request on its
         # loop from a run-time start (q0): a warning, left visible.
         set -- "$@" -Wno-error=pass-failed
@@ -72,9 +70,8 @@ build() {
         name=$(basename "$src" .c)
         if [ "$mode" = portable ] && is_hot "$name"; then
             for lv in "${levels[@]}"; do
-                read -r sfx num march <<<"$lv"
-                # shellcheck disable=SC2086
-                $cc "${flags[@]}" "$@" ${march:-} -DML_DISPATCH_PORTABLE \
+                read -r sfx num <<<"$lv"
+                $cc "${flags[@]}" "$@" -DML_DISPATCH_PORTABLE \
                     -DML_DISPATCH_LEVEL="$num" -include "$work/dispatch_names_$sfx.h" \
                     -c "$src" -o "$out/${name}_$sfx.o"
             done
