@@ -8,56 +8,61 @@
  *   v3 = AVX2 + FMA + BMI1/2 + F16C + LZCNT + MOVBE,
  *   base = SSE2 (the portable, auto-vectorized fallback).
  * The level comes from the CPU's feature bits (cpuid) and the OS's saved
- * register state (xgetbv), not from the CPU model.  Two mechanisms give it,
- * chosen by meson's -Ddispatch option (meson.options):
+ * register state (xgetbv), not from the CPU model.  Kernels mark what is
+ * compiled per level: ML_CLONES on a function compiled for each level as it
+ * is; where the levels must differ in more than the instructions (register
+ * blocking), a kernel is written once as an always-inline body, instantiated
+ * per level with ML_TARGET_V4 / ML_TARGET_V3 / no attribute and picked by
+ * ml_simd_level().  Two mechanisms build the levels, chosen by meson's
+ * -Ddispatch option (meson.options):
  *
- *   clones (the default on GCC or Clang, x86-64, ELF with glibc: manylinux):
- *       A function marked ML_CLONES is compiled several times,
- *       target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), and
- *       glibc's ifunc resolver picks the clone once, at load time.  Where the
- *       clones must differ in more than the instructions (register blocking),
- *       a kernel is written once as an always-inline body and instantiated
- *       per level with ML_TARGET_V4 / ML_TARGET_V3 / no attribute;
- *       ml_simd_level() picks the instance (the same feature bits as the
- *       resolver, so it agrees with the clones).
- *
- *   portable (the default on x86-64 without ifunc: Clang on Mach-O (macOS),
- *       MSVC and MinGW (Windows), musl libc (musllinux); -Ddispatch=portable
- *       forces it on glibc too, which is how CI tests it on Linux):
- *       per-level objects, numpy's approach.  meson compiles the hot C files
- *       once per level with ML_DISPATCH_LEVEL set and a force-included header,
- *       generated from the files' public headers by tools/gen_dispatch.py,
- *       that renames every entry point ml_x to ml_x_v4 / ml_x_v3 / ml_x_base.
- *       Inside a level's copy ml_simd_level() is the constant level, so the
- *       per-level kernel instances and block sizes are the clones build's and
- *       the other levels' instances are dead code.  GCC/Clang: ML_CLONES is
- *       the level's target attribute (what the clone of that level gets) and
- *       the unmarked functions stay baseline, as in the clones build: the two
- *       builds give the same results bit for bit (.ci/dispatch_outputs.py).
- *       Compiling the whole file with -march=x86-64-v4 instead was tried: the
- *       unmarked helpers of gram.c's BLAS form then fuse multiply-adds (the
- *       file allows contraction) and the Gram matrix moved by 1e-14 relative.
+ *   portable (the default on every x86-64 platform: Linux glibc and musl,
+ *       macOS (Clang, Mach-O), Windows (MSVC, MinGW)): per-level objects,
+ *       numpy's approach.  meson compiles the hot C files once per level with
+ *       ML_DISPATCH_LEVEL set and a force-included header, generated from the
+ *       files' public headers by tools/gen_dispatch.py, that renames every
+ *       entry point ml_x to ml_x_v4 / ml_x_v3 / ml_x_base.  Inside a level's
+ *       copy ml_simd_level() is the constant level, so the level's kernel
+ *       instances and block sizes are live and the other levels' are dead
+ *       code.  GCC/Clang: ML_CLONES is the level's target attribute and the
+ *       unmarked functions stay baseline, exactly what the clones build
+ *       compiles, so the two give the same results bit for bit
+ *       (.ci/dispatch_outputs.py, tools/check_dispatch.sh).  Compiling the
+ *       whole file with -march=x86-64-v4 instead was tried: the unmarked
+ *       helpers of gram.c's BLAS form then fused multiply-adds (the file
+ *       allows contraction) and the Gram matrix moved by 1e-14 relative.
  *       MSVC has no target attribute: its copies are compiled whole with
- *       /arch:AVX512 / /arch:AVX2 / the default.  One
- *       generated trampoline per entry point (dispatch_table.c) calls the
- *       copy for ml_dispatch_level() (dispatch.c: cpuid via <cpuid.h> on
- *       GCC/Clang, __cpuidex/_xgetbv on MSVC; on macOS, which enables the
- *       AVX-512 state lazily, the hw.optional.avx512* sysctls), found once
- *       and cached.  No kernel body knows which mechanism built it.
- *       METRICLUST_MAX_SIMD=3 or =1 in the environment caps the level (tests
- *       and bug reports: run the AVX2 or baseline copy on an AVX-512 CPU);
- *       the clones build ignores it (glibc resolves ifuncs before any code of
- *       ours runs).
+ *       /arch:AVX512 / /arch:AVX2 / the default.  One generated trampoline
+ *       per entry point (dispatch_table_<file>.c, one file per header, so a
+ *       bridge links only the copies it calls) calls the copy for
+ *       ml_dispatch_level() (dispatch.c: cpuid via <cpuid.h> on GCC/Clang,
+ *       __cpuidex/_xgetbv on MSVC; on macOS, which turns the AVX-512 state on
+ *       lazily, the hw.optional.avx512* sysctls), found once and cached.  No
+ *       kernel body knows which mechanism built it.  METRICLUST_MAX_SIMD=3 or
+ *       =1 in the environment caps the level (tests, bug reports: the AVX2 or
+ *       baseline copy on an AVX-512 CPU).
+ *
+ *   clones (-Ddispatch=clones, GCC >= 11 or Clang >= 14 on x86-64 ELF with
+ *       glibc; also any direct compile of the sources, e.g. the C harness in
+ *       benchmarks/): ML_CLONES is target_clones("arch=x86-64-v4",
+ *       "arch=x86-64-v3", "default") and glibc's ifunc resolver picks each
+ *       clone at load time; ml_simd_level() reads the same feature bits
+ *       (__builtin_cpu_supports).  Not available on Mach-O, Windows or musl
+ *       (no ifunc); METRICLUST_MAX_SIMD does not apply.
  *
  *   baseline (other architectures, where the baseline has the SIMD that
  *       matters (aarch64: NEON), or -Ddispatch=baseline / ML_NO_CLONES):
  *       ML_CLONES is empty and the loops are compiled once for the baseline.
  *
- * Why the portable mechanism is not also used on glibc: measured in the same
- * run (benchmarks/RESULTS.md, "Portable runtime SIMD dispatch (issue #16)"),
- * it is as fast as the clones on the k-means and Gram benches but compiles
- * the hot files three times; the clones build stays where ifunc exists. See
- * that section for the figures.
+ * Why one mechanism (portable) on every x86-64 platform, glibc included:
+ * measured in the same run (benchmarks/bench_dispatch.py; RESULTS.md,
+ * "Portable runtime SIMD dispatch (issue #16)") it is as fast as the clones
+ * on the k-means and Gram benches (the same kernel code; a trampoline's
+ * switch on a cached int per call), gives the same bits, and is then the
+ * mechanism the manylinux wheels' full test suite exercises for every
+ * platform, with the level cap usable everywhere.  Its cost: the hot files
+ * compile three times, and the extension modules that call them carry three
+ * whole copies (clones copy only the marked functions).
  *
  * ML_HAVE_VECTOR_EXT says whether GCC/Clang vector extensions
  * (__attribute__((vector_size(n)))) may be used; code that uses them keeps a

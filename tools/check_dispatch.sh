@@ -82,8 +82,11 @@ build() {
         fi
     done
     if [ "$mode" = portable ]; then
-        $cc "${flags[@]}" "$@" -DML_DISPATCH_PORTABLE -c "$work/dispatch_table.c" \
-            -o "$out/dispatch_table.o"
+        local table
+        for table in "$work"/dispatch_table_*.c; do
+            $cc "${flags[@]}" "$@" -DML_DISPATCH_PORTABLE -c "$table" \
+                -o "$out/$(basename "$table" .c).o"
+        done
     fi
 }
 

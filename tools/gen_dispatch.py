@@ -10,7 +10,7 @@ the level ml_dispatch_level() picked (csrc/dispatch.c):
     python tools/gen_dispatch.py OUTDIR LEVELS HEADER...
 
     OUTDIR   where to write dispatch_names_<sfx>.h (one per level) and
-             dispatch_table.c
+             dispatch_table_<header>.c (one per header)
     LEVELS   comma-separated ISA levels, best first, ending in 1 (baseline):
              e.g. 4,3,1
     HEADER   the public headers of the per-level C files (kmeans.h, ...):
@@ -98,25 +98,27 @@ def main(argv):
         lines = [banner, f"/* Force-included into the level-{lv} copy of the hot C files. */\n"]
         lines += [f"#define {n} {n}_{sfx}\n" for n in names]
         (outdir / f"dispatch_names_{sfx}.h").write_text("".join(lines))
-    out = [banner,
-           "/* One trampoline per entry point: the copy for the level ml_dispatch_level()\n"
-           " * picked once (csrc/dispatch.c, csrc/dispatch.h). */\n",
-           '#include "dispatch.h"\n']
-    out += [f'#include "{Path(h).name}"\n' for h in headers]
-    for ret, name, params, args in entries:
-        call = ", ".join(args)
-        out.append("\n")
-        for lv in levels:
-            out.append(f"{ret} {name}_{SUFFIX[lv]}({params});\n")
-        out.append(f"{ret} {name}({params})\n{{\n    switch (ml_dispatch_level()) {{\n")
-        for lv in levels:
-            label = f"case {lv}:" if lv != 1 else "default:"
-            if ret == "void":
-                out.append(f"    {label} {name}_{SUFFIX[lv]}({call}); return;\n")
-            else:
-                out.append(f"    {label} return {name}_{SUFFIX[lv]}({call});\n")
-        out.append("    }\n}\n")
-    (outdir / "dispatch_table.c").write_text("".join(out))
+    # One trampoline file per header: an extension module that calls one
+    # file's entry points links that file's copies only.
+    for h in headers:
+        out = [banner,
+               "/* One trampoline per entry point: the copy for the level ml_dispatch_level()\n"
+               " * picked once (csrc/dispatch.c, csrc/dispatch.h). */\n",
+               '#include "dispatch.h"\n', f'#include "{Path(h).name}"\n']
+        for ret, name, params, args in entry_points(h):
+            call = ", ".join(args)
+            out.append("\n")
+            for lv in levels:
+                out.append(f"{ret} {name}_{SUFFIX[lv]}({params});\n")
+            out.append(f"{ret} {name}({params})\n{{\n    switch (ml_dispatch_level()) {{\n")
+            for lv in levels:
+                label = f"case {lv}:" if lv != 1 else "default:"
+                if ret == "void":
+                    out.append(f"    {label} {name}_{SUFFIX[lv]}({call}); return;\n")
+                else:
+                    out.append(f"    {label} return {name}_{SUFFIX[lv]}({call});\n")
+            out.append("    }\n}\n")
+        (outdir / f"dispatch_table_{Path(h).stem}.c").write_text("".join(out))
 
 
 if __name__ == "__main__":
