@@ -42,13 +42,17 @@
  *       =1 in the environment caps the level (tests, bug reports: the AVX2 or
  *       baseline copy on an AVX-512 CPU).
  *
- *   clones (-Ddispatch=clones, GCC >= 11 or Clang >= 14 on x86-64 ELF with
+ *   clones (-Ddispatch=clones, GCC >= 11 or Clang >= 18 on x86-64 ELF with
  *       glibc; also any direct compile of the sources, e.g. the C harness in
  *       benchmarks/): ML_CLONES is target_clones("arch=x86-64-v4",
  *       "arch=x86-64-v3", "default") and glibc's ifunc resolver picks each
  *       clone at load time; ml_simd_level() reads the same feature bits
  *       (__builtin_cpu_supports).  Not available on Mach-O, Windows or musl
- *       (no ifunc); METRICLUST_MAX_SIMD does not apply.
+ *       (no ifunc); METRICLUST_MAX_SIMD does not apply.  Clang before 18
+ *       names a cloned function's ifunc "f.ifunc" and defines no "f", so an
+ *       exported clone cannot be called from another file (Debian's clang
+ *       14.0.6 here: _gram.so failed to import, ml_expneg_f32 undefined;
+ *       llvm-project PR #71706 fixed it for 18; zig's clang 22 checked).
  *
  *   baseline (other architectures, where the baseline has the SIMD that
  *       matters (aarch64: NEON), or -Ddispatch=baseline / ML_NO_CLONES):
@@ -111,7 +115,7 @@ int ml_dispatch_level(void);
 #elif !defined(ML_NO_CLONES) && !defined(ML_DISPATCH_PORTABLE) &&            \
     (defined(__GNUC__) || defined(__clang__)) &&                             \
     defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) &&         \
-    (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 11)
+    (defined(__clang__) ? __clang_major__ >= 18 : __GNUC__ >= 11)
 #define ML_HAVE_CLONES 1
 #define ML_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
