@@ -41,7 +41,7 @@ def cases(quick):
         (f"k-means N={n} d=8 K=32 f32 (auto)", "lloyd", (n, 8, 32, "float32", "auto")),
         (f"k-means N={n} d=16 K=64 f32 (lanes)", "lloyd", (n, 16, 64, "float32", "lanes")),
         (f"k-means N={n} d=32 K=16 f64 (tile)", "lloyd", (n, 32, 16, "float64", "tile")),
-        (f"k-means N={n} d=64 K=128 f64 (lanes)", "lloyd", (n // 2, 64, 128, "float64", "lanes")),
+        (f"k-means N={n // 2} d=64 K=128 f64 (lanes)", "lloyd", (n // 2, 64, 128, "float64", "lanes")),
         (f"Gram {ng}x{ng} d=8 f64 (direct)", "gram", (ng, 8, "float64", False)),
         (f"Gram {ng}x{ng} d=8 f32 (direct)", "gram", (ng, 8, "float32", False)),
         (f"Gram {ng}x{ng} d=100 f64 (BLAS)", "gram", (ng, 100, "float64", True)),

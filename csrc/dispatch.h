@@ -66,7 +66,7 @@
  * mechanism the manylinux wheels' full test suite exercises for every
  * platform, with the level cap usable everywhere.  Its cost: the hot files
  * compile three times, and the extension modules that call them carry three
- * whole copies (clones copy only the marked functions): the eleven extension
+ * whole copies (clones copy only the marked functions): the twelve extension
  * modules total 4.52 MB against 4.31 MB for the clones build (gcc 12, -O3).
  *
  * ML_HAVE_VECTOR_EXT says whether GCC/Clang vector extensions
