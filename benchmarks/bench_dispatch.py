@@ -18,14 +18,14 @@ default builds. METRICLUST_MAX_SIMD=3 in the environment times the AVX2
 copies of the portable build (the clones build ignores it).
 """
 
+import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
+
 import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-import _common
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -132,7 +132,7 @@ def main():
     names = list(procs)
     lines, _ = _common.machine_header("bench_dispatch", 1, repeats=3)
     print("\n".join(lines))
-    print(f"builds: " + ", ".join(f"{n} ({builds[n]}, level {levels[n]})" for n in names)
+    print("builds: " + ", ".join(f"{n} ({builds[n]}, level {levels[n]})" for n in names)
           + f"; {args.repeats} interleaved repeats, medians; load average "
           f"{load0:.1f} at the first repeat, {_common.load_average():.1f} at the last")
     print()
