@@ -91,7 +91,7 @@ def make_venvs():
             continue
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                        "--no-build-isolation", "--no-deps", f"-Csetup-args=-Ddispatch={b}",
+                        "--no-build-isolation", f"-Csetup-args=-Ddispatch={b}",
                         f"-Cbuild-dir={venv / 'build'}", str(ROOT)], check=True)
 
 
