@@ -16,8 +16,9 @@
  * ml_simd_level().  Two mechanisms build the levels, chosen by meson's
  * -Ddispatch option (meson.options):
  *
- *   portable (the default on every x86-64 platform: Linux glibc and musl,
- *       macOS (Clang, Mach-O), Windows (MSVC, MinGW)): per-level objects,
+ *   portable (the default on x86-64 without ifunc: musl (musllinux), macOS
+ *       (Clang, Mach-O), Windows (MSVC, MinGW); -Ddispatch=portable forces it
+ *       on glibc, which is how CI tests it on Linux): per-level objects,
  *       numpy's approach.  meson compiles the hot C files once per level with
  *       ML_DISPATCH_LEVEL set and a force-included header, generated from the
  *       files' public headers by tools/gen_dispatch.py, that renames every
@@ -42,9 +43,9 @@
  *       =1 in the environment caps the level (tests, bug reports: the AVX2 or
  *       baseline copy on an AVX-512 CPU).
  *
- *   clones (-Ddispatch=clones, GCC >= 11 or Clang >= 18 on x86-64 ELF with
- *       glibc; also any direct compile of the sources, e.g. the C harness in
- *       benchmarks/): ML_CLONES is target_clones("arch=x86-64-v4",
+ *   clones (the default with GCC >= 11 or Clang >= 18 on x86-64 ELF with
+ *       glibc: manylinux; also any direct compile of the sources, e.g. the C
+ *       harness in benchmarks/): ML_CLONES is target_clones("arch=x86-64-v4",
  *       "arch=x86-64-v3", "default") and glibc's ifunc resolver picks each
  *       clone at load time; ml_simd_level() reads the same feature bits
  *       (__builtin_cpu_supports).  Not available on Mach-O, Windows or musl
@@ -58,16 +59,16 @@
  *       matters (aarch64: NEON), or -Ddispatch=baseline / ML_NO_CLONES):
  *       ML_CLONES is empty and the loops are compiled once for the baseline.
  *
- * Why one mechanism (portable) on every x86-64 platform, glibc included:
- * measured in the same run (benchmarks/bench_dispatch.py; RESULTS.md,
- * "Portable runtime SIMD dispatch (issue #16)") it is as fast as the clones
- * on the k-means and Gram benches (the same kernel code; a trampoline's
- * switch on a cached int per call), gives the same bits, and is then the
- * mechanism the manylinux wheels' full test suite exercises for every
- * platform, with the level cap usable everywhere.  Its cost: the hot files
- * compile three times, and the extension modules that call them carry three
- * whole copies (clones copy only the marked functions): the twelve extension
- * modules total 4.52 MB against 4.31 MB for the clones build (gcc 12, -O3).
+ * Why glibc keeps the clones: measured in the same run (benchmarks/
+ * bench_dispatch.py; RESULTS.md, "Portable runtime SIMD dispatch (issue
+ * #16)"), the portable build is as fast on most k-means and Gram cases (the
+ * same kernel code and bits), but the k-means tile at d=32 f64 was 10-16%
+ * slower in the last four measurements (faster in the first two), not yet
+ * explained; the brief was one mechanism only if as fast, so glibc stays on
+ * ifunc until that is settled.  The portable build also costs three compiles
+ * of the hot files and three whole copies in the modules that call them:
+ * the twelve extension modules total 4.52 MB against 4.31 MB with clones
+ * (gcc 12, -O3).
  *
  * ML_HAVE_VECTOR_EXT says whether GCC/Clang vector extensions
  * (__attribute__((vector_size(n)))) may be used; code that uses them keeps a

@@ -1,10 +1,10 @@
 """Runtime SIMD dispatch (csrc/dispatch.h): every ISA level's copy of the hot
 kernels gives the same clustering.
 
-The portable dispatcher (the default build on x86-64: every wheel there)
+The portable dispatcher (macOS, Windows and musl wheels; -Ddispatch=portable)
 honours METRICLUST_MAX_SIMD, so on a wheel test runner these tests run the
 AVX-512, AVX2 and baseline copies one after the other in fresh processes; the
-target_clones build (-Ddispatch=clones) ignores the variable, and the tests check
+target_clones build (manylinux) ignores the variable, and the tests check
 that it does."""
 
 import json
