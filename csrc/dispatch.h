@@ -1,32 +1,80 @@
 /* SIMD dispatch for every metriclust kernel: one place that says which ISA
  * levels a hot loop is compiled for and how the level is chosen at run time.
  *
- * The wheel targets baseline x86-64 (no -march=native).  A function marked
- * ML_CLONES is compiled several times and the loader picks the best clone
- * for the CPU it runs on:
+ * The wheel targets baseline x86-64 (no -march=native).  The hot loops
+ * (kmeans.c, kmeans1d.c, gram.c: the files that use ML_CLONES / ML_TARGET_*)
+ * exist for three levels and the best one the CPU and OS support runs:
+ *   v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
+ *   v3 = AVX2 + FMA + BMI1/2 + F16C + LZCNT + MOVBE,
+ *   base = SSE2 (the portable, auto-vectorized fallback).
+ * The level comes from the CPU's feature bits (cpuid) and the OS's saved
+ * register state (xgetbv), not from the CPU model.  Kernels mark what is
+ * compiled per level: ML_CLONES on a function compiled for each level as it
+ * is; where the levels must differ in more than the instructions (register
+ * blocking), a kernel is written once as an always-inline body, instantiated
+ * per level with ML_TARGET_V4 / ML_TARGET_V3 / no attribute and picked by
+ * ml_simd_level().  Two mechanisms build the levels, chosen by meson's
+ * -Ddispatch option (meson.options):
  *
- *   GCC or Clang, x86-64, ELF with glibc (manylinux):
- *       target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")
- *       v4 = AVX-512 F/BW/CD/DQ/VL (32 vector registers, masks),
- *       v3 = AVX2 + FMA + BMI, default = SSE2.  The choice is made once by an
- *       ifunc resolver from the CPU's feature bits (cpuid), not its model.
- *       Where the clones must differ in more than the instructions (register
- *       blocking), a kernel is written once as an always-inline body and
- *       instantiated per level with ML_TARGET_V4 / ML_TARGET_V3 / no
- *       attribute; ml_simd_level() picks the instance (the same feature
- *       bits as the resolver, so it agrees with the clones).
- *   Clang on Mach-O (macOS), MSVC, musl libc, other architectures (aarch64 has NEON
- *       in its baseline), or ML_NO_CLONES defined at build time:
- *       ML_CLONES is empty and the loops are compiled once for the baseline,
- *       the portable scalar (auto-vectorized) fallback.  No ifunc exists on
- *       those targets; a hand-written cpuid dispatcher would need one copy of
- *       every kernel per level, which the baseline speed does not justify
- *       before a user asks for it.
+ *   portable (the default on x86-64 without ifunc: musl (musllinux), macOS
+ *       (Clang, Mach-O), Windows (MSVC, MinGW); -Ddispatch=portable forces it
+ *       on glibc, which is how CI tests it on Linux): per-level objects,
+ *       numpy's approach.  meson compiles the hot C files once per level with
+ *       ML_DISPATCH_LEVEL set and a force-included header, generated from the
+ *       files' public headers by tools/gen_dispatch.py, that renames every
+ *       entry point ml_x to ml_x_v4 / ml_x_v3 / ml_x_base.  Inside a level's
+ *       copy ml_simd_level() is the constant level, so the level's kernel
+ *       instances and block sizes are live and the other levels' are dead
+ *       code.  GCC/Clang: ML_CLONES is the level's target attribute and the
+ *       unmarked functions stay baseline, exactly what the clones build
+ *       compiles, so the two give the same results bit for bit
+ *       (.ci/dispatch_outputs.py, tools/check_dispatch.sh).  Compiling the
+ *       whole file with -march=x86-64-v4 instead was tried: the unmarked
+ *       helpers of gram.c's BLAS form then fused multiply-adds (the file
+ *       allows contraction) and the Gram matrix moved by 1e-14 relative.
+ *       MSVC has no target attribute: its copies are compiled whole with
+ *       /arch:AVX512 / /arch:AVX2 / the default.  One generated trampoline
+ *       per entry point (dispatch_table_<file>.c, one file per header, so a
+ *       bridge links only the copies it calls) calls the copy for
+ *       ml_dispatch_level() (dispatch.c: cpuid via <cpuid.h> on GCC/Clang,
+ *       __cpuidex/_xgetbv on MSVC; on macOS, which turns the AVX-512 state on
+ *       lazily, the hw.optional.avx512* sysctls), found once and cached.  No
+ *       kernel body knows which mechanism built it.  METRICLUST_MAX_SIMD=3 or
+ *       =1 in the environment caps the level (tests, bug reports: the AVX2 or
+ *       baseline copy on an AVX-512 CPU).
+ *
+ *   clones (the default with GCC >= 11 or Clang >= 18 on x86-64 ELF with
+ *       glibc: manylinux; also any direct compile of the sources, e.g. the C
+ *       harness in benchmarks/): ML_CLONES is target_clones("arch=x86-64-v4",
+ *       "arch=x86-64-v3", "default") and glibc's ifunc resolver picks each
+ *       clone at load time; ml_simd_level() reads the same feature bits
+ *       (__builtin_cpu_supports).  Not available on Mach-O, Windows or musl
+ *       (no ifunc); METRICLUST_MAX_SIMD does not apply.  Clang before 18
+ *       names a cloned function's ifunc "f.ifunc" and defines no "f", so an
+ *       exported clone cannot be called from another file (Debian's clang
+ *       14.0.6 here: _gram.so failed to import, ml_expneg_f32 undefined;
+ *       llvm-project PR #71706 fixed it for 18; zig's clang 22 checked).
+ *
+ *   baseline (other architectures, where the baseline has the SIMD that
+ *       matters (aarch64: NEON), or -Ddispatch=baseline / ML_NO_CLONES):
+ *       ML_CLONES is empty and the loops are compiled once for the baseline.
+ *
+ * Why glibc keeps the clones: measured in the same run (benchmarks/
+ * bench_dispatch.py; RESULTS.md, "Portable runtime SIMD dispatch (issue
+ * #16)"), the portable build is as fast on most k-means and Gram cases (the
+ * same kernel code and bits), but the k-means tile at d=32 f64 was 10-16%
+ * slower in the last four measurements (faster in the first two), not yet
+ * explained; the brief was one mechanism only if as fast, so glibc stays on
+ * ifunc until that is settled.  The portable build also costs three compiles
+ * of the hot files and three whole copies in the modules that call them:
+ * the twelve extension modules total 4.52 MB against 4.31 MB with clones
+ * (gcc 12, -O3).
  *
  * ML_HAVE_VECTOR_EXT says whether GCC/Clang vector extensions
  * (__attribute__((vector_size(n)))) may be used; code that uses them keeps a
- * plain C fallback for the other compilers.  ml_simd_level() reports what
- * the running CPU gets (for benchmark headers and bug reports).
+ * plain C fallback for the other compilers (MSVC: the levels' copies differ by
+ * what /arch lets the auto-vectorizer use).  ml_simd_level() reports what the
+ * running CPU gets (for benchmark headers and bug reports).
  *
  * Floating-point contraction (a * b + c fused into one FMA) is not enabled
  * here: it changes results in the last bit between clones, so each file
@@ -39,9 +87,37 @@
  * need an ifunc resolver, which glibc has and musl (musllinux wheels) lacks. */
 #include <limits.h>
 
-#if !defined(ML_NO_CLONES) && (defined(__GNUC__) || defined(__clang__)) && \
+/* The level the portable dispatcher picked on this CPU (dispatch.c): 4, 3 or
+ * 1; 1 on other architectures. Found once, then cached. */
+int ml_dispatch_level(void);
+
+#if defined(ML_DISPATCH_LEVEL)
+/* The level-ML_DISPATCH_LEVEL copy of a hot file (portable dispatch); the
+ * level's kernel instances are the only live ones (ml_simd_level() is a
+ * constant). GCC/Clang: each function gets the ISA its clone has in the
+ * clones build (ML_CLONES = the level's target, the rest baseline), so the
+ * two builds' code, and results, are the same bit for bit. MSVC, which has no
+ * target attribute: the whole file is compiled for the level (/arch). */
+#define ML_HAVE_CLONES (ML_DISPATCH_LEVEL >= 3)
+#if defined(__GNUC__) || defined(__clang__)
+#define ML_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define ML_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#if ML_DISPATCH_LEVEL >= 4
+#define ML_CLONES ML_TARGET_V4
+#elif ML_DISPATCH_LEVEL == 3
+#define ML_CLONES ML_TARGET_V3
+#else
+#define ML_CLONES
+#endif
+#else
+#define ML_CLONES
+#define ML_TARGET_V4
+#define ML_TARGET_V3
+#endif
+#elif !defined(ML_NO_CLONES) && !defined(ML_DISPATCH_PORTABLE) &&            \
+    (defined(__GNUC__) || defined(__clang__)) &&                             \
     defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) &&         \
-    (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 11)
+    (defined(__clang__) ? __clang_major__ >= 18 : __GNUC__ >= 11)
 #define ML_HAVE_CLONES 1
 #define ML_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -70,6 +146,30 @@
 #define ML_HAVE_VECTOR_EXT 0
 #endif
 
+/* ML_SHUFFLE(v, m): the vector whose lane i is v[m[i]] (m a vector of lane
+ * indices, not necessarily constant), GCC's __builtin_shuffle. Clang has no
+ * such builtin (its __builtin_shufflevector takes constant indices only): a
+ * lane loop it turns into one permute once the indices are known. Until the
+ * kernels spell it ML_SHUFFLE (kmeans_cv_impl.h calls __builtin_shuffle), Clang
+ * also gets __builtin_shuffle as this macro, so the sources build on macOS
+ * and with any Clang. */
+#if ML_HAVE_VECTOR_EXT && defined(__clang__)
+#define ML_SHUFFLE(v, m) __extension__({                                     \
+    const __typeof__(v) ml_shv_ = (v);                                        \
+    const __typeof__(m) ml_shm_ = (m);                                        \
+    __typeof__(v) ml_shr_ = ml_shv_;                                          \
+    for (int ml_shi_ = 0; ml_shi_ < (int)(sizeof ml_shv_ / sizeof ml_shv_[0]); \
+         ++ml_shi_)                                                           \
+        ml_shr_[ml_shi_] = ml_shv_[ml_shm_[ml_shi_] &                         \
+                                   (int)(sizeof ml_shv_ / sizeof ml_shv_[0] - 1)]; \
+    ml_shr_; })
+#if !__has_builtin(__builtin_shuffle)
+#define __builtin_shuffle(v, m) ML_SHUFFLE(v, m)
+#endif
+#elif ML_HAVE_VECTOR_EXT
+#define ML_SHUFFLE(v, m) __builtin_shuffle(v, m)
+#endif
+
 /* Contraction on/off for a stretch of functions (GCC: an optimize pragma;
  * Clang: the standard FP_CONTRACT pragma, which is honoured per block). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -81,10 +181,14 @@
 #define ML_FP_CONTRACT_END
 #endif
 
-/* The clone the loader picks on this CPU: 4 (x86-64-v4), 3 (x86-64-v3),
- * 1 (the baseline clone) or 0 (no clones in this build). */
+/* The ISA level the kernels run on this CPU: 4 (x86-64-v4), 3 (x86-64-v3),
+ * 1 (the baseline copy or clone) or 0 (one baseline compile, no dispatch). */
 static inline int ml_simd_level(void) {
-#if ML_HAVE_CLONES
+#if defined(ML_DISPATCH_LEVEL)
+    return ML_DISPATCH_LEVEL;
+#elif defined(ML_DISPATCH_PORTABLE)
+    return ml_dispatch_level();
+#elif ML_HAVE_CLONES
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
