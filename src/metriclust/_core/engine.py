@@ -328,6 +328,11 @@ class BlockSource:
         ``blocks``: indices of the blocks to run on (in the order given; ``per_block``
         then has one value per given block); default all. A pass over a subset does not
         count as the checking pass.
+
+        Dask: when X is held by a distributed cluster (:meth:`persisted`), one task
+        per worker runs ``fn`` on each chunk that worker holds, in turn (one round
+        trip to the cluster, as many tasks as workers, no chunk moved); otherwise
+        one task per chunk. Either way the results are per block, in block order.
         """
         which = range(self.n_blocks) if blocks is None else [int(b) for b in blocks]
         if per_block is not None and blocks is not None:
