@@ -12,7 +12,11 @@ is slower); (t2 - t1) / iters is the time of one Lloyd iteration, free of the
 setup passes (mean, variance, seeding) and the final labelling. Contenders
 are interleaved within each repeat; medians. Our Dask fits also time each
 Lloyd pass inside the loop (``verbose=2``: one round trip to the cluster a
-pass), a direct figure that the setup's noise does not touch.
+pass), a direct figure that the setup's noise does not touch. CPU seconds per
+iteration, by the same difference, add the CPU time of this process (client
+and the LocalCluster's scheduler) and of every worker process: on a loaded
+machine the worker processes get a smaller share of the cores than one
+multi-threaded process, and the CPU figure compares the work, not the share.
 
 Per-task figures for the "scaling on paper" estimate: one chunk's Lloyd
 partial (``_core.blockwise.lloyd_partial``, one thread) timed in the client,
@@ -65,26 +69,36 @@ def _uniform(n, d, chunks, seed):
 _PASS_LINE = re.compile(r"iteration \d+: .*, ([0-9.]+) s$")
 
 
-def _per_iteration(fit, iters, passes=None):
+def _per_iteration(fit, iters, passes=None, cpu=time.process_time):
     """Callable timing one fit at max_iter=1 and one at 1 + iters.
 
-    Returns (seconds per iteration from the difference, seconds of the longer fit);
-    with a list ``passes``, the fits run with verbose=2 and the seconds of each pass
-    timed inside the Lloyd loop are appended to it.
+    Returns (seconds per iteration from the difference, seconds of the longer fit,
+    CPU seconds per iteration from the difference of ``cpu()``); with a list
+    ``passes``, the fits run with verbose=2 and the seconds of each pass timed
+    inside the Lloyd loop are appended to it.
     """
     def run():
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            t0 = time.perf_counter()
+            c0, t0 = cpu(), time.perf_counter()
             fit(1)
-            t1 = time.perf_counter()
+            c1, t1 = cpu(), time.perf_counter()
             fit(1 + iters)
-            t2 = time.perf_counter()
+            c2, t2 = cpu(), time.perf_counter()
         if passes is not None:
             passes.extend(float(g.group(1)) for g in map(_PASS_LINE.search,
                                                          buf.getvalue().splitlines()) if g)
-        return ((t2 - t1) - (t1 - t0)) / iters, t2 - t1
+        return ((t2 - t1) - (t1 - t0)) / iters, t2 - t1, ((c2 - c1) - (c1 - c0)) / iters
     return run
+
+
+def _cluster_cpu(client):
+    """CPU seconds used so far by this process (the client, and the LocalCluster's
+    scheduler thread) and by every worker process: the whole cost of a fit, whichever
+    process ran it, steadier than wall time on a loaded machine."""
+    def total():
+        return time.process_time() + sum(client.run(time.process_time).values())
+    return total
 
 
 def bench_kmeans(args, client, lines):
@@ -129,10 +143,12 @@ def bench_kmeans(args, client, lines):
 
     load0 = _common.load_average()
     # round-robin repeats; each call records its own seconds per iteration
-    _common.interleaved({k: _recording(k, _per_iteration(f, iters[k], passes.get(k)))
+    cpu = _cluster_cpu(client)
+    _common.interleaved({k: _recording(k, _per_iteration(f, iters[k], passes.get(k), cpu))
                          for k, f in fits.items()}, args.repeats, warmup=False)
     med = {k: float(np.median([v[0] for v in vs])) for k, vs in _PER_IT.items()}
     whole = {k: float(np.median([v[1] for v in vs])) for k, vs in _PER_IT.items()}
+    cpu_it = {k: float(np.median([v[2] for v in vs])) for k, vs in _PER_IT.items()}
     load1 = _common.load_average()
 
     rows_per_chunk = -(-int(args.n) // args.chunks)
@@ -159,9 +175,11 @@ def bench_kmeans(args, client, lines):
     mem_it = med["metriclust (in memory)"]
     lines.append(_common.markdown_table(
         ["contender", "iterations", "s / Lloyd iteration (median)", "s / pass in the loop",
-         "dask-ml / this", "this / in memory", "whole fit, s"],
+         "dask-ml / this", "this / in memory", "CPU s / iteration (all processes)",
+         "CPU: this / in memory", "whole fit, s"],
         [[k, iters[k], v, in_loop.get(k, "-"),
-          (med["dask-ml"] / v) if "dask-ml" in med else "-", v / mem_it, whole[k]]
+          (med["dask-ml"] / v) if "dask-ml" in med else "-", v / mem_it, cpu_it[k],
+          cpu_it[k] / cpu_it["metriclust (in memory)"], whole[k]]
          for k, v in med.items()]))
     if "metriclust (dask)" in in_loop:
         ld = in_loop["metriclust (dask)"]

@@ -24,7 +24,11 @@ iteration = (t(m2) - t(m1)) / (m2 - m1) of each repeat, wall and process CPU
 time (steadier on a loaded machine), medians; every fit's ``n_iter_`` is
 checked against ``max_iter`` (a fit that stopped early would make the
 difference meaningless). The memmap fits also time each Lloyd pass inside
-the loop (``verbose=2``), a direct per-iteration figure.
+the loop (``verbose=2``), a direct per-iteration figure. The ``ram`` fit's
+set-up (checks, mean and variance, a centred copy of X: seconds at these sizes)
+varies from fit to fit by more than ten iterations take on a loaded machine,
+so the in-memory C Lloyd loop is also timed alone (``ram, C loop``: the same
+difference, on X centred once in the child): the like-for-like figure.
 
 Memory: every contender fits once (``max_iter = m1``) in a fresh child
 process; its peak RssAnon (anonymous pages: the heap, numpy arrays; not the
@@ -170,15 +174,26 @@ def timing_child(path, init_path, m1, m2, repeats, kinds, algorithm):
     """
     init = np.load(init_path)
     data = {c: _load(c, path) for c in kinds}
+    if "ram" in kinds:      # the in-memory C Lloyd loop alone, on X centred once
+        from metriclust._core.threads import effective_n_threads
+        from metriclust._kernels import _kmeans
+
+        mean = data["ram"].mean(axis=0, dtype=np.float64).astype(np.float32)
+        Xc, C0, nt = data["ram"] - mean, init - mean, effective_n_threads()
+        kinds = kinds + ["ram, C loop"]
     out = {c: {"wall": [], "cpu": [], "n_iter_ok": True, "passes": []} for c in kinds}
 
     def fit(c, m):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             t0, c0 = time.perf_counter(), time.process_time()
-            km = _fit(c, data[c], init, m, algorithm, verbose=2 if c == "memmap" else 0)
+            if c == "ram, C loop":
+                n_iter = _kmeans.lloyd(Xc, None, C0.copy(), m, 0.0, "auto", nt)[2]
+            else:
+                n_iter = _fit(c, data[c], init, m, algorithm,
+                              verbose=2 if c == "memmap" else 0).n_iter_
             t, cpu = time.perf_counter() - t0, time.process_time() - c0
-        out[c]["n_iter_ok"] &= int(km.n_iter_) == m
+        out[c]["n_iter_ok"] &= int(n_iter) == m
         out[c]["passes"] += [float(g.group(1)) for g in map(_PASS_LINE.search,
                                                             buf.getvalue().splitlines()) if g]
         return t, cpu
@@ -422,14 +437,27 @@ def main():
             return ["failed", str(timing[c])[-80:], "", "", "", "", ""]
         w, cpu = med[c]
         passes = timing[c]["passes"]
+        if c == "ram, C loop":
+            return [w, cpu, w / ram[0], cpu / ram[1], "-", "(in ram's)",
+                    "yes" if timing[c]["n_iter_ok"] else "no"]
         return [w, cpu, w / ram[0] if ram else "(no ram run)", cpu / ram[1] if ram else "-",
                 float(np.median(passes)) if passes else "-",
                 r["peak_rss_anon"] / 1e9 if "peak_rss_anon" in r else "-",
                 "yes" if timing[c]["n_iter_ok"] and r.get("n_iter", m1) == m1 else "no"]
 
+    if "ram, C loop" in timing:
+        kinds, mem = kinds + ["ram, C loop"], dict(mem, **{"ram, C loop": {"kind": "ram, C loop"}})
+        med["ram, C loop"] = (float(np.median(timing["ram, C loop"]["wall"])),
+                              float(np.median(timing["ram, C loop"]["cpu"])))
     print_rows(["contender", "s / iteration (wall)", "CPU s / iteration", "ratio vs ram (wall)",
                 "ratio vs ram (CPU)", "s / pass in the loop", "peak RssAnon (GB)",
                 "n_iter = max_iter"], kinds, mem, cells)
+    if "ram, C loop" in med and "memmap" in med:
+        (w, c), (lw, lc) = med["memmap"], med["ram, C loop"]
+        p = timing["memmap"]["passes"]
+        print(f"memmap / in-memory C loop: {w / lw:.3g} (wall), {c / lc:.3g} (CPU)"
+              + (f"; the memmap pass timed in its loop / the C loop: {np.median(p) / lw:.3g}"
+                 if p else ""))
     _done(args, directory)
 
 
