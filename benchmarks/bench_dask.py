@@ -7,14 +7,23 @@ with 1 thread each. Three contenders fit from the same initial centers with
 tol=0: metriclust's KMeans on the dask array, dask-ml's KMeans on the same
 dask array, and metriclust's KMeans on the same data in memory (in the client
 process, OpenMP on every core). Each fits once with ``max_iter = 1`` and once
-with ``1 + --iters``; (t2 - t1) / iters is the time of one Lloyd iteration,
-free of the setup passes (mean, variance, seeding) and the final labelling.
-Contenders are interleaved within each repeat; medians.
+with ``1 + iters`` (``--iters`` for ours, ``--peer-iters`` for dask-ml, which
+is slower); (t2 - t1) / iters is the time of one Lloyd iteration, free of the
+setup passes (mean, variance, seeding) and the final labelling. Contenders
+are interleaved within each repeat; medians. Our Dask fits also time each
+Lloyd pass inside the loop (``verbose=2``: one round trip to the cluster a
+pass), a direct figure that the setup's noise does not touch. CPU seconds per
+iteration, by the same difference, add the CPU time of this process (client
+and the LocalCluster's scheduler) and of every worker process: on a loaded
+machine the worker processes get a smaller share of the cores than one
+multi-threaded process, and the CPU figure compares the work, not the share.
 
 Per-task figures for the "scaling on paper" estimate: one chunk's Lloyd
 partial (``_core.blockwise.lloyd_partial``, one thread) timed in the client,
-the pickled size of its reduced part (sums, counts, inertia, changed), and
-the round trip of ``--chunks`` no-op tasks on the cluster.
+the pickled size of its reduced part (sums, counts), and the round trip of
+``--chunks`` no-op tasks (one task per chunk) and of one no-op task per
+worker on the cluster (a Lloyd pass on persisted chunks runs one task per
+worker over the chunks it holds).
 
 CPCM (second target): linear predictor on N x p float32 blobs with K
 clusters, fitted in memory and on the dask array (same random_state); the
@@ -27,7 +36,7 @@ d = 8 float32 blobs in ``--method-chunks`` chunks, fitted in memory and on
 the cluster; times and how far the results differ.
 
 Usage: python benchmarks/bench_dask.py [--n 2e7] [--d 8] [--k 16] [--chunks 64]
-           [--iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5] [--cpcm-chunks C]
+           [--iters 10] [--peer-iters 3] [--repeats 3] [--cpcm-n 1e7] [--cpcm-p 20] [--cpcm-k 5] [--cpcm-chunks C]
            [--skip-kmeans] [--skip-cpcm] [--quick]
            [--methods [--mmc-n 2e4] [--cpd-n 1e6] [--method-chunks 8]]
 dask-ml is needed for the KMeans peer (pip install dask-ml); without it the
@@ -35,9 +44,12 @@ peer's row is skipped.
 """
 
 import argparse
+import contextlib
+import io
 import logging
 import os
 import pickle
+import re
 import sys
 import time
 
@@ -54,19 +66,39 @@ def _uniform(n, d, chunks, seed):
     return da.random.default_rng(seed).random((n, d), dtype=np.float32, chunks=(rows, d))
 
 
-def _per_iteration(fit, iters):
+_PASS_LINE = re.compile(r"iteration \d+: .*, ([0-9.]+) s$")
+
+
+def _per_iteration(fit, iters, passes=None, cpu=time.process_time):
     """Callable timing one fit at max_iter=1 and one at 1 + iters.
 
-    Returns (seconds per iteration from the difference, seconds of the longer fit).
+    Returns (seconds per iteration from the difference, seconds of the longer fit,
+    CPU seconds per iteration from the difference of ``cpu()``); with a list
+    ``passes``, the fits run with verbose=2 and the seconds of each pass timed
+    inside the Lloyd loop are appended to it.
     """
     def run():
-        t0 = time.perf_counter()
-        fit(1)
-        t1 = time.perf_counter()
-        fit(1 + iters)
-        t2 = time.perf_counter()
-        return ((t2 - t1) - (t1 - t0)) / iters, t2 - t1
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            c0, t0 = cpu(), time.perf_counter()
+            fit(1)
+            c1, t1 = cpu(), time.perf_counter()
+            fit(1 + iters)
+            c2, t2 = cpu(), time.perf_counter()
+        if passes is not None:
+            passes.extend(float(g.group(1)) for g in map(_PASS_LINE.search,
+                                                         buf.getvalue().splitlines()) if g)
+        return ((t2 - t1) - (t1 - t0)) / iters, t2 - t1, ((c2 - c1) - (c1 - c0)) / iters
     return run
+
+
+def _cluster_cpu(client):
+    """CPU seconds used so far by this process (the client, and the LocalCluster's
+    scheduler thread) and by every worker process: the whole cost of a fit, whichever
+    process ran it, steadier than wall time on a loaded machine."""
+    def total():
+        return time.process_time() + sum(client.run(time.process_time).values())
+    return total
 
 
 def bench_kmeans(args, client, lines):
@@ -81,9 +113,13 @@ def bench_kmeans(args, client, lines):
     rng = np.random.default_rng(1)
     init = np.ascontiguousarray(Xm[np.sort(rng.choice(Xm.shape[0], args.k, replace=False))])
     fits = {
-        "metriclust (dask)": lambda m: KMeans(args.k, init=init, max_iter=m, tol=0).fit(X),
+        "metriclust (dask)": lambda m: KMeans(args.k, init=init, max_iter=m, tol=0,
+                                              verbose=2).fit(X),
         "metriclust (in memory)": lambda m: KMeans(args.k, init=init, max_iter=m, tol=0).fit(Xm),
     }
+    iters = {"metriclust (dask)": args.iters, "metriclust (in memory)": args.iters,
+             "dask-ml": args.peer_iters}
+    passes = {"metriclust (dask)": []}
     try:
         import dask_ml.cluster
 
@@ -92,24 +128,27 @@ def bench_kmeans(args, client, lines):
     except ImportError:
         lines.append("(dask-ml not installed: its row is skipped)")
 
-    # the contenders agree (labels from the same init after 1 + iters iterations)
-    ours = fits["metriclust (dask)"](1 + args.iters)
-    mem = fits["metriclust (in memory)"](1 + args.iters)
+    # the contenders agree (labels from the same init after 1 + peer_iters iterations)
+    with contextlib.redirect_stdout(io.StringIO()):
+        ours = fits["metriclust (dask)"](1 + args.peer_iters)
+    mem = fits["metriclust (in memory)"](1 + args.peer_iters)
     same = bool(np.array_equal(ours.labels_.compute(), mem.labels_))
     dc = float(np.max(np.abs(ours.cluster_centers_ - mem.cluster_centers_)))
     peer_note = ""
     if "dask-ml" in fits:
-        peer = fits["dask-ml"](1 + args.iters)
+        peer = fits["dask-ml"](1 + args.peer_iters)
         agree = float(np.mean(np.asarray(peer.labels_) == ours.labels_.compute()))
         peer_note = f"; dask-ml's labels agree with ours on {agree:.4%} of the rows"
     del ours, mem
 
     load0 = _common.load_average()
     # round-robin repeats; each call records its own seconds per iteration
-    _common.interleaved({k: _recording(k, _per_iteration(f, args.iters))
+    cpu = _cluster_cpu(client)
+    _common.interleaved({k: _recording(k, _per_iteration(f, iters[k], passes.get(k), cpu))
                          for k, f in fits.items()}, args.repeats, warmup=False)
     med = {k: float(np.median([v[0] for v in vs])) for k, vs in _PER_IT.items()}
     whole = {k: float(np.median([v[1] for v in vs])) for k, vs in _PER_IT.items()}
+    cpu_it = {k: float(np.median([v[2] for v in vs])) for k, vs in _PER_IT.items()}
     load1 = _common.load_average()
 
     rows_per_chunk = -(-int(args.n) // args.chunks)
@@ -118,29 +157,45 @@ def bench_kmeans(args, client, lines):
     t_task = float(np.median(list(_common.interleaved(
         {"task": lambda: lloyd_partial(block, init - shift, None, shift, 1)}, 5).values())[0]))
     sums, counts, inertia, _ = lloyd_partial(block, init - shift, None, shift, 1)
-    partial_bytes = len(pickle.dumps((sums, counts, inertia, 0)))
+    partial_bytes = len(pickle.dumps((sums, counts)))
     noop = [dask.delayed(int)(0) for _ in range(args.chunks)]
-    t_noop = float(np.median(_common.interleaved({"noop": lambda: dask.compute(*noop)},
-                                                 5)["noop"]))
+    workers = list(client.scheduler_info()["workers"])
+    t_noop = _common.medians(_common.interleaved({
+        "chunks": lambda: dask.compute(*noop),
+        "workers": lambda: client.gather([client.submit(int, 0, workers=[w], pure=False)
+                                          for w in workers])}, 5))
 
     n = int(args.n)
+    in_loop = {k: float(np.median(v)) for k, v in passes.items() if v}
     lines.append(f"## KMeans, N = {n:.3g}, d = {args.d}, K = {args.k}, float32, "
-                 f"{args.chunks} chunks; {args.iters} iterations a fit, {args.repeats} "
-                 f"interleaved repeats; load average {load0:.1f} before, {load1:.1f} after")
+                 f"{args.chunks} chunks; fits at max_iter 1 and 1 + iterations, "
+                 f"{args.repeats} interleaved repeats; load average {load0:.1f} before, "
+                 f"{load1:.1f} after")
     lines.append("")
+    mem_it = med["metriclust (in memory)"]
     lines.append(_common.markdown_table(
-        ["contender", "s / Lloyd iteration (median)", "dask-ml / this",
-         f"whole fit, {1 + args.iters} iterations, s", "dask-ml / this (whole fit)"],
-        [[k, v, (med["dask-ml"] / v) if "dask-ml" in med else "-", whole[k],
-          (whole["dask-ml"] / whole[k]) if "dask-ml" in whole else "-"]
+        ["contender", "iterations", "s / Lloyd iteration (median)", "s / pass in the loop",
+         "dask-ml / this", "this / in memory", "CPU s / iteration (all processes)",
+         "CPU: this / in memory", "whole fit, s"],
+        [[k, iters[k], v, in_loop.get(k, "-"),
+          (med["dask-ml"] / v) if "dask-ml" in med else "-", v / mem_it, cpu_it[k],
+          cpu_it[k] / cpu_it["metriclust (in memory)"], whole[k]]
          for k, v in med.items()]))
+    if "metriclust (dask)" in in_loop:
+        ld = in_loop["metriclust (dask)"]
+        lines.append("")
+        lines.append(f"With the pass timed in the loop: dask-ml / ours "
+                     f"{med['dask-ml'] / ld:.3g}x; ours / in memory {ld / mem_it:.3g}x."
+                     if "dask-ml" in med else
+                     f"With the pass timed in the loop: ours / in memory {ld / mem_it:.3g}x.")
     lines.append("")
-    lines.append(f"Same labels as in memory after {1 + args.iters} iterations: {same} "
+    lines.append(f"Same labels as in memory after {1 + args.peer_iters} iterations: {same} "
                  f"(largest center difference {dc:.3g}){peer_note}.")
     lines.append(f"Per task: one chunk of {rows_per_chunk} rows, lloyd_partial on one thread "
                  f"{t_task * 1e3:.1f} ms; its reduced partial {partial_bytes} bytes pickled; "
-                 f"{args.chunks} no-op tasks on the cluster {t_noop * 1e3:.1f} ms "
-                 f"({t_noop / args.chunks * 1e3:.2f} ms a task).")
+                 f"{args.chunks} no-op tasks on the cluster {t_noop['chunks'] * 1e3:.1f} ms "
+                 f"({t_noop['chunks'] / args.chunks * 1e3:.2f} ms a task); one no-op task "
+                 f"on each of the {len(workers)} workers {t_noop['workers'] * 1e3:.1f} ms.")
     lines.append("")
 
 
@@ -262,7 +317,8 @@ def main():
     ap.add_argument("--d", type=int, default=8)
     ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--chunks", type=int, default=64)
-    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=10, help="Lloyd iterations timed (ours)")
+    ap.add_argument("--peer-iters", type=int, default=3, help="Lloyd iterations timed (dask-ml)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cpcm-n", type=float, default=1e7)
     ap.add_argument("--cpcm-p", type=int, default=20)

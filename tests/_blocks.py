@@ -54,3 +54,15 @@ def similar_pairs(y, m, rng):
         if i != j and y[i] == y[j]:
             S.append((i, j))
     return np.array(S, dtype=np.int64)
+
+
+def cpd_nystrom(**kw):
+    """The CPDUML of the out-of-core and Dask tests: Nystrom (m = 30), 3 clusters,
+    random_state=0; keyword arguments override. kernel=None: the in-memory fit's
+    "auto" kernel k-means reference has no block path."""
+    from metriclust import CPDUML
+
+    base = dict(n_clusters=3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=30,
+                kernel=None, n_init=3, random_state=0)
+    base.update(kw)
+    return CPDUML(**base)

@@ -76,6 +76,55 @@ def test_kmeans_equals_in_memory_fit(client, dtype, weighted):
     assert got.inertia_ == pytest.approx(ref.inertia_, rel=RTOL[dtype])
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kmeans_on_chunks_held_by_the_cluster_equals_in_memory_fit(client, weighted,
+                                                                  monkeypatch):
+    # X persisted: a pass is one task per worker over the chunks it holds, on a
+    # centred copy made once; the same labels, iterations and stops as in memory
+    from metriclust._core.engine import BlockSource
+
+    X, _ = _blobs(3000, 4, 6, seed=21, dtype=np.float32, spread=2.0, offset=50.0)
+    rng = np.random.default_rng(22)
+    w = rng.uniform(0.5, 2.0, size=X.shape[0]) if weighted else None
+    init = X[rng.choice(X.shape[0], 6, replace=False)]
+    Xd = _uneven(X, [500, 700, 300, 900, 600]).persist()
+    distributed.wait(Xd)
+    if not weighted:    # every pass over X must take the per-worker path
+        monkeypatch.setattr(BlockSource, "_map_tasks", _no_task_per_chunk)
+    for kw in ({"tol": 0.0}, {"tol": 1e-3}, {"tol": 0.0, "max_iter": 3}):
+        ref = KMeans(6, init=init, **kw).fit(X, sample_weight=w)
+        got = KMeans(6, init=init, **kw).fit(
+            Xd, sample_weight=None if w is None else da.from_array(w, chunks=1000))
+        assert got.n_iter_ == ref.n_iter_
+        np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+        np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-5,
+                                   atol=1e-3)
+        assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-5)
+
+
+def _no_task_per_chunk(*args, **kwargs):
+    raise AssertionError("a pass over chunks held by the cluster ran one task per chunk")
+
+
+def test_engine_pass_by_worker_equals_task_per_chunk(client):
+    # the same per-block results in the same order, whole passes and subsets
+    from metriclust._core.engine import source
+
+    X, _ = _blobs(1000, 4, 3, seed=23)
+    lazy = source(_uneven(X, [300, 300, 300, 100]))
+    held = source(_uneven(X, [300, 300, 300, 100]).persist())
+    assert held.persisted() and not lazy.persisted()
+    np.testing.assert_array_equal(held.reduce(_col_sums), lazy.reduce(_col_sums))
+    got = held.map(_first_row_plus, per_block=[10.0, 20.0], blocks=[3, 1])
+    ref = lazy.map(_first_row_plus, per_block=[10.0, 20.0], blocks=[3, 1])
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got, [X[900] + 10.0, X[300] + 20.0])
+
+
+def _first_row_plus(block, value):
+    return block[0] + value
+
+
 def test_kmeans_stops_like_in_memory(client):
     # tol > 0 (the center-shift stop, then a labelling pass) and max_iter reached
     X, _ = _blobs(2000, 3, 8, seed=3, spread=3.0)

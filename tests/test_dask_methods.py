@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 from metriclust import CPDUML, MMC  # noqa: E402
 from metriclust._core import cpd_blockwise as cb  # noqa: E402
 import metriclust.cpduml as cpduml_module  # noqa: E402
-from _blocks import blobs, similar_pairs  # noqa: E402
+from _blocks import blobs, cpd_nystrom, similar_pairs  # noqa: E402
 
 J_RTOL, A_RTOL, CPD_RTOL = 1e-10, 1e-6, 1e-8
 
@@ -47,12 +47,7 @@ def test_mmc_all_pairs_covariance_init(client):
 
 
 def _cpd(**kw):
-    # kernel=None: the in-memory fit's "auto" kernel k-means reference has no block path
-    base = dict(n_clusters=3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=30,
-                kernel=None,
-                n_init=2, random_state=0)
-    base.update(kw)
-    return CPDUML(**base)
+    return cpd_nystrom(**dict(dict(n_init=2), **kw))
 
 
 def test_cpduml_nystrom_equals_in_memory(client):

@@ -31,8 +31,10 @@ CORE_THIRD_PARTY = {"numpy", "scipy", "threadpoolctl"}
 # submodules cost import time and are needed by few paths; scikit-learn,
 # pandas and polars are optional (scikit-learn tags, set_output containers);
 # dask is optional too: the block engine's Dask backend (_core/engine.py) imports
-# it on first use, when an estimator is given a dask array.
-LAZY_IMPORTS = {"scipy", "threadpoolctl", "sklearn", "pandas", "polars", "dask"}
+# it on first use, when an estimator is given a dask array; and distributed (the
+# metriclust[dask] extra) where a pass runs on chunks a distributed cluster holds.
+LAZY_IMPORTS = {"scipy", "threadpoolctl", "sklearn", "pandas", "polars", "dask",
+                "distributed"}
 
 # Public-to-public imports that are part of the design: the application
 # modules sit above every estimator, and model selection drives estimators.

@@ -8,12 +8,12 @@ of the floating-point sums. Tolerances are stated where they are used.
 import numpy as np
 import pytest
 
-from metriclust import CPDUML, MMC
+from metriclust import MMC
 from metriclust._core import cpd_blockwise as cb
 from metriclust._core import pairs_blockwise as pb
 from metriclust._kernels import _pairwise
 
-from _blocks import Recording, RowSliceable, blobs, memmap, similar_pairs
+from _blocks import Recording, RowSliceable, blobs, cpd_nystrom, memmap, similar_pairs
 
 
 # ------------------------------------------------------------------ the kernels
@@ -68,39 +68,40 @@ def test_block_pairs_diagonal_sums(tmp_path, block_rows):
         np.testing.assert_allclose(got, ref[k], rtol=1e-10, atol=1e-12)
 
 
-def test_solver_callback_errors_propagate():
+def _callback_solver(**kw):
     from metriclust._kernels import _mmc
 
-    def evaluator(Lt):
-        raise RuntimeError("block read failed")
+    return _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64), max_iter=5,
+                        tol=1e-6, memory=10, window=20, stall_gap=100.0, face_gap=3e-2,
+                        newton_ok=False, **kw)
 
-    solver = _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64),
-                          max_iter=5, tol=1e-6, memory=10, window=20, stall_gap=100.0,
-                          face_gap=3e-2, newton_ok=False, evaluator=evaluator)
-    with pytest.raises(RuntimeError, match="block read failed"):
+
+def _read_fails(Lt):
+    raise RuntimeError("block read failed")
+
+
+def _wrong_shape(Lt):
+    return 1.0, np.zeros((2, 2))
+
+
+def _interrupted(Lt):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("evaluator, error, match", [
+    (_read_fails, RuntimeError, "block read failed"),
+    (_wrong_shape, ValueError, "shape"),
+    (_interrupted, KeyboardInterrupt, None),      # Ctrl-C inside a block pass: handed on
+])
+def test_solver_callback_errors_propagate(evaluator, error, match):
+    solver = _callback_solver(evaluator=evaluator)
+    with pytest.raises(error, match=match):
         solver.evaluate(np.eye(3) / 3)
 
-    def wrong_shape(Lt):
-        return 1.0, np.zeros((2, 2))
 
-    solver = _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64),
-                          max_iter=5, tol=1e-6, memory=10, window=20, stall_gap=100.0,
-                          face_gap=3e-2, newton_ok=False, evaluator=wrong_shape)
-    with pytest.raises(ValueError, match="shape"):
-        solver.evaluate(np.eye(3) / 3)
-
-    def interrupted(Lt):
-        raise KeyboardInterrupt
-
-    solver = _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64),
-                          max_iter=5, tol=1e-6, memory=10, window=20, stall_gap=100.0,
-                          face_gap=3e-2, newton_ok=False, evaluator=interrupted)
-    with pytest.raises(KeyboardInterrupt):      # Ctrl-C inside a block pass: handed on
-        solver.evaluate(np.eye(3) / 3)
+def test_solver_callback_form_needs_an_evaluator():
     with pytest.raises(TypeError, match="callable"):
-        _mmc.FullSPG(np.zeros((0, 3)), "callback", np.zeros((0, 2), np.int64), max_iter=5,
-                     tol=1e-6, memory=10, window=20, stall_gap=100.0, face_gap=3e-2,
-                     newton_ok=False)
+        _callback_solver()
 
 
 # ------------------------------------------------------------ MMC, implicit D
@@ -191,12 +192,7 @@ def _cpd_data(seed=8, n=900, p=3):
 
 
 def _cpd(**kw):
-    # kernel=None: the in-memory fit's "auto" kernel k-means reference has no block path
-    base = dict(n_clusters=3, sigma=0.5, lam=1e-3, approximation="nystrom", n_components=30,
-                kernel=None,
-                n_init=3, random_state=0)
-    base.update(kw)
-    return CPDUML(**base)
+    return cpd_nystrom(**dict(dict(n_init=3), **kw))
 
 
 def _assert_same_cpd(got, ref, X, block_rows=None):

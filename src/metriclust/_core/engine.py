@@ -48,7 +48,7 @@ import numbers
 import numpy as np
 
 from .blockwise import (check_block, check_out_of_core, default_block_rows, is_out_of_core,
-                        reduce_partials, row_blocks)
+                        reduce_partials, row_blocks, subtract_rows)
 from .threads import effective_n_threads
 from .validation import is_dask_array
 
@@ -69,6 +69,28 @@ def _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
     if transform is not None:
         block = transform(block)
     return fn(block, *rows, *args)
+
+
+def _run_group(fn, raws, bounds, dtype, check, n_total, name, transform, rows, args):
+    """Body of one worker's task (Dask, data held by a cluster): ``_run`` on each of
+    its blocks in turn; the results in the order of ``bounds``."""
+    return [_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
+            for raw, (s, _), r, a in zip(raws, bounds, rows, args)]
+
+
+def _client():
+    """The active ``distributed.Client``, or None (no distributed, or no client)."""
+    try:
+        from distributed import get_client
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _future_of(obj):
+    from distributed import futures_of
+    fut = futures_of(obj)
+    return fut[0] if len(fut) == 1 else None
 
 
 def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
@@ -110,6 +132,10 @@ def _fill(m, value, dtype):
 
 def _concat_rows(*parts):
     return np.concatenate(parts)
+
+
+def _centred_block(block, shift, dtype):
+    return subtract_rows(_as_block(block, dtype), shift)
 
 
 class RowArray:
@@ -198,6 +224,7 @@ class BlockSource:
         # the first pass checks every block (NaN, infinity, overflow); later ones do not
         self.checked = checked
         self._delayed = None
+        self._holder = None     # Dask, X held by a cluster: the worker of each chunk
 
     shape = property(lambda self: (self.n_rows, self.n_features))
 
@@ -225,6 +252,77 @@ class BlockSource:
     def _row_parts(self, rows, i):
         return [None if r is None else r.block(i) for r in rows]
 
+    def _chunk_futures(self):
+        """The futures of X's chunks in block order (X persisted on a cluster), else None."""
+        if not self.persisted():
+            return None
+        from distributed import futures_of
+        by_key = {f.key: f for f in futures_of(self.X)}
+        keys = [k for row in self.X.__dask_keys__() for k in row]
+        futs = [by_key.get(k) for k in keys]
+        return futs if all(f is not None for f in futs) else None
+
+    def _map_by_worker(self, client, futs, fn, which, check, transform, rows, args_of):
+        """One task per worker over the chunks it holds (one round trip, as many tasks
+        as workers); the results in the order of ``which``, or None where a per-row
+        input is not held by the cluster."""
+        row_futs = {}
+        for r in rows:
+            if r is not None:
+                got = [_future_of(p) for p in r.parts]
+                if any(f is None for f in got):
+                    return None
+                row_futs[id(r)] = got
+        if self._holder is None:      # where each chunk is held: asked once (a round trip)
+            from distributed import wait
+            wait(futs)
+            holders = client.who_has(futs)
+            self._holder = [min(holders.get(f.key, ()), default=None) for f in futs]
+        groups = {}
+        for i in which:
+            groups.setdefault(self._holder[i], []).append(i)
+        tasks = []
+        for addr, idx in groups.items():
+            parts = [[None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
+            tasks.append(client.submit(
+                _run_group, fn, [futs[i] for i in idx], [self.bounds[i] for i in idx],
+                self.dtype, check, self.n_rows, self.name, transform, parts,
+                [args_of(i) for i in idx], pure=False,
+                **({} if addr is None else {"workers": [addr], "allow_other_workers": True})))
+        out = {}
+        for idx, res in zip(groups.values(), client.gather(tasks)):
+            out.update(zip(idx, res))
+        return [out[i] for i in which]
+
+    def persisted(self):
+        """Whether every block is held in memory by a distributed cluster (Dask:
+        ``X.persist()`` on a ``distributed.Client``); always False for the local backend."""
+        if self.kind != "dask":
+            return False
+        try:
+            from distributed import futures_of
+        except ImportError:
+            return False
+        return len(futures_of(self.X)) == self.n_blocks
+
+    def centred(self, shift):
+        """The blocks minus ``shift`` (in the working dtype, the bits of ``X - shift``).
+
+        Dask: a new source over ``X - shift`` persisted on the workers (X's size
+        again, the in-memory core's centred copy; released with the source), so
+        that later passes need not centre each chunk again. Local: self (a
+        memmap is never copied; its passes take the shift as an argument).
+        """
+        if self.kind != "dask":
+            return self
+        shift = np.asarray(shift, dtype=self.dtype)
+        Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype).persist()
+        if self.persisted():     # computed before its chunks are grouped by worker
+            from distributed import wait
+            wait(Xc)
+        return BlockSource(Xc, "dask", self.bounds, self.dtype, name=self.name,
+                           checked=self.checked)
+
     # ------------------------------------------------------------ passes
     def _args(self, args, per_block, i):
         return args if per_block is None else tuple(args) + (per_block[i],)
@@ -236,6 +334,11 @@ class BlockSource:
         ``blocks``: indices of the blocks to run on (in the order given; ``per_block``
         then has one value per given block); default all. A pass over a subset does not
         count as the checking pass.
+
+        Dask: when X is held by a distributed cluster (:meth:`persisted`), one task
+        per worker runs ``fn`` on each chunk that worker holds, in turn (one round
+        trip to the cluster, as many tasks as workers, no chunk moved); otherwise
+        one task per chunk. Either way the results are per block, in block order.
         """
         which = range(self.n_blocks) if blocks is None else [int(b) for b in blocks]
         if per_block is not None and blocks is not None:
@@ -250,18 +353,27 @@ class BlockSource:
                                 transform, self._row_parts(rows, i),
                                 self._args(args, per_block, i)))
         else:
-            import dask
-            args, transform = _shared(args), _shared_one(transform)
-            dblocks = self._dask_blocks()
-            tasks = [dask.delayed(_run)(fn, dblocks[i] if x else None, self.dtype, check,
-                                        self.bounds[i][0], self.n_rows, self.name, transform,
-                                        self._row_parts(rows, i),
-                                        self._args(args, per_block, i))
-                     for i in which]
-            out = list(dask.compute(*tasks))
+            out = None
+            client, futs = (_client(), self._chunk_futures()) if x else (None, None)
+            if client is not None and futs is not None:   # X held by the cluster
+                out = self._map_by_worker(client, futs, fn, which, check, transform, rows,
+                                          lambda i: self._args(args, per_block, i))
+            if out is None:
+                out = self._map_tasks(fn, which, check, transform, rows, args, per_block, x)
         if check and blocks is None:
             self.checked = True
         return out
+
+    def _map_tasks(self, fn, which, check, transform, rows, args, per_block, x):
+        """Dask: one task per chunk (``dask.compute`` of delayed calls), in ``which`` order."""
+        import dask
+        args, transform = _shared(args), _shared_one(transform)
+        dblocks = self._dask_blocks()
+        tasks = [dask.delayed(_run)(fn, dblocks[i] if x else None, self.dtype, check,
+                                    self.bounds[i][0], self.n_rows, self.name, transform,
+                                    self._row_parts(rows, i), self._args(args, per_block, i))
+                 for i in which]
+        return list(dask.compute(*tasks))
 
     def reduce(self, fn, *args, rows=(), transform=None, x=True, per_block=None, blocks=None):
         """``reduce_partials`` of :meth:`map`: fields summed (integer arrays concatenated)

@@ -44,10 +44,12 @@ CONTRACT (stable):
 """
 
 import numbers
+import time
 
 import numpy as np
 
-from .blockwise import combine_r, lloyd_partial, reduce_partials, tsqr_partial
+from .blockwise import (combine_r, lloyd_partial, reduce_partials, subtract_rows,
+                        tsqr_partial)
 from .engine import RowArray, source
 from .gram import Nystrom, drop_null_eigenpairs, gaussian_gram
 from .kmeans import (KMeansResult, _check_init_centers, assign_labels, center_distances,
@@ -99,51 +101,70 @@ def _scale_block(w, scale, dtype):
 
 
 def _shifted(block, shift):
-    return block if shift is None else block - np.asarray(shift, dtype=block.dtype)
+    return block if shift is None else subtract_rows(block, shift)
 
 
-def _lloyd_block(block, old, w, centers, shift, n_threads, with_inertia, center_first=False):
-    """Labels and the reduced part of one Lloyd step on a block (``lloyd_partial``),
-    and how many labels differ from ``old``.
+class _Scratch:
+    """Buffers reused from block to block by one pass of the local backend (its
+    blocks run one after the other in this thread): no new array per block, so
+    no page faults. Dask tasks get None and allocate their own."""
+
+    def __init__(self):
+        self._buffers = {}
+
+    def get(self, name, shape, dtype):
+        shape = tuple(int(v) for v in np.atleast_1d(shape))
+        buf = self._buffers.get(name)
+        if buf is None or buf.dtype != dtype or buf.shape[1:] != shape[1:] \
+                or buf.shape[0] < shape[0]:
+            buf = self._buffers[name] = np.empty(shape, dtype=dtype)
+        return buf[:shape[0]]
+
+
+def _pass_block(block, w, centers, shift, n_threads, with_inertia, center_first, scratch):
+    """One Lloyd pass on a block (``lloyd_partial``): ``(sums, counts, inertia, labels)``.
 
     ``center_first``: subtract the shift first ("inplace": the block is a temporary,
-    a transform's output; "copy": into a new array), so that the distances are
+    a transform's output; "copy": into another array), so that the distances are
     those of the in-memory core on its centred copy of the data, to the bit
     (``lloyd_partial`` otherwise assigns the rows as read to the centers moved back
     by the shift: no copy of the block, the same labels except at near-ties).
+    The labels (int64) are ``scratch``'s buffer when one is given: read them
+    before the next block's call.
     """
     if center_first and shift is not None:
-        sh = np.asarray(shift, dtype=block.dtype)
         if center_first == "inplace" and block.flags.writeable:
-            np.subtract(block, sh, out=block)
+            block = subtract_rows(block, shift, out=block)
         else:                   # or a transform that passes X's (read-only) rows through
-            block = block - sh
+            out = None if scratch is None else scratch.get("centred", block.shape, block.dtype)
+            block = subtract_rows(block, shift, out=out)
         shift = None
-    sums, counts, inertia, labels = lloyd_partial(block, centers, w, shift, n_threads,
-                                                  with_inertia=with_inertia)
-    labels = labels.astype(np.int32)
-    changed = 0 if old is None else int(np.count_nonzero(np.asarray(old) != labels))
-    return labels, (sums, counts, inertia, changed)
+    lab = None if scratch is None else scratch.get("labels", block.shape[0], np.int64)
+    return lloyd_partial(block, centers, w, shift, n_threads, with_inertia=with_inertia,
+                         labels_out=lab)
 
 
-def _own_inertia_block(block, labels, w, centers, shift, chunk=65536):
-    """``sum_i w_i ||x_i - shift - c_{labels_i}||^2`` from ``x - c`` in float64."""
-    total = 0.0
-    C = centers.astype(np.float64)
-    labels = np.asarray(labels)
-    for a in range(0, block.shape[0], chunk):
-        b = min(block.shape[0], a + chunk)
-        diff = _shifted(block[a:b], shift).astype(np.float64) - C[labels[a:b]]
-        d = np.einsum("ij,ij->i", diff, diff)
-        total += float(d.sum()) if w is None else float(np.asarray(w[a:b], np.float64) @ d)
-    return total
+def _lloyd_sums_block(block, w, centers, shift, n_threads, center_first, scratch):
+    """Per-cluster sums and weights of one Lloyd pass on a block (labels not kept)."""
+    sums, counts, _, _ = _pass_block(block, w, centers, shift, n_threads, False, center_first,
+                                     scratch)
+    return sums, counts
 
 
-def _farthest_block(block, labels, w, centers, shift, n_top):
-    """The ``n_top`` rows farthest from their own centers: (dist, local index, row in the
+def _lloyd_final_block(block, w, centers, shift, n_threads, center_first):
+    """Labels (int32, kept) and inertia of the final centers on a block."""
+    _, _, inertia, labels = _pass_block(block, w, centers, shift, n_threads, True, center_first,
+                                        None)
+    return labels.astype(np.int32), inertia
+
+
+def _farthest_block(block, w, centers, shift, n_threads, center_first, n_top):
+    """The ``n_top`` rows farthest from their own centers (their labels those of a
+    Lloyd pass at ``centers``, :func:`_pass_block`): (dist, local index, row in the
     shifted space, weight, label); rows of zero weight and zero distance excluded."""
+    labels = _pass_block(block if center_first != "inplace" else block.copy(), w, centers,
+                         shift, n_threads, False, center_first, None)[3]
     Bc = _shifted(block, shift)
-    labels = np.asarray(labels)
     diff = Bc.astype(np.float64) - np.asarray(centers, dtype=np.float64)[labels]
     d = np.einsum("ij,ij->i", diff, diff)
     wt = np.ones(Bc.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
@@ -327,21 +348,30 @@ def _update_centers(sums, counts, centers):
     return np.ascontiguousarray(new), shift
 
 
-def relocate_empty(src, centers, shift, weights, labels, sums, counts, transform=None):
+def _center_first(src, transform):
+    # Rows centred before the assignment: transformed blocks (temporaries, in
+    # place) and Dask chunks (into a copy: the in-memory core's arithmetic to the
+    # bit); a memmap's blocks are assigned as read (no copy of the block).
+    return "inplace" if transform is not None else ("copy" if src.kind == "dask" else False)
+
+
+def relocate_empty(src, centers, shift, weights, sums, counts, transform=None):
     """Empty clusters take the rows farthest from their centers (the C core's rule), in place.
 
     Largest distance first (ties to the lowest row), a row only if it has
     positive weight and a positive distance, its cluster keeps a positive
     weight, and it differs from the rows already moved. One extra pass keeps
-    the ``T`` farthest rows of every block (``T = 4 * n_empty + K + 16``);
-    ``sums``, ``counts`` and ``labels`` are updated.
+    the ``T`` farthest rows of every block (``T = 4 * n_empty + K + 16``), with
+    their labels at ``centers`` (the pass's); ``sums`` and ``counts`` are
+    updated. Returns the moved rows' indices and new labels (no per-row state
+    is kept between passes: the next pass assigns every row afresh).
     """
     empty = np.flatnonzero(counts == 0)
     if empty.size == 0:
-        return
+        return [], []
     T = 4 * empty.size + centers.shape[0] + 16
-    parts = src.map(_farthest_block, centers, shift, T, rows=(labels, weights),
-                    transform=transform)
+    parts = src.map(_farthest_block, centers, shift, src.n_threads,
+                    _center_first(src, transform), T, rows=(weights,), transform=transform)
     d = np.concatenate([q[0] for q in parts])
     idx = np.concatenate([q[1] + s for q, s in zip(parts, src.starts)])
     rows = np.concatenate([q[2] for q in parts])
@@ -367,66 +397,66 @@ def relocate_empty(src, centers, shift, weights, labels, sums, counts, transform
             counts[k] = wf
             labs[j] = k
             moved.append(x)
-            moved_idx.append(idx[j])
-            moved_to.append(k)
+            moved_idx.append(int(idx[j]))
+            moved_to.append(int(k))
             break
-    if moved_idx:
-        labels.set(moved_idx, moved_to)
-
-
-
-
-
-def lloyd_pass(src, centers, shift, weights, labels, *, with_inertia=False, transform=None):
-    """One Lloyd pass: labels updated in ``labels`` (a RowArray), and the block partials
-    reduced in block order: ``(sums, counts, inertia, n_changed)``."""
-    # centred first: transformed blocks (temporaries, in place) and Dask chunks (a
-    # copy, cheap next to a task's overhead); a memmap's blocks are assigned as read
-    mode = "inplace" if transform is not None else ("copy" if src.kind == "dask" else False)
-    _, parts = src.map_keep(_lloyd_block, centers, shift, src.n_threads, with_inertia,
-                            mode, rows=(labels, weights), out=labels, transform=transform)
-    sums, counts, inertia, changed = reduce_partials(
-        [(s, c, i, np.float64(ch)) for s, c, i, ch in parts])
-    return sums, counts, inertia, int(changed)
+    return moved_idx, moved_to
 
 
 def lloyd(src, centers, *, shift, weights=None, labels=None, max_iter=300, abs_tol=0.0,
-          transform=None):
+          transform=None, verbose=0):
     """Lloyd iterations from ``centers`` (in the space of ``block - shift``), one pass each.
 
     The iteration of the k-means core (:func:`metriclust._core.kmeans.kmeans`,
     ``algorithm="lloyd"``): the C assignment and cluster sums on each block
     (:func:`metriclust._core.blockwise.lloyd_partial`), the sums reduced in
     block order, empty clusters moved to the farthest rows
-    (:func:`relocate_empty`), a strict stop when no label changes (the labels
-    then stand and their inertia is taken at the new centers, from ``x - c``
-    in float64), otherwise a stop when the squared center shift is at most
-    ``abs_tol``, followed by a labelling pass at the final centers.
+    (:func:`relocate_empty`), new centers; a stop when the squared center shift
+    is at most ``abs_tol``; then one pass gives the labels and the inertia
+    (float64, from ``x - c``) of the final centers.
+
+    A pass returns only the ``K x p`` sums and the ``K`` weights of its block:
+    no label is kept between passes, so a pass is one read of the data (a
+    memmap) or one round of one task per chunk (Dask). The core's strict stop
+    ("no label changed") is the same stop: an unchanged partition gives
+    bitwise the same block sums, so the same centers, a center shift of 0 and
+    the stop at the same iteration; and the core's final labels (its last
+    pass's, or a labelling pass at the final centers) are then the labels of
+    the final centers, as here. (The one case that can differ: a pass that
+    changes no label but refills an empty cluster that the previous pass
+    could not, which the core counts as strict.) ``strict`` reports an
+    unchanged partition (bitwise unchanged centers after the first pass).
+
+    ``labels``: a RowArray that receives the final labels (local backend: in
+    place); a new one if None. ``verbose >= 2`` prints each iteration's
+    center shift and seconds.
 
     Returns a dict: ``centers``, ``labels`` (RowArray, int32), ``inertia``,
     ``n_iter``, ``strict``.
     """
-    if labels is None:
-        labels = src.full(-1, np.int32)
+    mode = _center_first(src, transform)
+    nt = src.n_threads
+    scratch = _Scratch() if src.kind == "local" else None
     C = np.ascontiguousarray(centers)
     strict = False
     it = 0
     for it in range(max_iter):
-        sums, counts, inertia, changed = lloyd_pass(src, C, shift, weights, labels,
-                                                    transform=transform)
-        relocate_empty(src, C, shift, weights, labels, sums, counts, transform=transform)
-        C, center_shift = _update_centers(sums, counts, C)
-        if changed == 0:      # the new centers are the means of the same partition
-            strict = True
+        t0 = time.perf_counter()
+        sums, counts = src.reduce(_lloyd_sums_block, C, shift, nt, mode, scratch,
+                                  rows=(weights,), transform=transform)
+        moved, _ = relocate_empty(src, C, shift, weights, sums, counts, transform=transform)
+        new, center_shift = _update_centers(sums, counts, C)
+        strict = it > 0 and not moved and np.array_equal(new, C)
+        C = new
+        if verbose >= 2:
+            print(f"  iteration {it + 1}: center shift {center_shift:.6g}"
+                  f"{f', {len(moved)} empty cluster(s) refilled' if moved else ''}, "
+                  f"{time.perf_counter() - t0:.4f} s", flush=True)
+        if strict or center_shift <= abs_tol:
             break
-        if center_shift <= abs_tol:
-            break
-    if strict:   # the labels stand (as in the C core); their inertia at the new centers
-        inertia = float(sum(src.map(_own_inertia_block, C, shift, rows=(labels, weights),
-                                    transform=transform)))
-    else:        # labels and inertia of the final centers
-        inertia = lloyd_pass(src, C, shift, weights, labels, with_inertia=True,
-                             transform=transform)[2]
+    labels, parts = src.map_keep(_lloyd_final_block, C, shift, nt, mode, rows=(weights,),
+                                 out=labels, dtype=np.int32, transform=transform)
+    inertia = reduce_partials([(v,) for v in parts])[0]
     return {"centers": C, "labels": labels, "inertia": float(inertia), "n_iter": it + 1,
             "strict": strict}
 
@@ -575,8 +605,13 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     k-means|| distances), the seeding sample (``seed_sample_size * p`` values
     and ``8 seed_sample_size`` of seeding distances), and about
     ``block_rows * (3 p itemsize + 24)`` bytes for one block, its centered copy
-    and the kernels' per-row outputs. Dask: the labels stay on the workers
-    (``4 N`` bytes spread over them); the client holds ``K x p`` partials.
+    and the kernels' per-row outputs. Dask: the final labels stay on the
+    workers (``4 N`` bytes spread over them), and X held by a distributed
+    cluster (``X.persist()``) gets a centred copy there for the fit (X's size
+    again, as the in-memory core's ``X - mean``; other chunks are centred
+    task by task at every pass); the client holds ``K x p`` partials. A Lloyd
+    pass keeps no per-row state (see :func:`lloyd`): one read of a memmap, one
+    round of one task per chunk on Dask.
 
     ``transform``: a per-block transform (a module-level callable object; see
     :mod:`metriclust._core.engine`): k-means of the rows ``transform(X)``,
@@ -610,18 +645,21 @@ def kmeans_blockwise(X, n_clusters, *, sample_weight=None, init="k-means++", n_i
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
 
     best = best_labels = None
-    labels = src.full(-1, np.int32)
+    # the final labels of a start go into one array (local; Dask: new chunks each start)
+    labels = RowArray(src, values=np.empty(n, dtype=np.int32)) if src.kind == "local" else None
+    # Dask data held by the cluster: the Lloyd passes run on a centred copy persisted
+    # once (the in-memory core's ``X - mean``), not on chunks centred at every pass
+    lsrc, lshift = src, X_mean
+    if transform is None and src.persisted():
+        lsrc, lshift = src.centred(X_mean), None
     for r in range(n_init):
         centers = np.ascontiguousarray(
             seed(src, n_clusters, init, X_mean, w, rng, seed_sample_size=seed_sample_size,
                  transform=transform),
             dtype=dtype)
-        if r:
-            labels = src.full(-1, np.int32) if src.kind == "dask" else labels
-            if labels.values is not None:
-                labels.values.fill(-1)
-        run = lloyd(src, centers, shift=X_mean, weights=w, labels=labels, max_iter=max_iter,
-                    abs_tol=abs_tol, transform=transform)
+        run = lloyd(lsrc, centers, shift=lshift, weights=w,
+                    labels=labels, max_iter=max_iter, abs_tol=abs_tol, transform=transform,
+                    verbose=verbose)
         if verbose:
             how = "strict convergence" if run["strict"] else (
                 "center shift within tolerance" if run["n_iter"] < max_iter
@@ -1039,10 +1077,8 @@ def _lloyd_from_partition(src, model, fit, theta, labels_out, max_iter=300, tol=
         mean, var = model.z_moments(fit)
     shift = mean.astype(zdt)
     abs_tol = float(np.mean(var) * tol) if tol > 0 else 0.0
-    if labels_out.values is not None:
-        labels_out.values.fill(-1)
-    else:
-        labels_out = src.full(-1, np.int32)
+    if labels_out is not None and labels_out.values is None:   # Dask: new persisted chunks
+        labels_out = None
     centers = np.ascontiguousarray(theta.astype(zdt) - shift)
     return lloyd(src, centers, shift=shift, labels=labels_out, max_iter=max_iter,
                  abs_tol=abs_tol, transform=T)["labels"]
@@ -1072,7 +1108,7 @@ def cpcm_run(src, model, labels, n_clusters, max_iter, tol, min_size):
     br, theta, within = _blur_and_within(src, fit, labels, K)
     history = [br]
     n_iter = 0
-    spare = labels.copy() if src.kind == "local" else src.full(-1, np.int32)
+    spare = labels.copy() if src.kind == "local" else None   # Dask: new chunks each time
     for n_iter in range(1, max_iter + 1):
         new = _lloyd_from_partition(src, model, fit, theta, spare)
         changed, sizes = src.reduce(_changed_and_counts_block, K, rows=(new, labels), x=False)
