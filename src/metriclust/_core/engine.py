@@ -17,8 +17,10 @@ backends:
   ndarray) read one block of rows at a time, in order, in this process. Only
   one block (and what the per-block function makes of it) is in memory.
 - ``"dask"``: a ``dask.array.Array``; one Dask task per row chunk on whatever
-  scheduler is active (a ``distributed.Client`` if one exists). ``dask`` is
-  imported only by this backend, when it is first used.
+  scheduler is active (a ``distributed.Client`` if one exists), or, when X is
+  persisted on a distributed cluster, one task per worker over the chunks it
+  holds (one round trip a pass). ``dask`` is imported only by this backend,
+  when it is first used.
 
 Every pass is a *map* of a per-block function over the blocks, optionally
 after a per-block *transform* (a prediction ``X B + b0``, Nystrom features),

@@ -31,9 +31,9 @@ CONTRACT (stable):
                      verbose=0, block_rows=None, seed_sample_size=None, transform=None)
         -> KMeansResult(centers, labels, inertia, n_iter)
         (labels: int32 ndarray on the local backend, lazy int32 dask array on Dask)
-    lloyd(src, centers, *, shift, weights=None, labels=None, max_iter, abs_tol,
-          transform=None) -> dict(centers, labels RowArray, inertia, n_iter, strict)
-    relocate_empty(src, centers, shift, weights, labels, sums, counts, transform=None)
+    lloyd(src, centers, *, shift, weights=None, labels=None, max_iter=300, abs_tol=0.0,
+          transform=None, verbose=0) -> dict(centers, labels RowArray, inertia, n_iter, strict)
+    relocate_empty(src, centers, shift, weights, sums, counts, transform=None)
     seed(src, n_clusters, init, shift, weights, rng, ...) -> centers (shifted space)
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
