@@ -27,11 +27,15 @@ from the thread they wait for.
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
+       python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
 
 --kernels times the no-BLAS kernels forced one by one (method "small" for
 d <= 8, "lanes", "tile"), the measurements behind the small-d / lanes choice
 in csrc/kmeans.h (ml_kmeans_kernel); benchmarks/harness_kmeans.c is the same
 comparison single-threaded in C, without Python.
+
+--pruning times lloyd against the Hamerly-pruned lloyd per (d, K) on uniform
+data and on blobs, the measurements behind the pruning entries of that table.
 """
 
 import argparse
@@ -186,10 +190,15 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
             f"{('yes' if all(met) else 'NO') if met else '-'} |")
 
 
+def blob_data(N, d, K, rng, dtype):
+    """K Gaussian blobs (unit spread, means at scale 4) drawn from rng."""
+    means = rng.normal(scale=4.0, size=(K, d))
+    return (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(dtype)
+
+
 def elkan_rows(repeats, say, N=200_000, d=16, K=256):
     rng = np.random.default_rng(0)
-    means = rng.normal(scale=4.0, size=(K, d))
-    X = (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(np.float32)
+    X = blob_data(N, d, K, rng, np.float32)
     C0 = X[rng.choice(N, K, replace=False)].copy()
     runs = {"ours elkan": (fit_ours, "elkan"), "ours lloyd": (fit_ours, "lloyd"),
             "sklearn elkan": (fit_sklearn, "elkan")}
@@ -279,6 +288,42 @@ def kernels(ds, Ks, repeats, say, N=200_000):
                     f"{t['tile'] / t['lanes']:.2f} |")
 
 
+def pruning(ds, Ks, repeats, say, N=200_000, iters=20, dtype="float32"):
+    """Lloyd against Lloyd with Hamerly's bounds (the same labels, centers and
+    n_iter) per (d, K) on uniform data and on K Gaussian blobs: whole fits of
+    `iters` iterations (tol=0) from the same init, process CPU time. The
+    measurements behind ML_KM_PRUNE_MIN_K / ML_KM_PRUNE_MIN_D in csrc/kmeans.h
+    (what algorithm="auto" chooses)."""
+    from metriclust._kernels import _kmeans
+
+    say(f"N = {N:.0e}, {dtype}, {iters} iterations, tol = 0, CPU s per fit, median of {repeats}")
+    say("")
+    say("| data | d | K | n_iter | lloyd s | pruned s | lloyd / pruned | auto prunes |")
+    say("|---|---|---|---|---|---|---|---|")
+    for data in ("uniform", "blobs"):
+        for d in ds:
+            for K in Ks:
+                if data == "uniform":
+                    X = np.random.default_rng(d).random((N, d)).astype(dtype)
+                else:
+                    X = blob_data(N, d, K, np.random.default_rng(d + K), dtype)
+                C0 = X[np.random.default_rng(K).choice(N, K, replace=False)].copy()
+                res = {"lloyd": [], "hamerly": []}
+                out = {}
+                for _ in range(repeats):
+                    for name in res:
+                        C = C0.copy()
+                        c0 = time.process_time()
+                        out[name] = getattr(_kmeans, name)(X, None, C, iters, 0.0, "auto", 0)
+                        res[name].append(time.process_time() - c0)
+                assert np.array_equal(out["lloyd"][0], out["hamerly"][0])
+                assert out["lloyd"][2] == out["hamerly"][2]
+                t = {k: float(np.median(v)) for k, v in res.items()}
+                say(f"| {data} | {d} | {K} | {out['lloyd'][2]} | {t['lloyd']:.3f} | "
+                    f"{t['hamerly']:.3f} | {t['lloyd'] / t['hamerly']:.2f} | "
+                    f"{'yes' if _kmeans.prefers_pruning(d, K) else 'no'} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N=2e5 and every other row")
@@ -290,6 +335,8 @@ def main():
                     help="tile vs BLAS per (d, K) instead of the peer table")
     ap.add_argument("--kernels", action="store_true",
                     help="the no-BLAS kernels (small-d, tile, lanes) per (d, K)")
+    ap.add_argument("--pruning", action="store_true",
+                    help="lloyd vs Hamerly-pruned lloyd per (d, K), uniform and blob data")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
@@ -317,6 +364,8 @@ def main():
         crossover(args.d, args.K, args.repeats, say)
     elif args.kernels:
         kernels(args.d, args.K, args.repeats, say)
+    elif args.pruning:
+        pruning(args.d, args.K, args.repeats, say)
     else:
         lloyd_rows(QUICK_ROWS if args.quick else ROWS, args.repeats, bw, gemm, have_faiss, say)
         if not args.no_elkan:

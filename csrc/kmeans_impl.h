@@ -213,6 +213,90 @@ KM_TILE_FN(tile_any, d, d)
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+/* x[j] (j < d) = coordinate j of the KM_TV rows at Xs (KM_TV d contiguous
+ * values), lane p holding row p.  The rows are read as d whole vectors
+ * and rearranged in registers with two-source shuffles whose patterns
+ * depend on d only (constants once d is): for d a multiple of KM_TV, a
+ * KM_TV x KM_TV transpose per block of coordinates (log2 KM_TV rounds of
+ * interleaves); otherwise, for each coordinate, the vectors that hold its
+ * lanes merged one by one.  Setting the lanes one at a time (the
+ * second round's form) went through the stack: the scalar stores stalled
+ * the vector loads behind them (about 40% of the kernel's samples at d = 8,
+ * K = 8, float64).  Values are moved, never computed: the scores and labels
+ * do not change. */
+#define KM_UNROLL_ALL _Pragma("GCC unroll 64")
+static ML_ALWAYS_INLINE void
+FN(small_load)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
+               FN(km_vt) *ML_RESTRICT x)
+{
+    typedef FN(km_vt) V;
+    typedef FN(km_vi) VM;
+    enum { VL = (int)KM_TV };
+    if (d % VL == 0) {
+        VM lo, hi;
+        KM_UNROLL_ALL
+        for (int t = 0; t < VL / 2; ++t) {
+            lo[2 * t] = t;
+            lo[2 * t + 1] = VL + t;
+            hi[2 * t] = VL / 2 + t;
+            hi[2 * t + 1] = VL + VL / 2 + t;
+        }
+        KM_UNROLL_ALL
+        for (ptrdiff_t c = 0; c < d / VL; ++c) {
+            V r[VL], nr[VL];
+            KM_UNROLL_ALL
+            for (int p = 0; p < VL; ++p) memcpy(&r[p], Xs + p * d + c * VL, sizeof(V));
+            KM_UNROLL_ALL
+            for (int h = 1; h < VL; h *= 2) {
+                KM_UNROLL_ALL
+                for (int i = 0; i < VL / 2; ++i) {
+                    nr[2 * i] = __builtin_shuffle(r[i], r[i + VL / 2], lo);
+                    nr[2 * i + 1] = __builtin_shuffle(r[i], r[i + VL / 2], hi);
+                }
+                KM_UNROLL_ALL
+                for (int p = 0; p < VL; ++p) r[p] = nr[p];
+            }
+            KM_UNROLL_ALL
+            for (int j = 0; j < VL; ++j) x[c * VL + j] = r[j];
+        }
+        return;
+    }
+    V src[ML_KM_SMALL_KERNEL_D];
+    KM_UNROLL_ALL
+    for (ptrdiff_t i = 0; i < d; ++i) memcpy(&src[i], Xs + i * VL, sizeof(V));
+    KM_UNROLL_ALL
+    for (ptrdiff_t j = 0; j < d; ++j) {
+        /* Lane p of coordinate j is value p d + j: vector (p d + j) / VL. */
+        ptrdiff_t first = -1;
+        int merged = 0;
+        V o = src[0];
+        KM_UNROLL_ALL
+        for (ptrdiff_t i = 0; i < d; ++i) {
+            int any = 0;
+            KM_UNROLL_ALL
+            for (int p = 0; p < VL; ++p) any |= (p * d + j) / VL == i;
+            if (!any) continue;
+            if (first < 0) { first = i; continue; }
+            VM mk;
+            KM_UNROLL_ALL
+            for (int p = 0; p < VL; ++p) {
+                const ptrdiff_t e = p * d + j, s = e / VL;
+                mk[p] = s == i ? VL + e % VL : !merged && s == first ? e % VL : p;
+            }
+            o = __builtin_shuffle(merged ? o : src[first], src[i], mk);
+            merged = 1;
+        }
+        if (!merged) {  /* every lane in one vector (d = 1) */
+            VM mk;
+            KM_UNROLL_ALL
+            for (int p = 0; p < VL; ++p) mk[p] = (p * d + j) % VL;
+            o = __builtin_shuffle(src[first], mk);
+        }
+        x[j] = o;
+    }
+}
+#undef KM_UNROLL_ALL
+
 static ML_ALWAYS_INLINE void
 FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
@@ -229,12 +313,10 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
         if (mt == tp) {
-            /* Lanes set in registers: a transpose through memory would
-             * stall every vector load on the scalar stores before it. */
+            /* The step's rows are contiguous: loaded whole and put into
+             * coordinate order with vector shuffles (small_load). */
             for (int v = 0; v < nv; ++v)
-                for (ptrdiff_t j = 0; j < d; ++j)
-                    for (ptrdiff_t p = 0; p < KM_TV; ++p)
-                        x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
+                FN(small_load)(X + (b0 + v * KM_TV) * d, d, x[v]);
         } else {
             REAL xt[ML_KM_SMALL_KERNEL_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
             for (ptrdiff_t p = 0; p < tp; ++p)

@@ -374,6 +374,25 @@ def test_small_d_kernel_equals_tile(dtype, d):
         np.testing.assert_array_equal(lab, D.argmin(1))  # exact data: exact scores
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_small_d_kernel_bitwise_tile_on_distinct_coordinates(dtype, d):
+    """The small-d kernel reads a step's rows as whole vectors and puts them
+    in coordinate order with shuffles: on data whose every coordinate differs
+    (a value moved to the wrong lane or coordinate changes the label), its
+    labels are the tile's bit for bit, for a full and a partial step, one
+    vector of centers and several."""
+    rng = np.random.default_rng(100 + d)
+    for n in (256 * 3, 531):  # whole chunks; a partial chunk and step
+        X = rng.normal(size=(n, d)).astype(dtype)
+        for K in (2, 8, 33):
+            C = rng.normal(size=(K, d)).astype(dtype)
+            small, _ = _k.assign(X, C, "small", 2, False)
+            tile, _ = _k.assign(X, C, "tile", 1, False)
+            np.testing.assert_array_equal(small, tile)
+            assert len(np.unique(small)) > 1
+
+
 def test_kernel_table():
     """The one table in csrc/kmeans.h: small-d kernel for d <= 8 (K <= 64, and
     K <= 16 at d = 8), centers across lanes up to d = 128 and K = 256, BLAS
