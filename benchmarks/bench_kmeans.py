@@ -283,7 +283,7 @@ def kernels(ds, Ks, repeats, say, N=200_000):
                 t = {m: float(np.median(v)) for m, v in res.items()}
                 sm = f"{t['small'] * 1e3:.2f}" if "small" in t else "-"
                 sr = f"{t['small'] / t['lanes']:.2f}" if "small" in t else "-"
-                say(f"| {dt} | {d} | {K} | {_kmeans.kernel(d, K)} | {sm} | "
+                say(f"| {dt} | {d} | {K} | {_kmeans.kernel(d, K, "auto", dt)} | {sm} | "
                     f"{t['tile'] * 1e3:.2f} | {t['lanes'] * 1e3:.2f} | {sr} | "
                     f"{t['tile'] / t['lanes']:.2f} |")
 
