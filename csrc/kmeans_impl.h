@@ -219,7 +219,7 @@ KM_TILE_FN(tile_any, d, d)
  * KM_TV row vectors and transposed in registers (log2 KM_TV rounds of
  * two-source interleaves, whose patterns are constants).  Setting the
  * lanes one at a time went through the stack at these d (the scalar stores
- * stalled the vector loads behind them: about 40% of the kernel's samples
+ * stalled the vector loads behind them: roughly a third of the kernel's samples
  * at d = 8, K = 8, float64, N = 1e6).  Measured (C harness, K = 8, 1
  * thread, load 16, before / after): N = 16384 (rows in L2, 30 repeats):
  * d = 4: 1.02 (f64), 1.01 (f32); d = 8: 1.06 (f64), 1.03 (f32); N = 2e5:
