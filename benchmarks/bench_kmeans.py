@@ -27,11 +27,15 @@ from the thread they wait for.
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
+       python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
 
 --kernels times the no-BLAS kernels forced one by one (method "small" for
 d <= 8, "lanes", "tile"), the measurements behind the small-d / lanes choice
 in csrc/kmeans.h (ml_kmeans_kernel); benchmarks/harness_kmeans.c is the same
 comparison single-threaded in C, without Python.
+
+--pruning times lloyd against the Hamerly-pruned lloyd per (d, K) on uniform
+data and on blobs, the measurements behind the pruning entries of that table.
 """
 
 import argparse
@@ -151,9 +155,12 @@ def machine_header(n_threads):
 
 
 def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
-    say("| N | d | K | dtype | metriclust ms/it | sklearn ms/it | x sklearn (wall) "
-        "| x sklearn (cpu) | faiss ms/it | x faiss | frac of bound | target | met |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    from metriclust._kernels import _kmeans
+
+    say("| N | d | K | dtype | kernel | algorithm=\"auto\" runs | metriclust lloyd ms/it "
+        "| sklearn lloyd ms/it | x sklearn (wall) | x sklearn (cpu) | auto: x sklearn (cpu) "
+        "| faiss ms/it | x faiss | frac of bound | target | met |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for N, d, K, dt, target, ftarget in rows:
         rng = np.random.default_rng(0)
         X = rng.random((N, d)).astype(dt)
@@ -161,6 +168,9 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
         libs = {"ours": fit_ours, "sklearn": fit_sklearn}
         if have_faiss and dt == "float32" and K >= 256:
             libs["faiss"] = fit_faiss
+        pruned = _kmeans.prefers_pruning(d, K)
+        if pruned:  # algorithm="auto" runs another pass than lloyd: time it too
+            libs["ours auto"] = lambda X, C0, m: fit_ours(X, C0, m, "auto")
         diff = 4 if N * K * d > 2e8 else 8
         times = {k: [] for k in libs}
         for _ in range(repeats):
@@ -180,16 +190,25 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
                 met.append(wall["faiss"] / wall["ours"] >= ftarget)
         tg = ", ".join(([f">= {target:g}x sklearn"] if target else [])
                        + ([f">= {ftarget:g}x faiss"] if ftarget and "faiss" in wall else []))
-        say(f"| {N:.0e} | {d} | {K} | {dt} | {wall['ours'] * 1e3:.2f} | "
+        auto = "pruned" if pruned else "lloyd (same pass)"
+        auto_cpu = cpu["ours auto"] if pruned else cpu["ours"]
+        say(f"| {N:.0e} | {d} | {K} | {dt} | {_kmeans.kernel(d, K, 'auto', dt)} | {auto} | "
+            f"{wall['ours'] * 1e3:.2f} | "
             f"{wall['sklearn'] * 1e3:.2f} | {ratio:.2f} | {cpu['sklearn'] / cpu['ours']:.2f} | "
+            f"{cpu['sklearn'] / auto_cpu:.2f} | "
             f"{fa} | {fr} | {bound / wall['ours']:.2f} | {tg or '-'} | "
             f"{('yes' if all(met) else 'NO') if met else '-'} |")
 
 
+def blob_data(N, d, K, rng, dtype):
+    """K Gaussian blobs (unit spread, means at scale 4) drawn from rng."""
+    means = rng.normal(scale=4.0, size=(K, d))
+    return (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(dtype)
+
+
 def elkan_rows(repeats, say, N=200_000, d=16, K=256):
     rng = np.random.default_rng(0)
-    means = rng.normal(scale=4.0, size=(K, d))
-    X = (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(np.float32)
+    X = blob_data(N, d, K, rng, np.float32)
     C0 = X[rng.choice(N, K, replace=False)].copy()
     runs = {"ours elkan": (fit_ours, "elkan"), "ours lloyd": (fit_ours, "lloyd"),
             "sklearn elkan": (fit_sklearn, "elkan")}
@@ -274,9 +293,45 @@ def kernels(ds, Ks, repeats, say, N=200_000):
                 t = {m: float(np.median(v)) for m, v in res.items()}
                 sm = f"{t['small'] * 1e3:.2f}" if "small" in t else "-"
                 sr = f"{t['small'] / t['lanes']:.2f}" if "small" in t else "-"
-                say(f"| {dt} | {d} | {K} | {_kmeans.kernel(d, K)} | {sm} | "
+                say(f"| {dt} | {d} | {K} | {_kmeans.kernel(d, K, 'auto', dt)} | {sm} | "
                     f"{t['tile'] * 1e3:.2f} | {t['lanes'] * 1e3:.2f} | {sr} | "
                     f"{t['tile'] / t['lanes']:.2f} |")
+
+
+def pruning(ds, Ks, repeats, say, N=200_000, iters=20, dtype="float32"):
+    """Lloyd against Lloyd with Hamerly's bounds (the same labels, centers and
+    n_iter) per (d, K) on uniform data and on K Gaussian blobs: whole fits of
+    `iters` iterations (tol=0) from the same init, process CPU time. The
+    measurements behind ML_KM_PRUNE_MIN_K / ML_KM_PRUNE_MIN_D in csrc/kmeans.h
+    (what algorithm="auto" chooses)."""
+    from metriclust._kernels import _kmeans
+
+    say(f"N = {N:.0e}, {dtype}, {iters} iterations, tol = 0, CPU s per fit, median of {repeats}")
+    say("")
+    say("| data | d | K | n_iter | lloyd s | pruned s | lloyd / pruned | auto prunes |")
+    say("|---|---|---|---|---|---|---|---|")
+    for data in ("uniform", "blobs"):
+        for d in ds:
+            for K in Ks:
+                if data == "uniform":
+                    X = np.random.default_rng(d).random((N, d)).astype(dtype)
+                else:
+                    X = blob_data(N, d, K, np.random.default_rng(d + K), dtype)
+                C0 = X[np.random.default_rng(K).choice(N, K, replace=False)].copy()
+                res = {"lloyd": [], "hamerly": []}
+                out = {}
+                for _ in range(repeats):
+                    for name in res:
+                        C = C0.copy()
+                        c0 = time.process_time()
+                        out[name] = getattr(_kmeans, name)(X, None, C, iters, 0.0, "auto", 0)
+                        res[name].append(time.process_time() - c0)
+                assert np.array_equal(out["lloyd"][0], out["hamerly"][0])
+                assert out["lloyd"][2] == out["hamerly"][2]
+                t = {k: float(np.median(v)) for k, v in res.items()}
+                say(f"| {data} | {d} | {K} | {out['lloyd'][2]} | {t['lloyd']:.3f} | "
+                    f"{t['hamerly']:.3f} | {t['lloyd'] / t['hamerly']:.2f} | "
+                    f"{'yes' if _kmeans.prefers_pruning(d, K) else 'no'} |")
 
 
 def main():
@@ -290,6 +345,8 @@ def main():
                     help="tile vs BLAS per (d, K) instead of the peer table")
     ap.add_argument("--kernels", action="store_true",
                     help="the no-BLAS kernels (small-d, tile, lanes) per (d, K)")
+    ap.add_argument("--pruning", action="store_true",
+                    help="lloyd vs Hamerly-pruned lloyd per (d, K), uniform and blob data")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
@@ -317,6 +374,8 @@ def main():
         crossover(args.d, args.K, args.repeats, say)
     elif args.kernels:
         kernels(args.d, args.K, args.repeats, say)
+    elif args.pruning:
+        pruning(args.d, args.K, args.repeats, say)
     else:
         lloyd_rows(QUICK_ROWS if args.quick else ROWS, args.repeats, bw, gemm, have_faiss, say)
         if not args.no_elkan:

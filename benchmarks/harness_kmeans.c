@@ -10,7 +10,9 @@
  *
  * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes (the
  * ML_KM_* codes of kmeans.h; a build without a code runs auto).  Prints one
- * line: the arguments, ms per iteration and a label checksum. */
+ * line: the arguments, ms per iteration, a label checksum and a checksum of
+ * the final centers' bits (two builds that agree on both ran the same
+ * arithmetic). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,7 @@ int main(int argc, char **argv)
     }
     double best[2] = {1e30, 1e30};
     long long check = 0;
+    unsigned long long ccheck = 0;
     for (int r = 0; r < reps; ++r)
         for (int v = 0; v < 2; ++v) {
             const int it = v ? 6 : 2;
@@ -66,11 +69,18 @@ int main(int argc, char **argv)
             const double t = cpu_now() - t0;
             if (st != 0) { fprintf(stderr, "status %d\n", st); return 1; }
             if (t < best[v]) best[v] = t;
-            if (v) { check = 0; for (ptrdiff_t i = 0; i < N; ++i) check = check * 31 + lab[i]; }
+            if (v) {
+                check = 0;
+                for (ptrdiff_t i = 0; i < N; ++i) check = check * 31 + lab[i];
+                const unsigned char *cb = f32 ? (const unsigned char *)Cf : (const unsigned char *)C;
+                const size_t nbytes = (size_t)(K * d) * (f32 ? sizeof(float) : sizeof(double));
+                ccheck = 1469598103934665603ULL;
+                for (size_t t = 0; t < nbytes; ++t) ccheck = (ccheck ^ cb[t]) * 1099511628211ULL;
+            }
             free(C); free(Cf);
         }
-    printf("N=%td d=%td K=%td %s method=%d: %.2f ms/it  check=%llx\n", N, d, K,
-           f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
-           (unsigned long long)check);
+    printf("N=%td d=%td K=%td %s method=%d: %.2f ms/it  check=%llx centers=%llx\n", N, d,
+           K, f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
+           (unsigned long long)check, ccheck);
     return 0;
 }

@@ -17,15 +17,19 @@ int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
     return d > ML_KM_TILE_MAX_D || K > ML_KM_TILE_MAX_K;
 }
 
-int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm)
+int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
+                     int itemsize)
 {
     if (ml_kmeans_uses_gemm(d, K, method, have_gemm)) return ML_KM_KERNEL_GEMM;
-    const int small_ok = d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K &&
-                         (d < ML_KM_SMALL_MAX_D || K <= ML_KM_SMALL_MAX_K_AT_MAX_D);
+    const int small_ok = (d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K &&
+                          (d < ML_KM_SMALL_MAX_D || K <= ML_KM_SMALL_MAX_K_AT_MAX_D)) ||
+                         (d == ML_KM_SMALL_EXTRA_D && K <= ML_KM_SMALL_MAX_K_AT_EXTRA_D &&
+                          itemsize == ML_KM_SMALL_EXTRA_ITEMSIZE);
+    const int small_built = d <= ML_KM_SMALL_KERNEL_D || d == ML_KM_SMALL_EXTRA_D;
     switch (method) {
     case ML_KM_TILE: return ML_KM_KERNEL_TILE;
     case ML_KM_SMALL:
-        return d <= ML_KM_SMALL_KERNEL_D ? ML_KM_KERNEL_SMALL : ML_KM_KERNEL_TILE;
+        return small_built ? ML_KM_KERNEL_SMALL : ML_KM_KERNEL_TILE;
     case ML_KM_LANES: return ML_KM_KERNEL_LANES;
     default:
         return small_ok ? ML_KM_KERNEL_SMALL : ML_KM_KERNEL_LANES;

@@ -89,7 +89,15 @@
  *   128 blobs, d = 16: 1.20; uniform data, d = 16: 0.93 at K = 256, 0.78 at
  *   K = 128; every case with d = 2 or K <= 64: 0.17-1.0 (the bounds' upkeep,
  *   a square root or two per row and a gather, costs more than the few
- *   distances it saves).
+ *   distances it saves).  Fourth round, d = 16-64 and K = 8-64
+ *   (bench_kmeans.py --pruning --d 16 32 64 --K 8 16 32 64, N = 2e5,
+ *   float32, 20 iterations, 2 threads, load 15, lloyd / pruned, same labels
+ *   and n_iter): uniform data 0.32-0.55 (0.51 at K = 64 for d = 16 and 64);
+ *   K Gaussian blobs 0.38-0.78, break-even only at K = 64 for d = 32 (1.03)
+ *   and d = 64 (1.01).  The pruned pass runs the tile (it needs the second
+ *   best score), slower than the lanes and small-d kernels, and on this data
+ *   few rows are settled by the bounds: no entry moves, pruning stays off
+ *   below K = 256.
  * ML_KM_SMALL_MAX_D, ML_KM_SMALL_MAX_K, ML_KM_SMALL_MAX_K_AT_MAX_D: Lloyd's
  *   passes use the small-d kernel (every center read as broadcasts, no
  *   padding, several point vectors in flight, row-packed sums) for
@@ -103,11 +111,29 @@
  *   1.25 (64); d = 5: 1.60 (8), 1.27 (32); d = 6, K = 16: 1.28; d = 8: 1.22
  *   (8), 1.03 (16), 0.97 (32), 0.91 (64), 1.01 (128); float32 d = 8,
  *   K = 32: 1.05.
+ *   Fourth round (at d = 8 the rows are now transposed in registers, see
+ *   small_transpose in kmeans_impl.h; C harness, N = 4e5, 1 thread, load
+ *   21, small / lanes): d = 8: 1.00 (K = 8, f64), 0.70 (8, f32), 1.11 (16,
+ *   f64), 0.86 (16, f32), 1.04 (32, f64), 1.03 (32, f32), 1.15 (64, f64),
+ *   1.02 (64, f32): the entries above stand.
+ * ML_KM_SMALL_EXTRA_D, ML_KM_SMALL_MAX_K_AT_EXTRA_D,
+ * ML_KM_SMALL_EXTRA_ITEMSIZE: the small-d kernel is also compiled for
+ *   d = EXTRA_D (one point vector per step: its 16 coordinate vectors fill
+ *   half of AVX-512's registers) and serves it up to K = MAX_K_AT_EXTRA_D
+ *   for values of EXTRA_ITEMSIZE bytes (float32), where the lanes kernel
+ *   spends about half its time reducing its 8 lanes per point.  Measured (C
+ *   harness, 1 thread, small / lanes, labels identical): N = 4e5, load 16:
+ *   d = 16: 0.84 (K = 8, f32), 1.00 (8, f64), 0.89 (4, f64), 0.99 (16,
+ *   f32), 1.16 (16, f64), 0.90 (32, f32); N = 16384 (the rows in L2, 30
+ *   repeats, load 16): 0.89 (K = 8, f32), 1.14 (8, f64), 1.08 (4, f64).
+ *   float64 gains nothing (its K = 8 lanes kernel reduces 4 lanes per
+ *   point).  Other d in 9..15 are not compiled (not measured).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
  *   registers of AVX2 with the running minima, i.e. for d <= SMALL_WIDE_D;
- *   2 above.  Set by the register count, not timed.
+ *   2 up to SMALL_KERNEL_D, 1 at EXTRA_D.  Set by the register count, not
+ *   timed.
  * The centers-across-lanes kernel (no entry of its own): Lloyd's passes and
  *   assignments use it (centers packed d x W per block, x broadcast from the
  *   row-major X: no transpose, no packing of X, no BLAS) wherever the small-d
@@ -172,8 +198,12 @@
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 16
 #define ML_KM_SMALL_KERNEL_D 8
+#define ML_KM_SMALL_EXTRA_D 16
+#define ML_KM_SMALL_MAX_K_AT_EXTRA_D 8
+#define ML_KM_SMALL_EXTRA_ITEMSIZE 4
 #define ML_KM_SMALL_WIDE_D 4
-#define ML_KM_SMALL_STEP_VECTORS(d) ((d) <= ML_KM_SMALL_WIDE_D ? 4 : 2)
+#define ML_KM_SMALL_STEP_VECTORS(d) \
+    ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #ifndef ML_KM_LANES_V4_BYTES
 #define ML_KM_LANES_V4_BYTES 32
 #endif
@@ -186,11 +216,13 @@
 #define ML_KM_POLL_ROWS 4096
 
 /* The kernel that serves the unpruned assignment of (d, K) under `method`
+ * for data of `itemsize` bytes per value (8: float64, 4: float32)
  * (ML_KM_KERNEL_*): BLAS, the small-d kernel, the centers-across-lanes
  * kernel or the tile.  The one place the path is chosen (from the table
  * above).  The pruned pass, which also needs the second best score, uses
  * the tile or BLAS. */
-int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
+int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
+                     int itemsize);
 
 /* Whether the assignment of (d, K) calls BLAS under `method` (have_gemm:
  * whether a gemm is supplied).  The one place BLAS is chosen (ml_kmeans_kernel

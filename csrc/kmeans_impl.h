@@ -197,7 +197,8 @@ KM_TILE_FN(tile_any, d, d)
 #undef KM_TILE_FN
 
 /* ---------------------------------------------------------------------------
- * The small-d kernel (d <= ML_KM_SMALL_KERNEL_D, K <= ML_KM_SMALL_MAX_K): labels
+ * The small-d kernel (d <= ML_KM_SMALL_KERNEL_D and d = ML_KM_SMALL_EXTRA_D;
+ * where it serves: ml_kmeans_kernel): labels
  * of a chunk with no center padding, no scores in memory and several point
  * vectors in flight.  cpk holds K rows [||c_k||^2, -2 c_k1, ..., -2 c_kd]
  * (L1-resident; each value is broadcast where it is used), the points of a
@@ -213,6 +214,58 @@ KM_TILE_FN(tile_any, d, d)
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+/* x[j] (j < d, d a multiple of KM_TV) = coordinate j of the KM_TV rows at
+ * Xs, lane p holding row p: each block of KM_TV coordinates is read as
+ * KM_TV row vectors and transposed in registers (log2 KM_TV rounds of
+ * two-source interleaves, whose patterns are constants).  Setting the
+ * lanes one at a time went through the stack at these d (the scalar stores
+ * stalled the vector loads behind them: roughly a third of the kernel's samples
+ * at d = 8, K = 8, float64, N = 1e6).  Measured (C harness, K = 8, 1
+ * thread, load 16, before / after): N = 16384 (rows in L2, 30 repeats):
+ * d = 4: 1.02 (f64), 1.01 (f32); d = 8: 1.06 (f64), 1.03 (f32); N = 2e5:
+ * between 0.74 and 1.34 from run to run at that load.  A small gain, not
+ * the 40%: out of L2 the loads wait on memory either way.  For the other
+ * d the same idea (each coordinate merged from the vectors that hold its
+ * lanes) was slower, 0.51-0.95 at N = 2e5 except d = 5, f32 (1.15), and
+ * is not used.  Values are moved, never computed: the scores and labels
+ * do not change. */
+#define KM_UNROLL_ALL _Pragma("GCC unroll 64")
+static ML_ALWAYS_INLINE void
+FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
+                    FN(km_vt) *ML_RESTRICT x)
+{
+    typedef FN(km_vt) V;
+    typedef FN(km_vi) VM;
+    enum { VL = (int)KM_TV };
+    VM lo, hi;
+    KM_UNROLL_ALL
+    for (int t = 0; t < VL / 2; ++t) {
+        lo[2 * t] = t;
+        lo[2 * t + 1] = VL + t;
+        hi[2 * t] = VL / 2 + t;
+        hi[2 * t + 1] = VL + VL / 2 + t;
+    }
+    KM_UNROLL_ALL
+    for (ptrdiff_t c = 0; c < d / VL; ++c) {
+        V r[VL], nr[VL];
+        KM_UNROLL_ALL
+        for (int p = 0; p < VL; ++p) memcpy(&r[p], Xs + p * d + c * VL, sizeof(V));
+        KM_UNROLL_ALL
+        for (int h = 1; h < VL; h *= 2) {
+            KM_UNROLL_ALL
+            for (int i = 0; i < VL / 2; ++i) {
+                nr[2 * i] = __builtin_shuffle(r[i], r[i + VL / 2], lo);
+                nr[2 * i + 1] = __builtin_shuffle(r[i], r[i + VL / 2], hi);
+            }
+            KM_UNROLL_ALL
+            for (int p = 0; p < VL; ++p) r[p] = nr[p];
+        }
+        KM_UNROLL_ALL
+        for (int j = 0; j < VL; ++j) x[c * VL + j] = r[j];
+    }
+}
+#undef KM_UNROLL_ALL
+
 static ML_ALWAYS_INLINE void
 FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
@@ -225,10 +278,15 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
         const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
-        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_KERNEL_D];
+        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
-        if (mt == tp) {
+        if (mt == tp && d % KM_TV == 0) {
+            /* Whole blocks of KM_TV coordinates: the rows loaded as vectors
+             * and transposed in registers (small_transpose). */
+            for (int v = 0; v < nv; ++v)
+                FN(small_transpose)(X + (b0 + v * KM_TV) * d, d, x[v]);
+        } else if (mt == tp) {
             /* Lanes set in registers: a transpose through memory would
              * stall every vector load on the scalar stores before it. */
             for (int v = 0; v < nv; ++v)
@@ -236,7 +294,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                     for (ptrdiff_t p = 0; p < KM_TV; ++p)
                         x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
         } else {
-            REAL xt[ML_KM_SMALL_KERNEL_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
+            REAL xt[ML_KM_SMALL_EXTRA_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
             for (ptrdiff_t p = 0; p < tp; ++p)
                 for (ptrdiff_t j = 0; j < d; ++j)
                     xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
@@ -296,7 +354,8 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 }
 #endif
 
-/* One clone per d = 1..ML_KM_SMALL_KERNEL_D (d a constant: the loops over the
+/* One clone per d = 1..ML_KM_SMALL_KERNEL_D and ML_KM_SMALL_EXTRA_D (row-packed
+ * sums only up to ML_KM_SMALL_KERNEL_D; d a constant: the loops over the
  * coordinates and point vectors unroll into registers). */
 #define KM_SMALL_FN(DV)                                                       \
     ML_CLONES static void FN(small_d##DV)(const REAL *X, ptrdiff_t m,         \
@@ -313,6 +372,7 @@ KM_SMALL_FN(5)
 KM_SMALL_FN(6)
 KM_SMALL_FN(7)
 KM_SMALL_FN(8)
+KM_SMALL_FN(16)
 #undef KM_SMALL_FN
 
 /* ---------------------------------------------------------------------------
@@ -441,6 +501,7 @@ static FN(km_small_fn) FN(small_for)(ptrdiff_t d)
     static const FN(km_small_fn) by_d[ML_KM_SMALL_KERNEL_D + 1] = {
         NULL, FN(small_d1), FN(small_d2), FN(small_d3), FN(small_d4),
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
+    if (d == ML_KM_SMALL_EXTRA_D) return FN(small_d16);
     return d <= ML_KM_SMALL_KERNEL_D ? by_d[d] : NULL;
 }
 
@@ -620,6 +681,26 @@ FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
         const REAL *x = X + b * d;
         const double wb = w ? (double)w[b] : 1.0;
 #if KM_HAVE_VEC
+        if (d == 3 && b * d + 4 <= m * d) {
+            /* d = 3: the row read as one vector (its fourth value belongs
+             * to the next row of the chunk), converted whole, its last lane
+             * set to the weight: the same values as below, without a scalar
+             * conversion and insert per coordinate (about half of the
+             * float32 pass went there).  C harness, N = 16384, 1 thread,
+             * 30 repeats, load 18, before / after, same labels and center
+             * bits: f32 1.52 (K = 8), 1.28 (K = 32); f64 1.00-1.02.  At
+             * d = 1, 2 (zeroed lanes) it was 0.91-0.98: not used there. */
+            FN(km_vr) xv;
+            memcpy(&xv, x, sizeof xv);
+            km_v4d t0 = __builtin_convertvector(xv, km_v4d);
+            if (w) t0 *= wb;
+            for (ptrdiff_t j = d; j < 4; ++j) t0[j] = j == d ? wb : 0;
+            km_v4d r;
+            memcpy(&r, row, sizeof r);
+            r += t0;
+            memcpy(row, &r, sizeof r);
+            continue;
+        }
         km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
         for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
         for (ptrdiff_t j = 0; j < d; ++j)
@@ -776,7 +857,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->nt = ml_threads(n_threads);
     if (ws->nt < 1) ws->nt = 1;
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
-    const int kernel = ml_kmeans_kernel(d, K, method, gemm != NULL);
+    const int kernel = ml_kmeans_kernel(d, K, method, gemm != NULL, (int)sizeof(REAL));
     ws->use_gemm = kernel == ML_KM_KERNEL_GEMM;
     ws->tile = FN(tile_for)(d);
     ws->small = kernel == ML_KM_KERNEL_SMALL ? FN(small_for)(d) : NULL;
@@ -797,8 +878,9 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     if (S < 1) S = 1;
     ws->S = S;
     /* The small-d pass keeps its sums row-packed (same sums, same order). */
-    ws->rs = ws->small ? KM_PACKED_RS(d) : 0;
-    ws->accum_packed = ws->small ? FN(accum_packed_for)(d) : NULL;
+    const int packed = ws->small && d <= ML_KM_SMALL_KERNEL_D;
+    ws->rs = packed ? KM_PACKED_RS(d) : 0;
+    ws->accum_packed = packed ? FN(accum_packed_for)(d) : NULL;
     ws->acc_stride = ws->rs ? K * ws->rs : ws->stride;
     const ptrdiff_t B = ML_KM_CHUNK;
     ws->per_thread = d * KM_TP + 3 * B + (ws->use_gemm ? B * K : 0) +

@@ -352,9 +352,9 @@ def test_elkan_equals_lloyd(dtype, d, K):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8, 16])
 def test_small_d_kernel_equals_tile(dtype, d):
-    """The small-d kernel (Lloyd's passes for d <= 8, K <= 64) and the tile
+    """The small-d kernel (Lloyd's passes for d <= 8, K <= 64; float32 d = 16, K <= 8) and the tile
     (which serves the pruned passes) give the same labels, bit for bit, even
     where an integer grid makes many distances tie exactly; hence elkan's
     result is lloyd's there too."""
@@ -374,23 +374,49 @@ def test_small_d_kernel_equals_tile(dtype, d):
         np.testing.assert_array_equal(lab, D.argmin(1))  # exact data: exact scores
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8, 16])
+def test_small_d_kernel_bitwise_tile_on_distinct_coordinates(dtype, d):
+    """The small-d kernel reads a step's rows as whole vectors and puts them
+    in coordinate order with shuffles: on data whose every coordinate differs
+    (a value moved to the wrong lane or coordinate changes the label), its
+    labels are the tile's bit for bit, for a full and a partial step, one
+    vector of centers and several."""
+    rng = np.random.default_rng(100 + d)
+    for n in (256 * 3, 531):  # whole chunks; a partial chunk and step
+        X = rng.normal(size=(n, d)).astype(dtype)
+        for K in (2, 8, 33):
+            C = rng.normal(size=(K, d)).astype(dtype)
+            small, _ = _k.assign(X, C, "small", 2, False)
+            tile, _ = _k.assign(X, C, "tile", 1, False)
+            np.testing.assert_array_equal(small, tile)
+            assert len(np.unique(small)) > 1
+
+
 def test_kernel_table():
     """The one table in csrc/kmeans.h: small-d kernel for d <= 8 (K <= 64, and
-    K <= 16 at d = 8), centers across lanes up to d = 128 and K = 256, BLAS
+    K <= 16 at d = 8) and float32 d = 16 with K <= 8, centers across lanes up to
+    d = 128 and K = 256, BLAS
     beyond; "direct" never calls BLAS; forced kernels are served."""
     for d in range(1, 9):
         assert _k.kernel(d, 16) == "small"
         assert _k.kernel(d, 65) == "lanes"
     assert _k.kernel(8, 17) == "lanes" and _k.kernel(7, 64) == "small"
     for d in (9, 16, 64, 128):
-        for K in (1, 8, 64, 256):
+        for K in (9, 64, 256):
             assert _k.kernel(d, K) == "lanes"
+        for K in (1, 8):
+            assert _k.kernel(d, K) == "lanes"
+            assert _k.kernel(d, K, dtype=np.float32) == ("small" if d == 16 else "lanes")
+    assert _k.kernel(15, 8, "small") == "tile" and _k.kernel(16, 64, "small") == "small"
     assert _k.kernel(129, 8) == "gemm" and _k.kernel(16, 257) == "gemm"
     assert _k.kernel(129, 8, "direct") == "lanes" and _k.kernel(16, 257, "direct") == "lanes"
     assert _k.kernel(3, 8, "tile") == "tile" and _k.kernel(30, 8, "small") == "tile"
     assert _k.kernel(3, 8, "lanes") == "lanes" and _k.kernel(300, 8, "gemm") == "gemm"
     with pytest.raises(ValueError, match="method"):
         _k.kernel(3, 8, "fast")
+    with pytest.raises(ValueError, match="dtype"):
+        _k.kernel(3, 8, dtype=np.int64)
 
 
 _LANE_DS = [1, 2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 130]

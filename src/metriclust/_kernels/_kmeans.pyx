@@ -17,7 +17,7 @@ from metriclust._kernels._status cimport check_status as _raise
 cdef extern from "kmeans.h" nogil:
     int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
     int ml_kmeans_uses_gemm(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
-    int ml_kmeans_kernel(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
+    int ml_kmeans_kernel(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm, int itemsize)
     int ml_kmeans_simd_level()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, Py_ssize_t K, double *centers,
@@ -97,12 +97,15 @@ def uses_gemm(Py_ssize_t n_features, method="auto", Py_ssize_t n_clusters=1):
     return bool(ml_kmeans_uses_gemm(n_features, n_clusters, code, 1))
 
 
-def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto"):
-    """The kernel that serves Lloyd's unpruned passes for this shape: "small"
-    (small-d), "lanes" (centers across the vector lanes), "tile" or "gemm"
-    (the table in csrc/kmeans.h decides)."""
+def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np.float64):
+    """The kernel that serves Lloyd's unpruned passes for this shape and dtype
+    (float64 or float32): "small" (small-d), "lanes" (centers across the
+    vector lanes), "tile" or "gemm" (the table in csrc/kmeans.h decides)."""
     code = _method_code(method)
-    return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1)]
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dt}")
+    return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1, dt.itemsize)]
 
 
 def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
