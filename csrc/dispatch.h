@@ -146,28 +146,34 @@ int ml_dispatch_level(void);
 #define ML_HAVE_VECTOR_EXT 0
 #endif
 
-/* ML_SHUFFLE(v, m): the vector whose lane i is v[m[i]] (m a vector of lane
- * indices, not necessarily constant), GCC's __builtin_shuffle. Clang has no
- * such builtin (its __builtin_shufflevector takes constant indices only): a
- * lane loop it turns into one permute once the indices are known. Until the
- * kernels spell it ML_SHUFFLE (kmeans_cv_impl.h calls __builtin_shuffle), Clang
- * also gets __builtin_shuffle as this macro, so the sources build on macOS
- * and with any Clang. */
+/* ML_SHUFFLE(v, m): the vector whose lane i is v[m[i]]; ML_SHUFFLE2(a, b, m):
+ * lane i is a[m[i]] for m[i] < n, else b[m[i] - n] (n lanes); m a vector of
+ * lane indices, not necessarily constant: GCC's __builtin_shuffle. Clang has
+ * no such builtin (its __builtin_shufflevector takes constant indices only):
+ * a lane loop, which it turns into one permute once the indices are known.
+ * The kernels spell it this way so that they build with any Clang (macOS). */
 #if ML_HAVE_VECTOR_EXT && defined(__clang__)
+#define ML_LANES_(v) ((int)(sizeof(v) / sizeof((v)[0])))
 #define ML_SHUFFLE(v, m) __extension__({                                     \
     const __typeof__(v) ml_shv_ = (v);                                        \
     const __typeof__(m) ml_shm_ = (m);                                        \
     __typeof__(v) ml_shr_ = ml_shv_;                                          \
-    for (int ml_shi_ = 0; ml_shi_ < (int)(sizeof ml_shv_ / sizeof ml_shv_[0]); \
-         ++ml_shi_)                                                           \
-        ml_shr_[ml_shi_] = ml_shv_[ml_shm_[ml_shi_] &                         \
-                                   (int)(sizeof ml_shv_ / sizeof ml_shv_[0] - 1)]; \
+    for (int ml_shi_ = 0; ml_shi_ < ML_LANES_(ml_shv_); ++ml_shi_)            \
+        ml_shr_[ml_shi_] = ml_shv_[ml_shm_[ml_shi_] & (ML_LANES_(ml_shv_) - 1)]; \
     ml_shr_; })
-#if !__has_builtin(__builtin_shuffle)
-#define __builtin_shuffle(v, m) ML_SHUFFLE(v, m)
-#endif
+#define ML_SHUFFLE2(a, b, m) __extension__({                                 \
+    const __typeof__(a) ml_sha_ = (a), ml_shb_ = (b);                         \
+    const __typeof__(m) ml_shm_ = (m);                                        \
+    __typeof__(a) ml_shr_ = ml_sha_;                                          \
+    for (int ml_shi_ = 0; ml_shi_ < ML_LANES_(ml_sha_); ++ml_shi_) {          \
+        const int ml_shj_ = (int)ml_shm_[ml_shi_] & (2 * ML_LANES_(ml_sha_) - 1); \
+        ml_shr_[ml_shi_] = ml_shj_ < ML_LANES_(ml_sha_)                       \
+            ? ml_sha_[ml_shj_] : ml_shb_[ml_shj_ - ML_LANES_(ml_sha_)];       \
+    }                                                                         \
+    ml_shr_; })
 #elif ML_HAVE_VECTOR_EXT
 #define ML_SHUFFLE(v, m) __builtin_shuffle(v, m)
+#define ML_SHUFFLE2(a, b, m) __builtin_shuffle(a, b, m)
 #endif
 
 /* Contraction on/off for a stretch of functions (GCC: an optimize pragma;

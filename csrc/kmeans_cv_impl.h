@@ -99,7 +99,7 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             V v = bs[p];
             CV_UNROLL
             for (int s = CV_VL / 2; s >= 1; s /= 2) {
-                const V t = __builtin_shuffle(v, lane ^ s);
+                const V t = ML_SHUFFLE(v, lane ^ s);
                 const VI lt = (VI)(t < v);
                 v = (V)((lt & (VI)t) | (~lt & (VI)v));
             }
@@ -107,7 +107,7 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             VI k = (eq & bk[p]) | (~eq & big);
             CV_UNROLL
             for (int s = CV_VL / 2; s >= 1; s /= 2) {
-                const VI t = __builtin_shuffle(k, lane ^ s);
+                const VI t = ML_SHUFFLE(k, lane ^ s);
                 const VI lt = (VI)(t < k);
                 k = (lt & t) | (~lt & k);
             }

@@ -254,8 +254,8 @@ FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
         for (int h = 1; h < VL; h *= 2) {
             KM_UNROLL_ALL
             for (int i = 0; i < VL / 2; ++i) {
-                nr[2 * i] = __builtin_shuffle(r[i], r[i + VL / 2], lo);
-                nr[2 * i + 1] = __builtin_shuffle(r[i], r[i + VL / 2], hi);
+                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + VL / 2], lo);
+                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + VL / 2], hi);
             }
             KM_UNROLL_ALL
             for (int p = 0; p < VL; ++p) r[p] = nr[p];

@@ -39,6 +39,9 @@ def strip(text):
     text = re.sub(r"//[^\n]*", " ", text)
     # Preprocessor lines, with their continuations.
     text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+    # Type-generating macro calls on lines of their own (gram.h's ML_SQDIST_TYPE(...)),
+    # which end in no semicolon: they declare types, not entry points.
+    text = re.sub(r"^[ \t]*[A-Z][A-Z0-9_]*\([^;{}()]*\)[ \t]*$", ";", text, flags=re.M)
     # Brace blocks (struct bodies, static inline functions): drop innermost first.
     while True:
         new = re.sub(r"\{[^{}]*\}", ";", text)
