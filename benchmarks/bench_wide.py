@@ -167,7 +167,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--old-timeout", type=float, default=120.0)
     ap.add_argument("--new-timeout", type=float, default=3600.0)
-    ap.add_argument("--no-old", action="store_true", help="skip today's code")
+    ap.add_argument("--no-old", action="store_true", help="skip the old (baseline) build; time only this checkout")
     ap.add_argument("--setup-baseline", action="store_true")
     ap.add_argument("--baseline-ref", default="main")
     args = ap.parse_args()

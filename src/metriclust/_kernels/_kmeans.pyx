@@ -76,6 +76,14 @@ cdef extern from "kmeans.h" nogil:
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
 
+# The signature of the Lloyd, Hamerly and online drivers.
+ctypedef int (*run_f64_fn)(const double *, const double *, Py_ssize_t, Py_ssize_t,
+                           Py_ssize_t, double *, int, double, int64_t *, double *, int *,
+                           int *, ml_dgemm_fn, int, int) noexcept nogil
+ctypedef int (*run_f32_fn)(const float *, const float *, Py_ssize_t, Py_ssize_t,
+                           Py_ssize_t, float *, int, double, int64_t *, double *, int *,
+                           int *, ml_sgemm_fn, int, int) noexcept nogil
+
 # "auto": the table in csrc/kmeans.h; "direct": the same without BLAS; "gemm":
 # BLAS; "tile", "small", "lanes": force one no-BLAS kernel (tests, crossover
 # benchmarks; "small" serves d <= 8 only, the tile above).
@@ -163,34 +171,21 @@ def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] cent
     cdef int64_t[::1] lv = labels
     cdef double inertia = 0
     cdef int n_iter = 0, strict = 0, status
+    # One call per dtype: the three drivers share their signature.
+    cdef run_f64_fn run_f64 = (ml_kmeans_online_f64 if algo == _ONLINE else
+                               ml_kmeans_hamerly_f64 if algo == _HAMERLY else
+                               ml_kmeans_lloyd_f64)
+    cdef run_f32_fn run_f32 = (ml_kmeans_online_f32 if algo == _ONLINE else
+                               ml_kmeans_hamerly_f32 if algo == _HAMERLY else
+                               ml_kmeans_lloyd_f32)
     cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
-            if algo == _ONLINE:
-                status = ml_kmeans_online_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                              max_iter, tol, &lv[0], &inertia, &n_iter,
-                                              &strict, <ml_dgemm_fn>dgemm, code, n_threads)
-            elif algo == _HAMERLY:
-                status = ml_kmeans_hamerly_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                               max_iter, tol, &lv[0], &inertia, &n_iter,
-                                               &strict, <ml_dgemm_fn>dgemm, code, n_threads)
-            else:
-                status = ml_kmeans_lloyd_f64(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                             max_iter, tol, &lv[0], &inertia, &n_iter,
-                                             &strict, <ml_dgemm_fn>dgemm, code, n_threads)
+            status = run_f64(&X[0, 0], wp, n, d, K, &centers[0, 0], max_iter, tol, &lv[0],
+                             &inertia, &n_iter, &strict, <ml_dgemm_fn>dgemm, code, n_threads)
         else:
-            if algo == _ONLINE:
-                status = ml_kmeans_online_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                              max_iter, tol, &lv[0], &inertia, &n_iter,
-                                              &strict, <ml_sgemm_fn>sgemm, code, n_threads)
-            elif algo == _HAMERLY:
-                status = ml_kmeans_hamerly_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                               max_iter, tol, &lv[0], &inertia, &n_iter,
-                                               &strict, <ml_sgemm_fn>sgemm, code, n_threads)
-            else:
-                status = ml_kmeans_lloyd_f32(&X[0, 0], wp, n, d, K, &centers[0, 0],
-                                             max_iter, tol, &lv[0], &inertia, &n_iter,
-                                             &strict, <ml_sgemm_fn>sgemm, code, n_threads)
+            status = run_f32(&X[0, 0], wp, n, d, K, &centers[0, 0], max_iter, tol, &lv[0],
+                             &inertia, &n_iter, &strict, <ml_sgemm_fn>sgemm, code, n_threads)
     interrupt_leave(entered, status)
     _raise(status, "kmeans")
     return labels, inertia, n_iter, bool(strict)
