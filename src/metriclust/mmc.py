@@ -1,5 +1,12 @@
 """MMC: Mahalanobis metric learning from side information (Xing, Ng, Jordan & Russell 2003).
 
+Public classes:
+
+.. autosummary::
+
+   MMC  -- learn a diagonal or full Mahalanobis metric from similar / dissimilar pairs,
+           then cluster in it (k-means or constrained k-means)
+
 The paper's problem (Xing, Ng, Jordan & Russell 2003, eq. (2)-(4))::
 
     min_A  sum_S ||x_i - x_j||_A^2   s.t.  sum_D ||x_i - x_j||_A >= 1,  A >= 0
@@ -908,7 +915,7 @@ def _diagonal_gap(h, grad, grad_zero, n_zero, total):
     non-smooth point some pair has ``d_k = 0`` but ``v_k != 0`` (a feature with
     weight 0 is the only one where the two points differ): ``grad h`` is
     ``+inf`` along that feature, and dropping the pair from the sum, as the
-    gradient does, gives a number that is *not* a bound (iris, issue #20).
+    gradient does, gives a number that is *not* a bound (seen on iris).
     Those ``n_zero`` pairs get a common ``t_k = eps`` instead::
 
         h* <= U(eps) = max_j (grad_j + grad_zero_j / eps) + h / 2 + n_zero eps / 2,

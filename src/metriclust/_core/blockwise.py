@@ -1,5 +1,23 @@
 """Row blocks of data larger than memory: reading, per-block partial sums, reduction.
 
+Public functions:
+
+.. autosummary::
+
+   is_out_of_core      -- whether X is read by row blocks (memmap, h5py/zarr, row-sliceable)
+   check_out_of_core   -- the fit-time checks of an out-of-core X (2-D, enough rows)
+   default_block_rows  -- rows per block for a feature count and item size
+   row_blocks          -- the (start, stop) bounds of the blocks
+   read_block          -- one block as a C-contiguous, checked array
+   check_block         -- finite values and no overflow in one block
+   iter_blocks         -- the blocks of X in order
+   moments_partial     -- weighted sums and cross product of one block
+   subtract_rows       -- block - shift, bitwise as numpy's
+   lloyd_partial       -- one block of a Lloyd pass: cluster sums, weights, inertia, labels
+   tsqr_partial        -- the R factor of one block (TSQR)
+   combine_r           -- the R factor of stacked R factors
+   reduce_partials     -- partial results summed in block order
+
 An input that lives on disk (an ``np.memmap``, a ``.npy`` opened with
 ``mmap_mode="r"``, an h5py or zarr dataset) is read one block of rows at a
 time; each block gives a small *partial* result (weighted sums, a cross

@@ -1,5 +1,17 @@
 """Closed-form Psi-step of CPD-UML, dense and low-rank.
 
+Public classes and functions:
+
+.. autosummary::
+
+   DensePsiSolver       -- exact Psi-step (Cholesky of G^2 + lam I, rank-K Woodbury updates)
+   LowRankPsiSolver     -- Psi-step on a Nystrom factor of G
+   KernelPCA            -- RBF kernel-PCA coordinates (dense or Nystrom)
+   indicator_products   -- Y^T A for a partition without forming Y
+   objective            -- eq. (11) of a partition and moved points
+   low_rank_coef        -- the m x m solve of the low-rank Psi-step
+   cross_gram_matmat    -- g(A, B) V without storing the Gram matrix
+
 Row form (one point a row): ``X`` is ``N x p``, ``G`` the ``N x N`` Gaussian Gram,
 ``Psi`` the ``N x p`` kernel weights, ``X1 = X + G Psi`` (paper eq. 3) and, for a
 partition with normalized indicator ``Y`` (eq. 9) and projector ``P = I - Y Y^T``,

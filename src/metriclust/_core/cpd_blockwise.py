@@ -1,5 +1,18 @@
 """CPD-UML's low-rank (Nystrom) fit for data read block by block (memmap, h5py, Dask).
 
+Public classes and functions:
+
+.. autosummary::
+
+   LowRankBlockSolver     -- the low-rank Psi-step from per-block partial sums
+   EngineBlocks           -- an out-of-core X as the solver's block source
+   RowMap, RowTransform   -- per-row maps (moved points, Nystrom features) applied per block
+   spectral_start         -- the spectral start from block moments
+   working_set_row_bytes  -- bytes a block row costs, for the block size
+   factor_rows, factor_moments_partial, cluster_partial, moved_rows, within_partial,
+   affine_rows, float_rows, field_rows, moments_rows
+                          -- the per-block functions the passes map
+
 The in-memory low-rank path (:class:`metriclust._core.cpd.LowRankPsiSolver`)
 holds three ``N``-long arrays: the data, the Nystrom factor ``U = g(X, L) N_L``
 (``N x r``, brought to ``Q = U T`` orthonormal) and the moved points ``X_1``.

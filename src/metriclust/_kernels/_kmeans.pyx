@@ -1,6 +1,19 @@
 """Bridge to csrc/kmeans.c: Lloyd (plain or pruned), online (sequential), assignment,
 one block of Lloyd (assign_accumulate), k-means++ step.
 
+Public functions:
+
+.. autosummary::
+
+   lloyd              -- Lloyd iterations from given centers
+   hamerly            -- the same with Hamerly's bounds (same labels, centers, n_iter)
+   online             -- sequential k-means (a moved point leaves its old centroid)
+   assign             -- nearest center of each row (and its squared distance)
+   assign_accumulate  -- one Lloyd block: labels, cluster sums and weights, inertia
+   pp_step            -- one k-means++ step over candidate rows
+   kernel, uses_gemm, prefers_pruning, simd_level
+                      -- which path the C table picks, and the CPU's SIMD level
+
 Every size is checked here, before the C core touches a pointer. BLAS comes
 from scipy.linalg.cython_blas as a function pointer (the C core links none);
 callers hold BLAS to one thread around the GEMM path.

@@ -1,5 +1,14 @@
 """Bridge to csrc/mmc_solver.c: MMC's full-A solver loop and its face Newton sums.
 
+Public classes and functions:
+
+.. autosummary::
+
+   FullSPG      -- the C state of the full-A spectral projected gradient solver
+   face_sums    -- the face Newton step's gradient and Hessian sums over pairs
+   face_newton  -- Newton steps on the face factor C = M M^T
+   load_lapack  -- resolve scipy's LAPACK now (idempotent)
+
 ``FullSPG`` owns the C solver state. Every entry point checks shapes and pair
 indices before the C side touches memory, releases the GIL around the C call
 and maps its status to an exception. LAPACK's ``dsyevd`` / ``dsyevr`` come
@@ -14,9 +23,9 @@ from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, dsyrk, load_or_abort, locked_load
 from metriclust._kernels._common cimport ml_dgemm_fn
 from metriclust._kernels._interrupt cimport ML_ERR_INTERRUPTED, interrupt_enter, interrupt_leave
+from metriclust._kernels._status cimport check_status
 
 from metriclust._kernels._blas import scipy_capi
-from metriclust._kernels._status import NonFiniteResult
 
 cdef extern from "mmc_solver.h" nogil:
     ctypedef void (*ml_dsyrk_fn)(char *, char *, int *, int *, double *, double *,
@@ -145,16 +154,12 @@ cdef void dsyevr(char *jobz, char *range_, char *uplo, int *n, double *a, int *l
 
 
 cdef int _raise(int status, str where) except -1:
-    if status == -1:
-        raise MemoryError(f"{where}: allocation failed")
-    if status == -2:
-        raise ValueError(f"{where}: a size or pair index is out of range")
-    if status == -3:
-        raise NonFiniteResult(f"{where}: non-finite value (overflow in the data?)")
+    # The solver's own code (LAPACK did not converge), then the one mapping of
+    # every other code (unknown ones included) in _status.check_status.
     if status == ML_ERR_EIGEN:
         raise np.linalg.LinAlgError(f"{where}: the eigendecomposition did not converge "
                                     "(LAPACK dsyevd and dsyevr)")
-    return 0
+    return check_status(status, where, "a size or pair index is out of range")
 
 
 cdef void _check_pairs(const int64_t[:, ::1] pairs, Py_ssize_t n, str name) except *:
