@@ -362,9 +362,152 @@ void ml_mmc_spg_clear_log(ml_mmc_spg *s) { s->n_log = 0; }
 
 /* ---- the iteration --------------------------------------------------------- */
 
+/* The iteration's bound: s->it advances, the upper bound from G's top
+ * eigenvalue (weak duality), the relative gap and, when verbose, the log. */
+static int spg_bound(ml_mmc_spg *s) {
+    s->it += 1;
+    double top;
+    int st = top_eigenvalue(s, s->G, &top);              /* weak duality */
+    if (st != ML_OK) return st;
+    if (top + 0.5 * s->h < s->upper) s->upper = top + 0.5 * s->h;
+    double gap = s->best_h > 0.0 ? (s->upper - s->best_h) / s->best_h : INFINITY;
+    s->gap = gap;
+    if (s->n_log < s->log_cap) {
+        double *e = s->log + 3 * s->n_log++;
+        e[0] = (double)s->it;
+        e[1] = s->h;
+        e[2] = gap;
+    }
+    return ML_OK;
+}
+
+/* The stopping rules and the face schedule after spg_bound: 1 with *event
+ * set (return it to the caller), 0 to go on to the projection. */
+static int spg_event(ml_mmc_spg *s, int *event) {
+    const ml_mmc_settings *set = &s->set;
+    double gap = s->gap;
+    if (gap <= set->tol) {
+        s->n_iter = s->it - 1;
+        *event = ML_MMC_CONVERGED;
+        return 1;
+    }
+    /* objective-change rule (mmc.py): near the bound, J flat over the window */
+    if (gap <= set->stall_gap * set->tol && s->n_hist > set->window) {
+        double all = s->hist_max, old = s->hist_max_old;
+        if (all - old <= 0.1 * set->tol * all) {
+            s->n_iter = s->it - 1;
+            *event = ML_MMC_CONVERGED;
+            return 1;
+        }
+    }
+    /* the face solve (mmc.py's _face_solve): on the caller's schedule */
+    if (set->newton_ok && gap < set->face_gap && s->it >= s->next_face) {
+        s->resume_projection = 1;
+        *event = ML_MMC_FACE;
+        return 1;
+    }
+    return 0;
+}
+
+/* Projection of the gradient step onto {B >= 0, tr B <= 1}: P, its factor F
+ * (psd_factor, *r0 columns), the projected eigenvalues in lam, dir = P - B. */
+static int spg_project(ml_mmc_spg *s, ptrdiff_t *r0) {
+    ptrdiff_t p = s->p, pp = p * p;
+    for (ptrdiff_t t = 0; t < pp; ++t) s->P[t] = s->B[t] + s->step * s->G[t];
+    int st = eigh_sym(s, s->P, s->lam, s->V);
+    if (st != ML_OK) return st;
+    project_capped_simplex(s->lam, s->lam, p);
+    *r0 = psd_factor(s->lam, s->V, p, 0.0, s->F);
+    {   /* P = F F^T */
+        char tc = 'T', nc = 'N';
+        int pi = (int)p, ri = (int)*r0;
+        double one = 1.0, zero = 0.0;
+        s->pb.dgemm(&tc, &nc, &pi, &pi, &ri, &one, s->F, &ri, s->F, &ri, &zero, s->P, &pi);
+    }
+    for (ptrdiff_t t = 0; t < pp; ++t) s->dir[t] = s->P[t] - s->B[t];
+    return ML_OK;
+}
+
+/* The non-monotone reference: the least h of the last `memory` iterations. */
+static double spg_reference(const ml_mmc_spg *s) {
+    ptrdiff_t first = s->n_hist > s->set.memory ? s->n_hist - s->set.memory : 0;
+    double ref = s->hist[first % s->ring_len];
+    for (ptrdiff_t k = first + 1; k < s->n_hist; ++k)
+        ref = s->hist[k % s->ring_len] < ref ? s->hist[k % s->ring_len] : ref;
+    return ref;
+}
+
+/* The trial point B + t (P - B) into Bn and its factor into Lt (*r columns). */
+static int spg_trial(ml_mmc_spg *s, double t, ptrdiff_t r0, ptrdiff_t *r) {
+    ptrdiff_t p = s->p, pp = p * p;
+    if (t == 1.0) {
+        memcpy(s->Bn, s->P, (size_t)pp * sizeof(double));
+        /* the factor of P without its eigenvalues below 1e-13 of the top */
+        double top = s->lam[p - 1];
+        *r = 0;
+        while (*r < r0 && s->lam[p - 1 - *r] > 1e-13 * top) ++*r;
+        if (*r == 0) *r = 1;
+        for (ptrdiff_t i = 0; i < p; ++i)
+            for (ptrdiff_t c = 0; c < *r; ++c) s->Lt[i * *r + c] = s->F[i * r0 + c];
+        return ML_OK;
+    }
+    for (ptrdiff_t k = 0; k < pp; ++k) s->Bn[k] = s->B[k] + t * s->dir[k];
+    int st = eigh_sym(s, s->Bn, s->lam2, s->V2);
+    if (st != ML_OK) return st;
+    *r = psd_factor(s->lam2, s->V2, p, 1e-13, s->Lt);
+    return ML_OK;
+}
+
+/* Non-monotone Armijo search along B + t (P - B): the accepted *t, its h
+ * (*hn) and nz (*nzn); Bn, Gn and Gzn hold the point. */
+static int spg_search(ml_mmc_spg *s, ptrdiff_t r0, double slope, double ref, double *t,
+                      double *hn, double *nzn) {
+    for (;;) {
+        ptrdiff_t r;
+        int st = spg_trial(s, *t, r0, &r);
+        if (st != ML_OK) return st;
+        st = eval_factor(s, s->Lt, r, hn, s->Gn, s->Gzn, nzn);
+        if (st != ML_OK) return st;
+        if (*hn >= ref + 1e-4 * *t * slope || *t < 1e-12) return ML_OK;
+        *t *= 0.5;
+    }
+}
+
+/* Barzilai-Borwein step; h is concave, so the curvature is >= 0 */
+static void spg_bb_step(ml_mmc_spg *s) {
+    ptrdiff_t pp = s->p * s->p;
+    double ss = 0.0, sy = 0.0;
+    for (ptrdiff_t k = 0; k < pp; ++k) {
+        double sk = s->Bn[k] - s->B[k];
+        ss += sk * sk;
+        sy += sk * (s->Gn[k] - s->G[k]);
+    }
+    double curvature = -sy;
+    s->step = curvature > 0.0 ? ss / curvature : 10.0 * s->step;
+    double ig = inv_frob(s->Gn, pp);
+    if (s->step < 1e-12 * ig) s->step = 1e-12 * ig;
+    if (s->step > 1e12 * ig) s->step = 1e12 * ig;
+}
+
+/* The trial point becomes the current one; the history and the best follow. */
+static void spg_accept(ml_mmc_spg *s, double hn, double nzn) {
+    ptrdiff_t pp = s->p * s->p;
+    double *tmp;
+    tmp = s->B; s->B = s->Bn; s->Bn = tmp;
+    tmp = s->G; s->G = s->Gn; s->Gn = tmp;
+    tmp = s->Gz; s->Gz = s->Gzn; s->Gzn = tmp;
+    s->h = hn;
+    s->nz = nzn;
+    history_push(s, hn);
+    if (hn > s->best_h) {
+        s->best_h = hn;
+        memcpy(s->best_B, s->B, (size_t)pp * sizeof(double));
+        memcpy(s->best_G, s->G, (size_t)pp * sizeof(double));
+    }
+}
+
 int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
     const ml_mmc_settings *set = &s->set;
-    ptrdiff_t p = s->p, pp = p * p;
     int st;
     while (s->it < set->max_iter) {
         if (ml_interrupted()) return ML_ERR_INTERRUPTED;
@@ -377,117 +520,30 @@ int ml_mmc_spg_run(ml_mmc_spg *s, int *event) {
                 *event = ML_MMC_NONSMOOTH;
                 return ML_OK;
             }
-            s->it += 1;
-            double top;
-            st = top_eigenvalue(s, s->G, &top);              /* weak duality */
+            st = spg_bound(s);
             if (st != ML_OK) return st;
-            if (top + 0.5 * s->h < s->upper) s->upper = top + 0.5 * s->h;
-            double gap = s->best_h > 0.0 ? (s->upper - s->best_h) / s->best_h : INFINITY;
-            s->gap = gap;
-            if (s->n_log < s->log_cap) {
-                double *e = s->log + 3 * s->n_log++;
-                e[0] = (double)s->it;
-                e[1] = s->h;
-                e[2] = gap;
-            }
-            if (gap <= set->tol) {
-                s->n_iter = s->it - 1;
-                *event = ML_MMC_CONVERGED;
-                return ML_OK;
-            }
-            /* objective-change rule (mmc.py): near the bound, J flat over the window */
-            if (gap <= set->stall_gap * set->tol && s->n_hist > set->window) {
-                double all = s->hist_max, old = s->hist_max_old;
-                if (all - old <= 0.1 * set->tol * all) {
-                    s->n_iter = s->it - 1;
-                    *event = ML_MMC_CONVERGED;
-                    return ML_OK;
-                }
-            }
-            /* the face solve (mmc.py's _face_solve): on the caller's schedule */
-            if (set->newton_ok && gap < set->face_gap && s->it >= s->next_face) {
-                s->resume_projection = 1;
-                *event = ML_MMC_FACE;
-                return ML_OK;
-            }
+            if (spg_event(s, event)) return ML_OK;
         }
         s->resume_projection = 0;
-
-        /* Projection of the gradient step onto {B >= 0, tr B <= 1}. */
-        for (ptrdiff_t t = 0; t < pp; ++t) s->P[t] = s->B[t] + s->step * s->G[t];
-        st = eigh_sym(s, s->P, s->lam, s->V);
+        ptrdiff_t r0;
+        st = spg_project(s, &r0);
         if (st != ML_OK) return st;
-        project_capped_simplex(s->lam, s->lam, p);
-        ptrdiff_t r0 = psd_factor(s->lam, s->V, p, 0.0, s->F);
-        {   /* P = F F^T */
-            char tc = 'T', nc = 'N';
-            int pi = (int)p, ri = (int)r0;
-            double one = 1.0, zero = 0.0;
-            s->pb.dgemm(&tc, &nc, &pi, &pi, &ri, &one, s->F, &ri, s->F, &ri, &zero, s->P, &pi);
-        }
-        for (ptrdiff_t t = 0; t < pp; ++t) s->dir[t] = s->P[t] - s->B[t];
-        double slope = frob_dot(s->G, s->dir, pp);
+        double slope = frob_dot(s->G, s->dir, s->p * s->p);
         if (!(slope > 1e-15 * s->h)) {     /* no ascent direction left at machine precision */
             s->n_iter = s->it;
             *event = ML_MMC_CONVERGED;
             return ML_OK;
         }
-        ptrdiff_t first = s->n_hist > set->memory ? s->n_hist - set->memory : 0;
-        double ref = s->hist[first % s->ring_len];
-        for (ptrdiff_t k = first + 1; k < s->n_hist; ++k)
-            ref = s->hist[k % s->ring_len] < ref ? s->hist[k % s->ring_len] : ref;
         double t = 1.0, hn = 0.0, nzn = 0.0;
-        for (;;) {   /* non-monotone Armijo search along B + t (P - B) */
-            ptrdiff_t r;
-            if (t == 1.0) {
-                memcpy(s->Bn, s->P, (size_t)pp * sizeof(double));
-                /* the factor of P without its eigenvalues below 1e-13 of the top */
-                double top = s->lam[p - 1];
-                r = 0;
-                while (r < r0 && s->lam[p - 1 - r] > 1e-13 * top) ++r;
-                if (r == 0) r = 1;
-                for (ptrdiff_t i = 0; i < p; ++i)
-                    for (ptrdiff_t c = 0; c < r; ++c) s->Lt[i * r + c] = s->F[i * r0 + c];
-            } else {
-                for (ptrdiff_t k = 0; k < pp; ++k) s->Bn[k] = s->B[k] + t * s->dir[k];
-                st = eigh_sym(s, s->Bn, s->lam2, s->V2);
-                if (st != ML_OK) return st;
-                r = psd_factor(s->lam2, s->V2, p, 1e-13, s->Lt);
-            }
-            st = eval_factor(s, s->Lt, r, &hn, s->Gn, s->Gzn, &nzn);
-            if (st != ML_OK) return st;
-            if (hn >= ref + 1e-4 * t * slope || t < 1e-12) break;
-            t *= 0.5;
-        }
-        /* Barzilai-Borwein step; h is concave, so the curvature is >= 0 */
-        double ss = 0.0, sy = 0.0;
-        for (ptrdiff_t k = 0; k < pp; ++k) {
-            double sk = s->Bn[k] - s->B[k];
-            ss += sk * sk;
-            sy += sk * (s->Gn[k] - s->G[k]);
-        }
-        double curvature = -sy;
-        s->step = curvature > 0.0 ? ss / curvature : 10.0 * s->step;
-        double ig = inv_frob(s->Gn, pp);
-        if (s->step < 1e-12 * ig) s->step = 1e-12 * ig;
-        if (s->step > 1e12 * ig) s->step = 1e12 * ig;
+        st = spg_search(s, r0, slope, spg_reference(s), &t, &hn, &nzn);
+        if (st != ML_OK) return st;
+        spg_bb_step(s);
         if (hn - s->h <= 1e-15 * fabs(s->h) && t < 1e-12) {
             s->n_iter = s->it;        /* stalled: the search found no increase */
             *event = ML_MMC_STALLED;
             return ML_OK;
         }
-        double *tmp;
-        tmp = s->B; s->B = s->Bn; s->Bn = tmp;
-        tmp = s->G; s->G = s->Gn; s->Gn = tmp;
-        tmp = s->Gz; s->Gz = s->Gzn; s->Gzn = tmp;
-        s->h = hn;
-        s->nz = nzn;
-        history_push(s, hn);
-        if (hn > s->best_h) {
-            s->best_h = hn;
-            memcpy(s->best_B, s->B, (size_t)pp * sizeof(double));
-            memcpy(s->best_G, s->G, (size_t)pp * sizeof(double));
-        }
+        spg_accept(s, hn, nzn);
     }
     s->n_iter = set->max_iter;
     *event = ML_MMC_MAX_ITER;
@@ -506,11 +562,109 @@ static void add_row_products(ml_dsyrk_fn dsyrk, double *H, double *Z, ptrdiff_t 
     dsyrk(&uplo, &trans, &ni, &ki, &one, Z, &ni, &one, H, &ni);
 }
 
+/* Fixed blocks of ML_FACE_BLOCK pairs (one block when m = 0): their number,
+ * and the end of the block that starts at `start`. */
+static ptrdiff_t face_n_blocks(ptrdiff_t m) {
+    return m > 0 ? (m + ML_FACE_BLOCK - 1) / ML_FACE_BLOCK : 1;
+}
+
+static ptrdiff_t face_block_end(ptrdiff_t start, ptrdiff_t m) {
+    return start + ML_FACE_BLOCK < m ? start + ML_FACE_BLOCK : m;
+}
+
+/* The lower triangle of the n x n row-major H copied into its upper one. */
+static void mirror_lower(double *H, ptrdiff_t n) {
+    for (ptrdiff_t a = 0; a < n; ++a)
+        for (ptrdiff_t b = a + 1; b < n; ++b) H[a * n + b] = H[b * n + a];
+}
+
+/* (a, b) of the upper triangle in numpy's triu_indices order, and the
+ * positions of the free entries (all without free_mask); returns their number. */
+static ptrdiff_t face_triu_tables(ptrdiff_t r, const unsigned char *free_mask, ptrdiff_t *idx_a,
+                                  ptrdiff_t *idx_b, ptrdiff_t *freepos) {
+    ptrdiff_t nf = 0;
+    for (ptrdiff_t a = 0, l = 0; a < r; ++a)   /* numpy's triu_indices order */
+        for (ptrdiff_t b = a; b < r; ++b, ++l) {
+            idx_a[l] = a;
+            idx_b[l] = b;
+            if (!free_mask || free_mask[l]) freepos[nf++] = l;
+        }
+    return nf;
+}
+
+/* What the blocks of ml_mmc_face_sums share (read only). */
+typedef struct {
+    const double *F, *C;
+    ptrdiff_t m, r, s_len, nf;
+    const ptrdiff_t *idx_a, *idx_b, *freepos;
+    ml_dsyrk_fn dsyrk;
+} face_sums_args;
+
+/* Block b of ml_mmc_face_sums: h into acc[0], gh into gacc and H into Hacc
+ * (each NULL when not wanted); Zc holds ML_FACE_CHUNK rows of z_F. */
+static void face_sums_block(const face_sums_args *A, ptrdiff_t b, double *acc, double *gacc,
+                            double *Hacc, double *Zc) {
+    const ptrdiff_t r = A->r, s_len = A->s_len, nf = A->nf;
+    const ptrdiff_t *idx_a = A->idx_a, *idx_b = A->idx_b;
+    const double sqrt2 = sqrt(2.0);
+    ptrdiff_t start = b * ML_FACE_BLOCK, end = face_block_end(start, A->m), filled = 0;
+    for (ptrdiff_t k = start; k < end; ++k) {
+        const double *f = A->F + k * r;
+        double q = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            double ca = 0.0;
+            for (ptrdiff_t c = 0; c < r; ++c) ca += A->C[a * r + c] * f[c];
+            q += f[a] * ca;
+        }
+        double d = q > 0.0 ? sqrt(q) : 0.0;
+        acc[0] += d;
+        if (!gacc || !(d > 0.0)) continue;
+        double w = 0.5 / d;
+        for (ptrdiff_t l = 0; l < s_len; ++l) {
+            double z = f[idx_a[l]] * f[idx_b[l]] * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
+            gacc[l] += w * z;
+        }
+        if (Hacc && nf > 0) {   /* row z_F sqrt(2 w^3), then Z^T Z by dsyrk */
+            double sw = sqrt(2.0 * w * w * w);
+            double *zr = Zc + filled * nf;
+            for (ptrdiff_t u = 0; u < nf; ++u) {
+                ptrdiff_t l = A->freepos[u];
+                zr[u] = sw * f[idx_a[l]] * f[idx_b[l]]
+                        * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
+            }
+            if (++filled == ML_FACE_CHUNK) {
+                add_row_products(A->dsyrk, Hacc, Zc, nf, filled);
+                filled = 0;
+            }
+        }
+    }
+    if (Hacc && filled > 0) add_row_products(A->dsyrk, Hacc, Zc, nf, filled);
+}
+
+/* The partials of ml_mmc_face_sums summed in block order into *h, gh and H. */
+static int face_sums_reduce(const double *parts, size_t part, ptrdiff_t nb, ptrdiff_t s_len,
+                            ptrdiff_t nf, double *h, double *gh, double *H) {
+    double hs = 0.0;
+    if (gh) memset(gh, 0, (size_t)s_len * sizeof(double));
+    if (H) memset(H, 0, (size_t)(nf * nf) * sizeof(double));
+    for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
+        const double *acc = parts + (size_t)b * part;
+        hs += acc[0];
+        if (gh)
+            for (ptrdiff_t l = 0; l < s_len; ++l) gh[l] += acc[1 + l];
+        if (H)
+            for (ptrdiff_t t = 0; t < nf * nf; ++t) H[t] += acc[1 + s_len + t];
+    }
+    if (H) mirror_lower(H, nf);   /* dsyrk 'U' column-major = lower triangle row-major */
+    *h = hs;
+    return isfinite(hs) ? ML_OK : ML_ERR_NUMERIC;
+}
+
 int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
                      const unsigned char *free_mask, double *h, double *gh, double *H,
                      ml_dsyrk_fn dsyrk, int n_threads) {
     if (m < 0 || r <= 0 || r > 4096 || (H && !gh)) return ML_ERR_ARG;
-    ptrdiff_t s_len = r * (r + 1) / 2, nf = 0;
+    ptrdiff_t s_len = r * (r + 1) / 2;
     ptrdiff_t *idx_a = malloc((size_t)s_len * sizeof(ptrdiff_t));
     ptrdiff_t *idx_b = malloc((size_t)s_len * sizeof(ptrdiff_t));
     ptrdiff_t *freepos = malloc((size_t)s_len * sizeof(ptrdiff_t));
@@ -518,13 +672,8 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
         free(idx_a); free(idx_b); free(freepos);
         return ML_ERR_ALLOC;
     }
-    for (ptrdiff_t a = 0, l = 0; a < r; ++a)   /* numpy's triu_indices order */
-        for (ptrdiff_t b = a; b < r; ++b, ++l) {
-            idx_a[l] = a;
-            idx_b[l] = b;
-            if (!free_mask || free_mask[l]) freepos[nf++] = l;
-        }
-    ptrdiff_t nb = m > 0 ? (m + ML_FACE_BLOCK - 1) / ML_FACE_BLOCK : 1;
+    ptrdiff_t nf = face_triu_tables(r, free_mask, idx_a, idx_b, freepos);
+    ptrdiff_t nb = face_n_blocks(m);
     size_t part = (size_t)(1 + (gh ? s_len : 0) + (H ? nf * nf : 0));
     double *parts = calloc((size_t)nb * part, sizeof(double));
     if (!parts) {
@@ -532,8 +681,8 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
         return ML_ERR_ALLOC;
     }
     int status = ML_OK;
-    const double sqrt2 = sqrt(2.0);
     const double work = (double)m * (double)(r * r + (gh ? s_len : 0) + (H ? nf * nf : 0));
+    const face_sums_args args = {F, C, m, r, s_len, nf, idx_a, idx_b, freepos, dsyrk};
     #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
         double *Zc = H ? malloc((size_t)(ML_FACE_CHUNK * (nf > 0 ? nf : 1)) * sizeof(double)) : NULL;
@@ -545,64 +694,12 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
         for (ptrdiff_t b = 0; b < nb; ++b) {
             if ((H && !Zc) || ml_interrupted()) continue;
             double *acc = parts + (size_t)b * part;
-            double *gacc = gh ? acc + 1 : NULL;
-            double *Hacc = H ? acc + 1 + s_len : NULL;
-            ptrdiff_t start = b * ML_FACE_BLOCK;
-            ptrdiff_t end = start + ML_FACE_BLOCK < m ? start + ML_FACE_BLOCK : m;
-            ptrdiff_t filled = 0;
-            for (ptrdiff_t k = start; k < end; ++k) {
-                const double *f = F + k * r;
-                double q = 0.0;
-                for (ptrdiff_t a = 0; a < r; ++a) {
-                    double ca = 0.0;
-                    for (ptrdiff_t c = 0; c < r; ++c) ca += C[a * r + c] * f[c];
-                    q += f[a] * ca;
-                }
-                double d = q > 0.0 ? sqrt(q) : 0.0;
-                acc[0] += d;
-                if (!gacc || !(d > 0.0)) continue;
-                double w = 0.5 / d;
-                for (ptrdiff_t l = 0; l < s_len; ++l) {
-                    double z = f[idx_a[l]] * f[idx_b[l]] * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
-                    gacc[l] += w * z;
-                }
-                if (Hacc && nf > 0) {   /* row z_F sqrt(2 w^3), then Z^T Z by dsyrk */
-                    double sw = sqrt(2.0 * w * w * w);
-                    double *zr = Zc + filled * nf;
-                    for (ptrdiff_t u = 0; u < nf; ++u) {
-                        ptrdiff_t l = freepos[u];
-                        zr[u] = sw * f[idx_a[l]] * f[idx_b[l]]
-                                * (idx_a[l] == idx_b[l] ? 1.0 : sqrt2);
-                    }
-                    if (++filled == ML_FACE_CHUNK) {
-                        add_row_products(dsyrk, Hacc, Zc, nf, filled);
-                        filled = 0;
-                    }
-                }
-            }
-            if (Hacc && filled > 0) add_row_products(dsyrk, Hacc, Zc, nf, filled);
+            face_sums_block(&args, b, acc, gh ? acc + 1 : NULL, H ? acc + 1 + s_len : NULL, Zc);
         }
         free(Zc);
     }
     if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
-    if (status == ML_OK) {
-        double hs = 0.0;
-        if (gh) memset(gh, 0, (size_t)s_len * sizeof(double));
-        if (H) memset(H, 0, (size_t)(nf * nf) * sizeof(double));
-        for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
-            const double *acc = parts + (size_t)b * part;
-            hs += acc[0];
-            if (gh)
-                for (ptrdiff_t l = 0; l < s_len; ++l) gh[l] += acc[1 + l];
-            if (H)
-                for (ptrdiff_t t = 0; t < nf * nf; ++t) H[t] += acc[1 + s_len + t];
-        }
-        if (H)   /* dsyrk 'U' column-major = lower triangle row-major */
-            for (ptrdiff_t a = 0; a < nf; ++a)
-                for (ptrdiff_t b = a + 1; b < nf; ++b) H[a * nf + b] = H[b * nf + a];
-        *h = hs;
-        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
-    }
+    if (status == ML_OK) status = face_sums_reduce(parts, part, nb, s_len, nf, h, gh, H);
     free(parts);
     free(idx_a);
     free(idx_b);
@@ -611,6 +708,63 @@ int ml_mmc_face_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const double *C,
 }
 
 /* ---- face Newton, factored ----------------------------------------------------- */
+
+/* Block b of face_factored_sums into acc (h, gM, Gf, Hz's lower triangle);
+ * Zc holds ML_FACE_CHUNK rows of z and then y (r entries). */
+static void face_factored_block(const double *F, ptrdiff_t m, ptrdiff_t r, const double *s,
+                                ptrdiff_t b, double *acc, double *Zc, ml_dsyrk_fn dsyrk) {
+    const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
+    double *gacc = acc + 1, *Gacc = gacc + rr, *Hacc = Gacc + rr;
+    double *y = Zc + ML_FACE_CHUNK * sl;
+    ptrdiff_t start = b * ML_FACE_BLOCK, end = face_block_end(start, m), filled = 0;
+    for (ptrdiff_t k = start; k < end; ++k) {
+        const double *f = F + k * r;
+        double q = 0.0;
+        for (ptrdiff_t a = 0; a < r; ++a) {
+            y[a] = s[a] * f[a];
+            q += y[a] * y[a];
+        }
+        if (!(q > 0.0)) continue;
+        double d = sqrt(q), w = 1.0 / d, w3 = sqrt(w * w * w);
+        acc[0] += d;
+        double *zr = Zc + filled * sl;
+        for (ptrdiff_t a = 0, u = 0; a < r; ++a) {
+            double fa = f[a] * w;
+            for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
+                gacc[a * r + c] += fa * y[c];
+                Gacc[a * r + c] += fa * f[c];
+                zr[u] = f[a] * y[c] * w3;
+            }
+        }
+        if (++filled == ML_FACE_CHUNK) {
+            add_row_products(dsyrk, Hacc, Zc, sl, filled);
+            filled = 0;
+        }
+    }
+    if (filled > 0) add_row_products(dsyrk, Hacc, Zc, sl, filled);
+}
+
+/* The partials of face_factored_sums summed in block order. */
+static int face_factored_reduce(const double *parts, size_t part, ptrdiff_t nb, ptrdiff_t r,
+                                double *h, double *gM, double *Gf, double *Hz) {
+    const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
+    double hs = 0.0;
+    memset(gM, 0, (size_t)rr * sizeof(double));
+    memset(Gf, 0, (size_t)rr * sizeof(double));
+    memset(Hz, 0, (size_t)(sl * sl) * sizeof(double));
+    for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
+        const double *acc = parts + (size_t)b * part;
+        hs += acc[0];
+        for (ptrdiff_t t = 0; t < rr; ++t) {
+            gM[t] += acc[1 + t];
+            Gf[t] += acc[1 + rr + t];
+        }
+        for (ptrdiff_t t = 0; t < sl * sl; ++t) Hz[t] += acc[1 + 2 * rr + t];
+    }
+    mirror_lower(Hz, sl);   /* dsyrk 'U' column-major = lower triangle row-major */
+    *h = hs;
+    return isfinite(hs) ? ML_OK : ML_ERR_NUMERIC;
+}
 
 /* Sums of the factored face problem at M = diag(s) (C = M M^T in its eigenbasis,
  * F = the pairs in that basis, m x r). With y_k = s o f_k, d_k = ||y_k||, over
@@ -622,7 +776,7 @@ static int face_factored_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const d
                               double *h, double *gM, double *Gf, double *Hz,
                               ml_dsyrk_fn dsyrk, int n_threads) {
     const ptrdiff_t sl = r * (r + 1) / 2, rr = r * r;
-    ptrdiff_t nb = m > 0 ? (m + ML_FACE_BLOCK - 1) / ML_FACE_BLOCK : 1;
+    ptrdiff_t nb = face_n_blocks(m);
     size_t part = (size_t)(1 + 2 * rr + sl * sl);
     double *parts = calloc((size_t)nb * part, sizeof(double));
     if (!parts) return ML_ERR_ALLOC;
@@ -638,63 +792,113 @@ static int face_factored_sums(const double *F, ptrdiff_t m, ptrdiff_t r, const d
         #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t b = 0; b < nb; ++b) {
             if (!Zc || ml_interrupted()) continue;
-            double *acc = parts + (size_t)b * part;
-            double *gacc = acc + 1, *Gacc = gacc + rr, *Hacc = Gacc + rr;
-            double *y = Zc + ML_FACE_CHUNK * sl;
-            ptrdiff_t start = b * ML_FACE_BLOCK;
-            ptrdiff_t end = start + ML_FACE_BLOCK < m ? start + ML_FACE_BLOCK : m;
-            ptrdiff_t filled = 0;
-            for (ptrdiff_t k = start; k < end; ++k) {
-                const double *f = F + k * r;
-                double q = 0.0;
-                for (ptrdiff_t a = 0; a < r; ++a) {
-                    y[a] = s[a] * f[a];
-                    q += y[a] * y[a];
-                }
-                if (!(q > 0.0)) continue;
-                double d = sqrt(q), w = 1.0 / d, w3 = sqrt(w * w * w);
-                acc[0] += d;
-                double *zr = Zc + filled * sl;
-                for (ptrdiff_t a = 0, u = 0; a < r; ++a) {
-                    double fa = f[a] * w;
-                    for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
-                        gacc[a * r + c] += fa * y[c];
-                        Gacc[a * r + c] += fa * f[c];
-                        zr[u] = f[a] * y[c] * w3;
-                    }
-                }
-                if (++filled == ML_FACE_CHUNK) {
-                    add_row_products(dsyrk, Hacc, Zc, sl, filled);
-                    filled = 0;
-                }
-            }
-            if (filled > 0) add_row_products(dsyrk, Hacc, Zc, sl, filled);
+            face_factored_block(F, m, r, s, b, parts + (size_t)b * part, Zc, dsyrk);
         }
         free(Zc);
     }
     if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
-    if (status == ML_OK) {
-        double hs = 0.0;
-        memset(gM, 0, (size_t)rr * sizeof(double));
-        memset(Gf, 0, (size_t)rr * sizeof(double));
-        memset(Hz, 0, (size_t)(sl * sl) * sizeof(double));
-        for (ptrdiff_t b = 0; b < nb; ++b) {   /* partials in block order */
-            const double *acc = parts + (size_t)b * part;
-            hs += acc[0];
-            for (ptrdiff_t t = 0; t < rr; ++t) {
-                gM[t] += acc[1 + t];
-                Gf[t] += acc[1 + rr + t];
-            }
-            for (ptrdiff_t t = 0; t < sl * sl; ++t) Hz[t] += acc[1 + 2 * rr + t];
-        }
-        /* dsyrk 'U' column-major = lower triangle row-major */
-        for (ptrdiff_t a = 0; a < sl; ++a)
-            for (ptrdiff_t c = a + 1; c < sl; ++c) Hz[a * sl + c] = Hz[c * sl + a];
-        *h = hs;
-        if (!isfinite(hs)) status = ML_ERR_NUMERIC;
-    }
+    if (status == ML_OK) status = face_factored_reduce(parts, part, nb, r, h, gM, Gf, Hz);
     free(parts);
     return status;
+}
+
+/* (ia[u], ib[u]) over the lower triangle of an r x r matrix, in row order. */
+static void lower_tables(ptrdiff_t r, ptrdiff_t *ia, ptrdiff_t *ib) {
+    for (ptrdiff_t a = 0, u = 0; a < r; ++a)        /* lower triangle, row order */
+        for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
+            ia[u] = a;
+            ib[u] = c;
+        }
+}
+
+/* eigenvalues descending: reorder the start (mu, Q's columns) */
+static void sort_descending(double *mu, double *Q, ptrdiff_t r) {
+    for (ptrdiff_t a = 0; a < r; ++a) {
+        ptrdiff_t big = a;
+        for (ptrdiff_t c = a + 1; c < r; ++c)
+            if (mu[c] > mu[big]) big = c;
+        if (big != a) {
+            double t = mu[a]; mu[a] = mu[big]; mu[big] = t;
+            for (ptrdiff_t i = 0; i < r; ++i) {
+                t = Q[i * r + a]; Q[i * r + a] = Q[i * r + big]; Q[i * r + big] = t;
+            }
+        }
+    }
+}
+
+/* g = ||M||^2 - log h at M = diag(s): gradient (grad; gvec = dh/dM's entries)
+ * and Hessian (hess, sl x sl) in the lower-triangle entries. */
+static void face_newton_model(ptrdiff_t r, double h, const double *s, const double *gM,
+                              const double *Gf, const double *Hz, const ptrdiff_t *ia,
+                              const ptrdiff_t *ib, double *gvec, double *grad, double *hess) {
+    const ptrdiff_t sl = r * (r + 1) / 2;
+    for (ptrdiff_t u = 0; u < sl; ++u) {
+        gvec[u] = gM[ia[u] * r + ib[u]];
+        grad[u] = (ia[u] == ib[u] ? 2.0 * s[ia[u]] : 0.0) - gvec[u] / h;
+    }
+    for (ptrdiff_t u = 0; u < sl; ++u)
+        for (ptrdiff_t v = 0; v <= u; ++v) {
+            double hh = (ib[u] == ib[v] ? Gf[ia[u] * r + ia[v]] : 0.0) - Hz[u * sl + v];
+            /* Gf is stored in its lower triangle: ia[u] >= ia[v] as u >= v */
+            double val = (u == v ? 2.0 : 0.0) - hh / h + gvec[u] * gvec[v] / (h * h);
+            hess[u * sl + v] = val;
+            hess[v * sl + u] = val;
+        }
+}
+
+/* The step dx = -U |L|^-1 U^T grad from the Hessian's eigenpairs (lamH, UH's
+ * rows), |L| floored at 1e-10 of the largest; returns the decrement. */
+static double face_newton_step(ptrdiff_t sl, const double *lamH, const double *UH,
+                               const double *grad, double *coef, double *dx) {
+    double amax = 0.0;
+    for (ptrdiff_t j = 0; j < sl; ++j) amax = fabs(lamH[j]) > amax ? fabs(lamH[j]) : amax;
+    double floor_ = 1e-10 * (amax > 0.0 ? amax : 1.0);
+    double dec = 0.0;
+    for (ptrdiff_t j = 0; j < sl; ++j) {
+        double q = 0.0;
+        for (ptrdiff_t u = 0; u < sl; ++u) q += UH[j * sl + u] * grad[u];
+        double l = fabs(lamH[j]) > floor_ ? fabs(lamH[j]) : floor_;
+        coef[j] = q / l;
+        dec += q * q / l;
+    }
+    for (ptrdiff_t u = 0; u < sl; ++u) {
+        double v = 0.0;
+        for (ptrdiff_t j = 0; j < sl; ++j) v += UH[j * sl + u] * coef[j];
+        dx[u] = -v;
+    }
+    return dec;
+}
+
+/* Cn = Mt Mt^T with Mt = diag(s) + t dx (lower triangular); returns tr Cn. */
+static double face_trial(ptrdiff_t r, double t, const double *s, const double *dx,
+                         const ptrdiff_t *ia, const ptrdiff_t *ib, double *Mt, double *Cn) {
+    const ptrdiff_t sl = r * (r + 1) / 2;
+    memset(Mt, 0, (size_t)(r * r) * sizeof(double));
+    for (ptrdiff_t a = 0; a < r; ++a) Mt[a * r + a] = s[a];
+    for (ptrdiff_t u = 0; u < sl; ++u) Mt[ia[u] * r + ib[u]] += t * dx[u];
+    double trn = 0.0;
+    for (ptrdiff_t a = 0; a < r; ++a)       /* Cn = Mt Mt^T */
+        for (ptrdiff_t c = 0; c <= a; ++c) {
+            double v = 0.0;
+            for (ptrdiff_t e = 0; e <= c; ++e) v += Mt[a * r + e] * Mt[c * r + e];
+            Cn[a * r + c] = v;
+            Cn[c * r + a] = v;
+            if (a == c) trn += v;
+        }
+    return trn;
+}
+
+/* After eigh of Cn (mu_n ascending, Vn's rows its eigenvectors): mu <- mu_n
+ * descending (clipped at 0), Q <- Q Vn in that order. */
+static void face_rotate(ml_dgemm_fn dgemm, ptrdiff_t r, const double *mu_n, const double *Vn,
+                        double *Qs, double *Qt, double *Q, double *mu) {
+    for (ptrdiff_t j = 0; j < r; ++j) {           /* column j: eigenvector r - 1 - j */
+        const double *v = Vn + (r - 1 - j) * r;
+        for (ptrdiff_t i = 0; i < r; ++i) Qs[i * r + j] = v[i];
+    }
+    gemm_rm(dgemm, Q, Qs, Qt, r, r, r);
+    memcpy(Q, Qt, (size_t)(r * r) * sizeof(double));
+    for (ptrdiff_t j = 0; j < r; ++j) mu[j] = mu_n[r - 1 - j] > 0.0 ? mu_n[r - 1 - j] : 0.0;
 }
 
 /* The Newton loop of mmc.py's _face_solve, on the factor of C. C = M M^T with M lower
@@ -732,23 +936,8 @@ int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, d
     double *Hz = sv + sl, *hess = Hz + sl * sl, *UH = hess + sl * sl;
     double *gM = UH + sl * sl, *Gf = gM + rr, *Mt = Gf + rr, *Cn = Mt + rr, *Vn = Cn + rr;
     double *Sr = Vn + rr, *Qt = Sr + rr, *Qs = Qt + rr, *s = Qs + rr, *mu_n = s + r;
-    for (ptrdiff_t a = 0, u = 0; a < r; ++a)        /* lower triangle, row order */
-        for (ptrdiff_t c = 0; c <= a; ++c, ++u) {
-            ia[u] = a;
-            ib[u] = c;
-        }
-    /* eigenvalues descending: reorder the start (mu, Q's columns) */
-    for (ptrdiff_t a = 0; a < r; ++a) {
-        ptrdiff_t big = a;
-        for (ptrdiff_t c = a + 1; c < r; ++c)
-            if (mu[c] > mu[big]) big = c;
-        if (big != a) {
-            double t = mu[a]; mu[a] = mu[big]; mu[big] = t;
-            for (ptrdiff_t i = 0; i < r; ++i) {
-                t = Q[i * r + a]; Q[i * r + a] = Q[i * r + big]; Q[i * r + big] = t;
-            }
-        }
-    }
+    lower_tables(r, ia, ib);
+    sort_descending(mu, Q, r);
     int last = 0;
     for (int it = 0; it < max_steps && !last; ++it) {
         gemm_rm(dgemm, F0, Q, F, m, r, r);          /* F = F0 Q: the pairs in C's eigenbasis */
@@ -757,57 +946,18 @@ int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, d
         status = face_factored_sums(F, m, r, s, &h, gM, Gf, Hz, dsyrk, n_threads);
         if (status != ML_OK) goto done;
         if (!(h > 0.0)) break;
-        /* g = ||M||^2 - log h: gradient and Hessian in the lower-triangle entries */
         double tr = 0.0;
         for (ptrdiff_t a = 0; a < r; ++a) tr += mu[a] > 0.0 ? mu[a] : 0.0;
-        for (ptrdiff_t u = 0; u < sl; ++u) {
-            gvec[u] = gM[ia[u] * r + ib[u]];
-            grad[u] = (ia[u] == ib[u] ? 2.0 * s[ia[u]] : 0.0) - gvec[u] / h;
-        }
-        for (ptrdiff_t u = 0; u < sl; ++u)
-            for (ptrdiff_t v = 0; v <= u; ++v) {
-                double hh = (ib[u] == ib[v] ? Gf[ia[u] * r + ia[v]] : 0.0) - Hz[u * sl + v];
-                /* Gf is stored in its lower triangle: ia[u] >= ia[v] as u >= v */
-                double val = (u == v ? 2.0 : 0.0) - hh / h + gvec[u] * gvec[v] / (h * h);
-                hess[u * sl + v] = val;
-                hess[v * sl + u] = val;
-            }
+        face_newton_model(r, h, s, gM, Gf, Hz, ia, ib, gvec, grad, hess);
         status = eigh_ws(dsyevd, dsyevr, hess, sl, lamH, UH, Hz, work, lwork, iwork, liwork);
         if (status != ML_OK) goto done;
-        double amax = 0.0;
-        for (ptrdiff_t j = 0; j < sl; ++j) amax = fabs(lamH[j]) > amax ? fabs(lamH[j]) : amax;
-        double floor_ = 1e-10 * (amax > 0.0 ? amax : 1.0);
-        double dec = 0.0;
-        for (ptrdiff_t j = 0; j < sl; ++j) {
-            double q = 0.0;
-            for (ptrdiff_t u = 0; u < sl; ++u) q += UH[j * sl + u] * grad[u];
-            double l = fabs(lamH[j]) > floor_ ? fabs(lamH[j]) : floor_;
-            coef[j] = q / l;
-            dec += q * q / l;
-        }
-        for (ptrdiff_t u = 0; u < sl; ++u) {
-            double v = 0.0;
-            for (ptrdiff_t j = 0; j < sl; ++j) v += UH[j * sl + u] * coef[j];
-            dx[u] = -v;
-        }
+        double dec = face_newton_step(sl, lamH, UH, grad, coef, dx);
         /* below the decrement: this step is the last (it refines at one h pass) */
         if (dec < decrement * tol) last = 1;
         const double g0 = tr - log(h), noise = 8.0 * eps_mach * (fabs(g0) + 1.0);
         double t = 1.0, gn = INFINITY;
         for (;;) {   /* Armijo along M + t dx */
-            memset(Mt, 0, (size_t)rr * sizeof(double));
-            for (ptrdiff_t a = 0; a < r; ++a) Mt[a * r + a] = s[a];
-            for (ptrdiff_t u = 0; u < sl; ++u) Mt[ia[u] * r + ib[u]] += t * dx[u];
-            double trn = 0.0;
-            for (ptrdiff_t a = 0; a < r; ++a)       /* Cn = Mt Mt^T */
-                for (ptrdiff_t c = 0; c <= a; ++c) {
-                    double v = 0.0;
-                    for (ptrdiff_t e = 0; e <= c; ++e) v += Mt[a * r + e] * Mt[c * r + e];
-                    Cn[a * r + c] = v;
-                    Cn[c * r + a] = v;
-                    if (a == c) trn += v;
-                }
-            double hn = 0.0;
+            double trn = face_trial(r, t, s, dx, ia, ib, Mt, Cn), hn = 0.0;
             status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
             if (status != ML_OK) goto done;
             gn = hn > 0.0 ? trn - log(hn) : INFINITY;
@@ -818,13 +968,7 @@ int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, d
         /* mu <- eig(Cn) descending, Q <- Q Vn */
         status = eigh_ws(dsyevd, dsyevr, Cn, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
         if (status != ML_OK) goto done;
-        for (ptrdiff_t j = 0; j < r; ++j) {           /* column j: eigenvector r - 1 - j */
-            const double *v = Vn + (r - 1 - j) * r;
-            for (ptrdiff_t i = 0; i < r; ++i) Qs[i * r + j] = v[i];
-        }
-        gemm_rm(dgemm, Q, Qs, Qt, r, r, r);
-        memcpy(Q, Qt, (size_t)rr * sizeof(double));
-        for (ptrdiff_t j = 0; j < r; ++j) mu[j] = mu_n[r - 1 - j] > 0.0 ? mu_n[r - 1 - j] : 0.0;
+        face_rotate(dgemm, r, mu_n, Vn, Qs, Qt, Q, mu);
         steps += 1;
     }
 done:
