@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "kmeans.h"
+#include "../tools/test_points.h"
 
 static double cpu_now(void)
 {
@@ -38,12 +39,7 @@ int main(int argc, char **argv)
     double *X = malloc(N * d * sizeof(double));
     float *Xf = malloc(N * d * sizeof(float));
     int64_t *lab = malloc(N * sizeof(int64_t));
-    unsigned long long s = 12345;
-    for (ptrdiff_t t = 0; t < N * d; ++t) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        X[t] = (double)(s >> 11) / 9007199254740992.0;
-        Xf[t] = (float)X[t];
-    }
+    ml_test_points(X, Xf, N * d);
     double best[2] = {1e30, 1e30};
     long long check = 0;
     unsigned long long ccheck = 0;

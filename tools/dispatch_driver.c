@@ -19,6 +19,7 @@
 
 #include "gram.h"
 #include "kmeans.h"
+#include "test_points.h"
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
@@ -34,12 +35,7 @@ int main(void)
     static double X[N * D], C[K * D], G[NG * NG], Xg[NG * DG];
     static float Xf[N * D], Cf[K * D], Gf[NG * NG], Xgf[NG * DG];
     static int64_t lab[N];
-    uint64_t s = 12345;
-    for (int t = 0; t < N * D; ++t) {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        X[t] = (double)(s >> 11) / 9007199254740992.0;
-        Xf[t] = (float)X[t];
-    }
+    ml_test_points(X, Xf, N * D);
     for (int t = 0; t < NG * DG; ++t) { Xg[t] = X[3 * t]; Xgf[t] = Xf[3 * t]; }
     printf("level %d\n", ml_kmeans_simd_level());
     const int methods[] = {ML_KM_TILE, ML_KM_SMALL, ML_KM_LANES, ML_KM_DIRECT};
