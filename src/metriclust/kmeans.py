@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from . import _dask
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
                          TransformerMixin, _with_sklearn_twin, check_is_fitted)
 from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_core
@@ -294,7 +295,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _fit_dask(self, X, sample_weight):
         # each pass as Dask tasks over X's row chunks; labels_ is a dask array
-        from . import _dask
         X = _dask.check_dask_array(X)
         n_clusters, init, n_init = self._check_params(X, dask=True)
         if self.convergence != "center_shift" or self.algorithm == "online":
@@ -312,7 +312,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _dask_test_data(self, X):
-        from . import _dask
         check_is_fitted(self)
         X = _dask.check_dask_array(X)
         check_n_features(self, X)
