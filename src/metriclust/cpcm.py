@@ -600,7 +600,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
                     yield "component", j, labels
             del F
         if "kmeans" in kinds:
-            F = model.whitened(K)
+            F = model.kmeans_coordinates(K)
             for i in range(self.n_init if F.shape[1] else 0):
                 labels = starts.kmeans_partition(F, K, seed=int(rng.integers(2**31)))
                 if admissible(labels):

@@ -12,6 +12,7 @@ Public classes and functions:
    top_eigenpairs              -- largest eigenpairs of the dense Gram matrix
    null_eigval_rtol            -- THE cut-off for "numerically zero" eigenvalues
    drop_null_eigenpairs        -- eigenpairs in descending order, zero ones dropped
+   null_singular_rtol          -- the rank cut-off for singular values of a data matrix
    span_coordinates            -- coordinates of centred rows in the span they occupy
    centered_gram_eigenpairs    -- exact kernel PCA (doubly centred Gram)
    centered_factor_eigenpairs  -- kernel PCA of a low-rank factor (Nystrom)
@@ -526,11 +527,31 @@ def null_eigval_rtol(n):
     Frobenius error (e.g. two-moons, sigma = 2 median distances: 37 kept
     directions and 6.5e-12 against 31 and 1.3e-10).
 
-    This is the only such cut-off in the library: Nystrom's default ``rcond``,
-    CPCM's kernel predictor, CPD-UML's kernel PCA, its Nystrom factor and its
-    spectral start all use it.
+    This is the only cut-off for eigenvalues in the library: Nystrom's default
+    ``rcond``, CPCM's kernel predictor, CPD-UML's kernel PCA, its Nystrom factor
+    and its spectral start all use it. Singular values of a data matrix have
+    their own, :func:`null_singular_rtol`.
     """
     return int(n) * np.finfo(np.float64).eps
+
+
+def null_singular_rtol(n, p):
+    r"""Relative size below which a singular value of an ``n x p`` matrix counts as zero.
+
+    ``10 * max(n, p) * eps``: ten times the default rank tolerance of
+    ``numpy.linalg.matrix_rank`` (the SVD's absolute error is of order
+    :math:`\max(n, p)\,\epsilon\,s_{max}`). The factor ten is a margin kept
+    from the first version of CPCM's linear predictors; it is not a measured
+    figure, and it is kept because a different cut could change the rank that
+    CPCM's whitening and LDA keep, and so their results. A singular value is
+    the square root of an eigenvalue of the scatter matrix, so this cut is much
+    tighter than :func:`null_eigval_rtol` would be on ``s**2``: it drops only
+    exact dependencies (constant or collinear features, ``p > n``).
+
+    Used by CPCM's whitening (:func:`metriclust._core.predictors.whitening`)
+    and its LDA predictor.
+    """
+    return max(int(n), int(p)) * np.finfo(np.float64).eps * 10
 
 
 def drop_null_eigenpairs(vals, vecs, rtol=None):

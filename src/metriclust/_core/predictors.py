@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gram import (Nystrom, centered_factor_eigenpairs, centered_gram_eigenpairs,
-                   gaussian_gram)
+                   gaussian_gram, null_singular_rtol)
 from .partition import cluster_sums as one_hot_sums
 
 __all__ = ["PredictorFit", "Linear", "Kernel", "Stepwise", "LDA", "thin_r", "whitening"]
@@ -116,7 +116,7 @@ def whitening(R, n_samples, rtol=None):
     scale = np.where(norms > 0, norms, 1.0)
     _, s, Vt = np.linalg.svd(R / scale, full_matrices=False)
     if rtol is None:
-        rtol = max(n_samples, p) * np.finfo(np.float64).eps * 10
+        rtol = null_singular_rtol(n_samples, p)
     keep = s > rtol * (s[0] if s.size and s[0] > 0 else 1.0)
     keep &= s > 0
     W = (Vt[keep].T / s[keep]) / scale[:, None]
@@ -149,9 +149,17 @@ class _Centered:
         self.W = whitening(self.R, self.n_samples)
         self.rank = self.W.shape[1]
 
-    def whitened(self, n_coords=None):
+    def whitened(self):
         """``Q = (X - mean) W`` (N x r), formed on request (search starts only)."""
         return _affine(self.X, self.W, -(self.mean @ self.W))
+
+    def kmeans_coordinates(self, n_clusters):
+        """The space of CPCM's k-means starts: all ``r`` whitened coordinates.
+
+        They all have unit variance, so none leads and none is dropped
+        (``n_clusters`` matters only to the kernel predictor's ordered ones).
+        """
+        return self.whitened()
 
     def components(self, n_components):
         """Leading principal-component scores of X (N x n), from the SVD of R.
@@ -412,7 +420,7 @@ class LDA(_Centered):
         _, s, Vt = np.linalg.svd(self.R, full_matrices=False)
         tr = float(np.sum(s * s))                                   # tr(S_m)
         self.ridge = alpha * (tr / p if tr > 0 else 1.0)
-        keep = s > (s[0] if s.size else 0.0) * max(n, p) * np.finfo(np.float64).eps * 10
+        keep = s > (s[0] if s.size else 0.0) * null_singular_rtol(n, p)
         self.V = np.ascontiguousarray(Vt[keep].T)                   # p x r
         self.s2 = s[keep] ** 2
         self.St = self.s2 + self.ridge                              # diagonal in V
@@ -516,6 +524,11 @@ class Kernel:
         """Leading kernel-PCA coordinates ``Q_j sqrt(l_j)`` (search starts)."""
         d = self.l.size if n_coords is None else min(int(n_coords), self.l.size)
         return np.ascontiguousarray(self.Q[:, :d] * np.sqrt(self.l[:d]))
+
+    def kmeans_coordinates(self, n_clusters):
+        """The space of CPCM's k-means starts: the ``n_clusters`` leading
+        kernel-PCA coordinates (ordered by eigenvalue, unlike whitened ones)."""
+        return self.whitened(n_clusters)
 
     def components(self, n_components):
         """Leading kernel-PCA coordinates: the columns of ``Q``.
