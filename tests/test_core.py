@@ -66,7 +66,7 @@ def test_check_n_clusters():
 def test_check_pairs():
     p = check_pairs([[0, 1], [2, 3]], 4)
     assert p.dtype == np.int64 and p.shape == (2, 2)
-    assert check_pairs(None if False else [], 4).shape == (0, 2)
+    assert check_pairs([], 4).shape == (0, 2)
     with pytest.raises(ValueError, match=r"similar\[1, 1\] = 4 is out of range"):
         check_pairs([[0, 1], [2, 4]], 4, name="similar")
     with pytest.raises(ValueError, match=r"with itself"):

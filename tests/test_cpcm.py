@@ -466,7 +466,7 @@ def test_min_cluster_size_guard_applies_to_starts_and_result():
 
 
 def test_perfectly_predicted_cluster_warns(load_dataset):
-    # SPEC 2 notes: ionosphere's first feature is binary, and the split it defines is
+    # Ionosphere's first feature is binary, and the split it defines is
     # predicted perfectly (blur ratio 0) - a true minimum the wide search finds.
     # The per-feature starts find it (the default basis-free starts of the linear
     # predictor do not: a binary feature is no direction of the whitened data).

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _reference import sq_distances as ref_sq_dist
 
 from metriclust._core.kmeans import assign_labels, kmeans, kmeans_plusplus
 from metriclust._kernels import _kmeans as _k
@@ -19,10 +20,6 @@ from metriclust._kernels import _kmeans as _k
 # --------------------------------------------------------------------------
 # Slow, obviously-correct references
 # --------------------------------------------------------------------------
-def ref_sq_dist(X, C):
-    return ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
-
-
 def ref_lloyd(X, C, w, max_iter, tol):
     """Lloyd with scikit-learn's stopping rule and kmeans.h's relocation rule."""
     X = X.astype(np.float64)
