@@ -54,7 +54,17 @@ cdef _array(A, str name, int ndim):
         raise ValueError(f"{name} must be a {ndim}-D array, got {A.ndim}-D.")
 
 
-cdef _check(Py_ssize_t nx, Py_ssize_t ny, Py_ssize_t dx, Py_ssize_t dy, double sigma):
+cdef tuple _operands(X, Y, double sigma):
+    """Check X and Y (None: Y = X) and sigma, the Gram kernels' common
+    operands; returns (nx, ny, d)."""
+    _array(X, "X", 2)
+    if Y is not None:
+        _array(Y, "Y", 2)
+        if Y.dtype != X.dtype:
+            raise TypeError("X and Y must have the same dtype")
+    cdef Py_ssize_t nx = X.shape[0], dx = X.shape[1]
+    cdef Py_ssize_t ny = nx if Y is None else Y.shape[0]
+    cdef Py_ssize_t dy = dx if Y is None else Y.shape[1]
     if dx != dy:
         raise ValueError(f"Y has {dy} features, but X has {dx} features.")
     if dx < 1:
@@ -63,6 +73,7 @@ cdef _check(Py_ssize_t nx, Py_ssize_t ny, Py_ssize_t dx, Py_ssize_t dy, double s
         raise ValueError("gaussian_gram: more than 2**31 - 1 rows or features.")
     if not (sigma > 0.0 and sigma < float("inf")):
         raise ValueError(f"sigma must be a positive finite number, got {sigma!r}.")
+    return nx, ny, dx
 
 
 cdef _output(out, Py_ssize_t nx, Py_ssize_t ny, dtype):
@@ -105,14 +116,8 @@ def gaussian_gram(X, Y, double sigma, int n_threads=0, bint use_blas=True, out=N
     path). X and Y: C-contiguous 2-D arrays of one float dtype; the output has
     that dtype (written into out if given: C-contiguous, that dtype and shape).
     use_blas=False forces the direct-difference path."""
-    _array(X, "X", 2)
-    if Y is not None:
-        _array(Y, "Y", 2)
-        if Y.dtype != X.dtype:
-            raise TypeError("X and Y must have the same dtype")
-    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1]
-    cdef Py_ssize_t ny = nx if Y is None else Y.shape[0]
-    _check(nx, ny, d, d if Y is None else Y.shape[1], sigma)
+    cdef Py_ssize_t nx, ny, d
+    nx, ny, d = _operands(X, Y, sigma)
     dtype = _float_dtype(X, "gaussian_gram")
     G = _output(out, nx, ny, dtype)
     if nx == 0 or ny == 0:
@@ -145,15 +150,10 @@ cdef int _matmat(const real[:, ::1] X, const real[:, ::1] Y, bint sym, double si
 def gram_matmat(X, Y, V, double sigma, int n_threads=0):
     """G(X, Y) @ V without storing G. Y None means Y = X. All arrays C-contiguous
     and of one float dtype; V has Y's row count."""
-    _array(X, "X", 2)
-    if Y is not None:
-        _array(Y, "Y", 2)
-        if Y.dtype != X.dtype:
-            raise TypeError("X and Y must have the same dtype")
+    cdef Py_ssize_t nx, ny, d
+    nx, ny, d = _operands(X, Y, sigma)
     _array(V, "V", 2)
-    cdef Py_ssize_t nx = X.shape[0], d = X.shape[1], k = V.shape[1]
-    cdef Py_ssize_t ny = nx if Y is None else Y.shape[0]
-    _check(nx, ny, d, d if Y is None else Y.shape[1], sigma)
+    cdef Py_ssize_t k = V.shape[1]
     if V.dtype != X.dtype:
         raise TypeError("X and V must have the same dtype")
     if V.shape[0] != ny:
