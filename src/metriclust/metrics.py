@@ -21,8 +21,8 @@ Public functions and classes:
 
 Every comparison of two labelings is computed from their contingency table
 ``n_ij`` (points with true class ``i`` and predicted cluster ``j``), built by one
-pass of the C kernel ``metriclust._kernels._sums.contingency``: O(N) for the
-table, then O(K1 * K2) for the measure. Labels may be any hashable, mutually
+pass of a C kernel (``metriclust._core.partition.contingency_table``): O(N) for
+the table, then O(K1 * K2) for the measure. Labels may be any hashable, mutually
 comparable values (integers, strings); they are encoded by
 :func:`metriclust._core.validation.check_labels`.
 
@@ -39,9 +39,8 @@ import numbers
 
 import numpy as np
 
-from ._core.partition import blur_ratio as _blur_ratio, same_partition_table
+from ._core.partition import blur_ratio as _blur_ratio, contingency_table, same_partition_table
 from ._core.validation import check_array, check_labels
-from ._kernels._sums import contingency
 
 __all__ = [
     "adjusted_rand_index",
@@ -78,7 +77,7 @@ def _table(labels_true, labels_pred, names=("labels_true", "labels_pred")):
         raise ValueError(f"{names[0]} and {names[1]} are empty; at least one label is required.")
     ka = int(a.max()) + 1
     kb = int(b.max()) + 1
-    return contingency(a, b, ka, kb)
+    return contingency_table(a, b, ka, kb)
 
 
 def _comb2_sum(counts):

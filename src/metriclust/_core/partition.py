@@ -14,6 +14,7 @@ CPD-UML's objective and Y-step, the metrics, ISODATA and the constraints.
    within_ss            -- the total within-cluster sum of squares (k-means' inertia)
    blur_ratio           -- within over total sum of squares (the CPCM criterion)
    within_shares        -- each cluster's within sum of squares over the total
+   contingency_table    -- counts of each pair of labels of two labelings (one C pass)
    same_partition       -- equal up to a renaming of the clusters
    same_partition_table -- the same test on a contingency table
    canonical            -- relabel by order of first appearance
@@ -35,8 +36,8 @@ from .kmeans import kmeans
 from .threads import small_problem_threads
 
 __all__ = ["Scatter", "cluster_sizes", "cluster_sums", "cluster_means", "scatter", "within_ss",
-           "blur_ratio", "within_shares", "same_partition", "same_partition_table", "canonical",
-           "lloyd_from_partition"]
+           "blur_ratio", "within_shares", "contingency_table", "same_partition",
+           "same_partition_table", "canonical", "lloyd_from_partition"]
 
 # Floats per block when streaming over X: one block x p float64 buffer of 16 MB at most.
 _BLOCK_FLOATS = 2**21
@@ -155,9 +156,15 @@ def within_shares(Z, labels, n_clusters, n_threads=0):
     return s.within / total if total > 0 else np.ones(n_clusters)
 
 
+def contingency_table(a, b, ka, kb):
+    """The ``(ka, kb)`` int64 table of counts of ``(a[i], b[i])``: int64 label
+    vectors of one length with codes in ``[0, ka)`` and ``[0, kb)``."""
+    return _sums.contingency(a, b, ka, kb)
+
+
 def same_partition(a, b, n_clusters):
     """True when label vectors ``a`` and ``b`` define the same partition (any permutation)."""
-    return same_partition_table(_sums.contingency(a, b, n_clusters, n_clusters))
+    return same_partition_table(contingency_table(a, b, n_clusters, n_clusters))
 
 
 def same_partition_table(table):
