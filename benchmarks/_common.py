@@ -19,6 +19,7 @@ or metriclust): it sets the OpenMP wait policy for every library in the process.
   import time, a fit too long to repeat) runs in a child that prints one JSON line.
 """
 
+import argparse
 import datetime
 import json
 import os
@@ -34,6 +35,7 @@ if "--spin" not in sys.argv:
 import numpy as np  # noqa: E402
 
 __all__ = ["interleaved", "medians", "machine_header", "markdown_table", "markdown_row",
+           "section_parser",
            "load_average", "measure_dgemm_rate", "measure_write_bandwidth",
            "timed_call", "reset_peak_rss", "peak_rss_bytes", "run_json_child"]
 
@@ -139,6 +141,26 @@ def markdown_table(headers, rows=()):
     """
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return "\n".join(out + [markdown_row(row) for row in rows])
+
+
+def section_parser(doc, sections, *, quick=True, child_large=False):
+    """The command line the benchmarks made of sections share.
+
+    ``--only`` (also spelled ``--sections``): the comma-separated sections to
+    run, by default all of ``sections``; ``--quick`` (when ``quick``): small
+    sizes and few repeats; ``--child-large N`` (when ``child_large``, hidden):
+    the internal entry of one large case run in a child process. Add the
+    script's own flags to the parser returned.
+    """
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--only", "--sections", dest="only", default=",".join(sections),
+                    help="comma-separated sections to run (default: all): "
+                         + ", ".join(sections))
+    if quick:
+        ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    if child_large:
+        ap.add_argument("--child-large", type=int, help=argparse.SUPPRESS)
+    return ap
 
 
 def timed_call(fn):

@@ -15,12 +15,11 @@ Sections (all printed as markdown tables):
 4. table1: the paper's Table 1 (VI and Rand) on glass, ionosphere, sonar, and how
    often each kind of start wins.
 
-Usage: ``python benchmarks/bench_cpcm.py [--quick] [--sections peer,large,kernel,table1]``
+Usage: ``python benchmarks/bench_cpcm.py [--quick] [--only peer,large,kernel,table1]``
 """
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
 
-import argparse
 import json
 import os
 import sys
@@ -237,11 +236,8 @@ def section_table1(quick):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    ap.add_argument("--sections", default="peer,large,kernel,table1")
-    ap.add_argument("--child-large", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = _common.section_parser(__doc__, ["peer", "large", "kernel", "table1"],
+                                  child_large=True).parse_args()
     if args.child_large:
         return _child_large(args.child_large)
     from metriclust._core.threads import effective_n_threads
@@ -249,8 +245,7 @@ def main():
     header, _ = _common.machine_header("bench_cpcm" + (" --quick" if args.quick else ""),
                                        effective_n_threads())
     print("\n".join(header))
-    sections = args.sections.split(",")
-    for name in sections:
+    for name in args.only.split(","):
         globals()[f"section_{name}"](args.quick)
     print(f"\nload average at the end: {_common.load_average():.1f}")
 

@@ -22,7 +22,6 @@ Usage: ``python benchmarks/bench_cpduml.py [--quick] [--only dense,large,ythread
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
 
-import argparse
 import json
 import os
 import sys
@@ -346,11 +345,8 @@ def bench_paper(n_runs, grid):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    ap.add_argument("--only", default="dense,large,ythreads,paper")
-    ap.add_argument("--child-large", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = _common.section_parser(__doc__, ["dense", "large", "ythreads", "paper"],
+                                  child_large=True).parse_args()
     if args.child_large:
         child_large(args.child_large)
         return

@@ -62,7 +62,6 @@ mmc5_ckm,mmc7,cpd_fig2,cpd_tab,cpd_grid,cpd_defaults,cpcm_starts,cpd_cost]``
 
 import _common  # noqa: I001 - first: sets the OpenMP wait policy before any library loads
 
-import argparse
 import os
 from pathlib import Path
 
@@ -605,13 +604,13 @@ def cpd_cost(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = _common.section_parser(__doc__, [
+        "cpcm_t1", "mmc23", "mmc45", "mmc5_ckm", "mmc7", "cpd_fig2", "cpd_tab", "cpd_grid",
+        "cpd_defaults", "cpcm_starts", "cpd_cost"], quick=False)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--first-run", type=int, default=0,
                     help="first run of the 3-fold protocol (runs first .. first + runs - 1)")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", default="cpcm_t1,mmc23,mmc45,mmc5_ckm,mmc7,cpd_fig2,cpd_tab,"
-                                      "cpd_grid,cpd_defaults,cpcm_starts,cpd_cost")
     ap.add_argument("--sets", default=",".join(TARGET_SETS),
                     help="data sets of cpd_tab and cpd_defaults ('all': with ionosphere, "
                          "sonar and soybean_small)")
