@@ -13,8 +13,8 @@ Two parts:
   callers, plus the explicit-pair kernels that were restructured). Each case
   runs in a child process per build, the builds alternating (new, old, new,
   old, ...) for ``--repeats`` rounds; a child times ``--calls`` calls and
-  reports their median; the table gives the medians over rounds and
-  old / new (> 1: this build is faster).
+  reports their medians (wall clock, and CPU time of all threads); the table
+  gives the medians over rounds and old / new (> 1: this build is faster).
 
 Baseline: a plain install of another commit in its own virtual environment,
 e.g. ``git archive main | tar -x -C /tmp/base && python -m venv
@@ -95,29 +95,40 @@ def _case(name):
 
 
 def child(name, calls):
-    # one warm-up call (imports, BLAS resolution, page faults), then medians
-    t = _common.medians(_common.interleaved({name: _case(name)}, calls))[name]
-    print(json.dumps({"case": name, "median_s": t}))
+    # one warm-up call (imports, BLAS resolution, page faults), then medians of
+    # the wall-clock and the CPU time (all threads) of `calls` calls
+    fn = _case(name)
+    fn()
+    wall, cpu = [], []
+    for _ in range(calls):
+        w, c, out = _common.timed_call(fn)
+        del out
+        wall.append(w)
+        cpu.append(c)
+    print(json.dumps({"case": name, "median_s": float(np.median(wall)),
+                      "median_cpu_s": float(np.median(cpu))}))
 
 
 def run_child(python, name, calls):
     r = _common.run_json_child([python, Path(__file__), "--child", name, "--calls", calls])
     if "median_s" not in r:
         raise RuntimeError(f"{python} {name}: {r}")
-    return r["median_s"]
+    return r["median_s"], r["median_cpu_s"]
 
 
 def compare(base_python, repeats, cases):
+    print("\n".join(_common.machine_header("bench_sqdist", os.cpu_count())[0]))
     print(f"load average at start: {os.getloadavg()}")
-    print(_common.markdown_table(["case", "new s", "old s", "old / new"]))
+    print(_common.markdown_table(["case", "new s", "old s", "old / new",
+                                  "new CPU s", "old CPU s", "old / new CPU"]))
     for name in cases:
         desc, calls = CASES[name]
         new, old = [], []
         for _ in range(repeats):
             new.append(run_child(sys.executable, name, calls))
             old.append(run_child(base_python, name, calls))
-        n, o = float(np.median(new)), float(np.median(old))
-        print(_common.markdown_row([desc, n, o, o / n]), flush=True)
+        (n, nc), (o, oc) = np.median(new, axis=0), np.median(old, axis=0)
+        print(_common.markdown_row([desc, n, o, o / n, nc, oc, oc / nc]), flush=True)
     print(f"load average at end: {os.getloadavg()}")
 
 
