@@ -48,11 +48,7 @@ int main(int argc, char **argv)
             const int it = v ? 6 : 2;
             double *C = malloc(K * d * sizeof(double));
             float *Cf = malloc(K * d * sizeof(float));
-            for (ptrdiff_t k = 0; k < K; ++k)
-                for (ptrdiff_t j = 0; j < d; ++j) {
-                    C[k * d + j] = X[(k * 7919 % N) * d + j];
-                    Cf[k * d + j] = Xf[(k * 7919 % N) * d + j];
-                }
+            ml_test_centers(X, Xf, N, d, K, 7919, C, Cf);
             double inertia;
             int n_iter, strict, st;
             const double t0 = cpu_now();

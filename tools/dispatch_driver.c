@@ -41,11 +41,7 @@ int main(void)
     const int methods[] = {ML_KM_TILE, ML_KM_SMALL, ML_KM_LANES, ML_KM_DIRECT};
     for (int f32 = 0; f32 < 2; ++f32)
         for (int mi = 0; mi < 4; ++mi) {
-            for (int k = 0; k < K; ++k)
-                for (int j = 0; j < D; ++j) {
-                    C[k * D + j] = X[(k * 461 % N) * D + j];
-                    Cf[k * D + j] = Xf[(k * 461 % N) * D + j];
-                }
+            ml_test_centers(X, Xf, N, D, K, 461, C, Cf);
             double inertia;
             int n_iter, strict, st;
             if (f32)
