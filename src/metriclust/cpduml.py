@@ -14,8 +14,6 @@ import numbers
 
 import numpy as np
 
-from . import _dask
-from ._core import cpd_blockwise as cb
 from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin,
                          check_is_fitted)
 from ._core.cpd import DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_matmat, objective
@@ -30,6 +28,11 @@ from ._core.gram import (Nystrom, drop_null_eigenpairs, gaussian_gram, median_pa
                          orthonormalize_factor, span_coordinates, top_eigenpairs)
 
 __all__ = ["CPDUML"]
+
+# The Dask and block-wise paths (``_dask``, ``_core.cpd_blockwise``) are imported
+# where they are taken, not here: that is not to dodge a cycle (they import only
+# _core) but import time, ~30 ms more for ``import metriclust.cpduml`` measured
+# with them at module level (2026-11-26, same build, fresh interpreters).
 
 #: ``approximation="auto"`` solves exactly (dense Gram) up to this many points.
 DENSE_MAX_SAMPLES = 4000
@@ -328,17 +331,20 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _fit(self, X, block_rows=None):
         if is_dask_array(X):
+            from . import _dask
             X = _dask.check_dask_array(X, ensure_min_samples=1)
             if not self._blockwise_ok(X.shape[0]):
                 raise TypeError("CPDUML.fit takes a dask array with the Nystrom path "
                                 "(approximation='nystrom', or 'auto' above "
                                 f"{DENSE_MAX_SAMPLES} points) and kernel=None or 'auto'; fit on "
                                 "X.compute() or a sample of its rows otherwise.")
-            return self._fit_blockwise(cb.EngineBlocks(X))
+            from ._core.cpd_blockwise import EngineBlocks
+            return self._fit_blockwise(EngineBlocks(X))
         if is_out_of_core(X) and X.shape[1] <= X.shape[0] and self._blockwise_ok(X.shape[0]):
+            from ._core.cpd_blockwise import EngineBlocks, working_set_row_bytes
             check_out_of_core(X, ensure_min_samples=1)
-            row_bytes = cb.working_set_row_bytes(X.shape[1], self.n_components)
-            return self._fit_blockwise(cb.EngineBlocks(X, block_rows, row_bytes=row_bytes))
+            row_bytes = working_set_row_bytes(X.shape[1], self.n_components)
+            return self._fit_blockwise(EngineBlocks(X, block_rows, row_bytes=row_bytes))
         X, K, rng = check_fit_input(X, self.n_clusters, self.random_state, dtype=np.float64)
         n = X.shape[0]
         # independent streams: the initial partition does not depend on the
@@ -420,6 +426,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         sliced), Dask arrays with X's chunks for a Dask X; ``labels_`` is in
         memory (``8 N`` bytes).
         """
+        from ._core import cpd_blockwise as cb
         n, p = source.n, source.p
         K = check_n_clusters(self.n_clusters, n)
         rng_init, rng_scale, rng_factor = check_random_state(self.random_state).spawn(3)
@@ -485,6 +492,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "embedding_")
         if is_dask_array(X):    # lazy, row chunk by row chunk, with X's chunks
+            from . import _dask
             X = _dask.check_dask_array(X)
             check_n_features(self, X)
             return _dask.rowwise(X, self, "transform", self.embedding_.shape[1])
@@ -507,6 +515,7 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n,), int64
         """
         if is_dask_array(X):
+            from . import _dask
             check_is_fitted(self, "embedding_")
             X = _dask.check_dask_array(X)
             check_n_features(self, X)
@@ -590,7 +599,8 @@ class CPDUML(ClusterMixin, TransformerMixin, BaseEstimator):
             km_labels = kmeans(Zs if sub is None else Z, K, n_init=self.n_init,
                                random_state=rng_init).labels
         else:
-            km_labels = source.kmeans(cb.float_rows, (), source.p, K, n_init=self.n_init,
+            from ._core.cpd_blockwise import float_rows
+            km_labels = source.kmeans(float_rows, (), source.p, K, n_init=self.n_init,
                                       random_state=rng_init)
         spectral = start if sub is None else _spectral_partition(
             Zs, K, self.n_init, rng_init, principal_axes=in_span)
