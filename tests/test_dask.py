@@ -121,6 +121,64 @@ def test_engine_pass_by_worker_equals_task_per_chunk(client):
     np.testing.assert_array_equal(got, [X[900] + 10.0, X[300] + 20.0])
 
 
+def test_place_chunks_balances_rows_over_worker_threads():
+    from metriclust._core.engine import _place_chunks, _split_rows
+
+    sizes = [100] * 8
+    slots = {"a": 1, "b": 1}
+    # held once each: every chunk stays on its holder
+    held = [{"a"}, {"b"}] * 4
+    assert _place_chunks(sizes, held, slots, move=False) == ["a", "b"] * 4
+    assert _place_chunks(sizes, held, slots, move=True) == ["a", "b"] * 4
+    # every chunk on both workers (e.g. after X.compute()): half each, no copy made
+    both = [{"a", "b"}] * 8
+    for move in (False, True):
+        got = _place_chunks(sizes, both, slots, move=move)
+        assert got.count("a") == got.count("b") == 4
+    # all on one worker: stays there without move; with move, balanced within a chunk
+    one = [{"a"}] * 8
+    assert _place_chunks(sizes, one, slots, move=False) == ["a"] * 8
+    got = _place_chunks(sizes, one, slots, move=True)
+    assert got.count("a") == got.count("b") == 4
+    # threads count: a worker with 3 threads takes 3 times the rows of a 1-thread one
+    got = _place_chunks(sizes, both, {"a": 3, "b": 1}, move=True)
+    assert got.count("a") == 6 and got.count("b") == 2
+    # a holder that is not a live worker: None without move, a live worker with it
+    assert _place_chunks([5], [{"gone"}], slots, move=False) == [None]
+    assert _place_chunks([5], [{"gone"}], slots, move=True) == ["a"]
+    # one worker's chunks cut into consecutive runs of about equal rows per thread
+    runs = _split_rows([0, 2, 3, 5, 6, 7], [10, 99, 10, 10, 99, 10, 10, 10], 3)
+    assert [i for r in runs for i in r] == [0, 2, 3, 5, 6, 7] and len(runs) == 3
+    assert all(len(r) == 2 for r in runs)
+    assert _split_rows([4], [1] * 5, 4) == [[4]]
+
+
+def test_centred_copy_is_balanced_and_exact(client):
+    # X persisted on one worker: the centred copy is spread over both workers (rows
+    # within one chunk), holds the bits of X - shift, and passes run where it is
+    from metriclust._core.engine import source
+
+    X, _ = _blobs(1200, 3, 4, seed=24, dtype=np.float32, offset=20.0)
+    workers = sorted(client.nthreads())
+    Xd = client.persist(_uneven(X, [200] * 6), workers=workers[:1])
+    distributed.wait(Xd)
+    assert {w for ws in client.who_has(distributed.futures_of(Xd)).values() for w in ws} \
+        == set(workers[:1])
+    shift = X.mean(axis=0).astype(np.float32)
+    src = source(Xd)
+    Xc = src.centred(shift)
+    where = client.who_has(Xc._futs)
+    per_worker = [sum(1 for f in Xc._futs if w in where[f.key]) for w in workers]
+    assert per_worker == [3, 3]
+    assert [min(where[f.key]) for f in Xc._futs] == Xc._holder
+    assert Xc.X.compute().tobytes() == (X - shift).tobytes()
+    np.testing.assert_array_equal(np.vstack(Xc.map(_first_rows)), (X - shift)[::200])
+
+
+def _first_rows(block):
+    return block[:1]
+
+
 def _first_row_plus(block, value):
     return block[0] + value
 

@@ -46,6 +46,7 @@ called as ``fn(*row_blocks, *args)``.
 """
 
 import numbers
+import uuid
 
 import numpy as np
 
@@ -74,10 +75,59 @@ def _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
 
 
 def _run_group(fn, raws, bounds, dtype, check, n_total, name, transform, rows, args):
-    """Body of one worker's task (Dask, data held by a cluster): ``_run`` on each of
-    its blocks in turn; the results in the order of ``bounds``."""
+    """Body of one worker thread's task (Dask, data held by a cluster): ``_run`` on
+    each of its blocks in turn; the results in the order of ``bounds``. ``args``: one
+    tuple for every block (sent once), or a list of one tuple per block."""
+    if isinstance(args, tuple):
+        args = [args] * len(raws)
     return [_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
             for raw, (s, _), r, a in zip(raws, bounds, rows, args)]
+
+
+def _place_chunks(sizes, holders, slots, move):
+    """The worker that runs each chunk's pass: rows balanced over the worker threads.
+
+    ``sizes``: rows of each chunk; ``holders``: the addresses holding each chunk;
+    ``slots``: threads of each worker (address -> int). Greedy in chunk order: the
+    least loaded holder (load = rows per thread); with ``move``, the least loaded
+    worker of all instead when that holder is a chunk or more ahead of it (the
+    chunk is then copied there once: for a copy made on that worker). A chunk no
+    live worker holds gets None.
+    """
+    load = dict.fromkeys(slots, 0.0)
+    out = []
+    for rows, held in zip(sizes, holders):
+        held = [a for a in sorted(held) if a in load]
+        if not held and not move:
+            out.append(None)
+            continue
+        best = min(held, key=lambda a: (load[a], a)) if held else None
+        if move:
+            low = min(load, key=lambda a: (load[a], a))
+            if best is None or load[best] - load[low] >= rows / slots[low]:
+                best = low
+        load[best] += rows / slots[best]
+        out.append(best)
+    return out
+
+
+def _split_rows(idx, sizes, parts):
+    """``idx`` (chunk indices, in order) cut into at most ``parts`` consecutive runs of
+    about equal rows (one per worker thread)."""
+    parts = max(1, min(int(parts), len(idx)))
+    if parts == 1:
+        return [idx]
+    total = float(sum(sizes[i] for i in idx))
+    runs, cur, acc = [], [], 0.0
+    for i in idx:
+        cur.append(i)
+        acc += sizes[i]
+        if len(runs) < parts - 1 and acc >= total * (len(runs) + 1) / parts:
+            runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    return runs
 
 
 def _client():
@@ -226,7 +276,9 @@ class BlockSource:
         # the first pass checks every block (NaN, infinity, overflow); later ones do not
         self.checked = checked
         self._delayed = None
-        self._holder = None     # Dask, X held by a cluster: the worker of each chunk
+        self._futs = None       # Dask, X held by a cluster: its chunks' futures (asked once)
+        self._holder = None     # ... the worker that runs each chunk's pass
+        self._slots = None      # ... threads of each worker
 
     shape = property(lambda self: (self.n_rows, self.n_features))
 
@@ -255,19 +307,39 @@ class BlockSource:
         return [None if r is None else r.block(i) for r in rows]
 
     def _chunk_futures(self):
-        """The futures of X's chunks in block order (X persisted on a cluster), else None."""
-        if not self.persisted():
-            return None
-        from distributed import futures_of
-        by_key = {f.key: f for f in futures_of(self.X)}
-        keys = [k for row in self.X.__dask_keys__() for k in row]
-        futs = [by_key.get(k) for k in keys]
-        return futs if all(f is not None for f in futs) else None
+        """The futures of X's chunks in block order (X persisted on a cluster), else None.
+        Found once (a walk of X's graph) and kept: X does not change."""
+        if self._futs is None:
+            if not self.persisted():
+                return None
+            from distributed import futures_of
+            by_key = {f.key: f for f in futures_of(self.X)}
+            keys = [k for row in self.X.__dask_keys__() for k in row]
+            futs = [by_key.get(k) for k in keys]
+            if not all(f is not None for f in futs):
+                return None
+            self._futs = futs
+        return self._futs
+
+    def _workers(self, client, futs):
+        """Where each chunk's pass runs and the threads of each worker: asked once per
+        source (two round trips), rows balanced over the worker threads among each
+        chunk's holders (a chunk several workers hold, e.g. after ``X.compute()``,
+        is not all sent to one of them)."""
+        if self._holder is None:
+            from distributed import wait
+            wait(futs)
+            holders = client.who_has(futs)
+            self._slots = {a: max(1, int(t)) for a, t in client.nthreads().items()}
+            self._holder = _place_chunks([e - s for s, e in self.bounds],
+                                         [holders.get(f.key, ()) for f in futs],
+                                         self._slots, move=False)
+        return self._holder
 
     def _map_by_worker(self, client, futs, fn, which, check, transform, rows, args_of):
-        """One task per worker over the chunks it holds (one round trip, as many tasks
-        as workers); the results in the order of ``which``, or None where a per-row
-        input is not held by the cluster."""
+        """One task per worker thread over the chunks its worker holds (one round trip,
+        as many tasks as worker threads); the results in the order of ``which``, or
+        None where a per-row input is not held by the cluster."""
         row_futs = {}
         for r in rows:
             if r is not None:
@@ -275,24 +347,26 @@ class BlockSource:
                 if any(f is None for f in got):
                     return None
                 row_futs[id(r)] = got
-        if self._holder is None:      # where each chunk is held: asked once (a round trip)
-            from distributed import wait
-            wait(futs)
-            holders = client.who_has(futs)
-            self._holder = [min(holders.get(f.key, ()), default=None) for f in futs]
+        holder = self._workers(client, futs)
+        sizes = [e - s for s, e in self.bounds]
         groups = {}
         for i in which:
-            groups.setdefault(self._holder[i], []).append(i)
+            groups.setdefault(holder[i], []).append(i)
+        runs = [(addr, run) for addr, idx in groups.items()
+                for run in _split_rows(idx, sizes, self._slots.get(addr, 1))]
         tasks = []
-        for addr, idx in groups.items():
+        for addr, idx in runs:
             parts = [[None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
+            args = [args_of(i) for i in idx]
+            if all(a is args[0] for a in args):       # the same arguments: sent once
+                args = args[0]
             tasks.append(client.submit(
                 _run_group, fn, [futs[i] for i in idx], [self.bounds[i] for i in idx],
                 self.dtype, check, self.n_rows, self.name, transform, parts,
-                [args_of(i) for i in idx], pure=False,
+                args, pure=False,
                 **({} if addr is None else {"workers": [addr], "allow_other_workers": True})))
         out = {}
-        for idx, res in zip(groups.values(), client.gather(tasks)):
+        for (_, idx), res in zip(runs, client.gather(tasks)):
             out.update(zip(idx, res))
         return [out[i] for i in which]
 
@@ -301,6 +375,8 @@ class BlockSource:
         ``X.persist()`` on a ``distributed.Client``); always False for the local backend."""
         if self.kind != "dask":
             return False
+        if self._futs is not None:
+            return True
         try:
             from distributed import futures_of
         except ImportError:
@@ -318,12 +394,32 @@ class BlockSource:
         if self.kind != "dask":
             return self
         shift = np.asarray(shift, dtype=self.dtype)
-        Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype).persist()
-        if self.persisted():     # computed before its chunks are grouped by worker
-            from distributed import wait
-            wait(Xc)
-        return BlockSource(Xc, "dask", self.bounds, self.dtype, name=self.name,
-                           checked=self.checked)
+        # a name of its own: keys shared with another fit's copy could be held elsewhere
+        Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype,
+                               name=f"centred-{uuid.uuid4().hex}")
+        client, futs = _client(), self._chunk_futures()
+        slots = None if client is None or futs is None else {
+            a: max(1, int(t)) for a, t in client.nthreads().items()}
+        if not slots:
+            return BlockSource(Xc.persist(), "dask", self.bounds, self.dtype, name=self.name,
+                               checked=self.checked)
+        # X held by a cluster: each centred chunk made on the worker chosen for it, rows
+        # balanced over the worker threads (the passes then run where the chunks are)
+        from distributed import wait
+        wait(futs)
+        holders = client.who_has(futs)
+        place = _place_chunks([e - s for s, e in self.bounds],
+                              [holders.get(f.key, ()) for f in futs], slots, move=True)
+        keys = [k for row in Xc.__dask_keys__() for k in row]
+        cfuts = [client.submit(_centred_block, f, shift, self.dtype, key=k, workers=[a],
+                               allow_other_workers=True)
+                 for f, k, a in zip(futs, keys, place)]
+        wait(cfuts)
+        rebuild, extra = Xc.__dask_postpersist__()
+        out = BlockSource(rebuild(dict(zip(keys, cfuts)), *extra), "dask", self.bounds,
+                          self.dtype, name=self.name, checked=self.checked)
+        out._futs, out._holder, out._slots = cfuts, place, slots
+        return out
 
     # ------------------------------------------------------------ passes
     def _args(self, args, per_block, i):
