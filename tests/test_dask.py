@@ -8,6 +8,7 @@ the float64 sums (their order differs: by chunk here, by OpenMP segment in
 memory).
 """
 
+import pickle
 import subprocess
 import sys
 
@@ -151,6 +152,27 @@ def test_place_chunks_balances_rows_over_worker_threads():
     assert [i for r in runs for i in r] == [0, 2, 3, 5, 6, 7] and len(runs) == 3
     assert all(len(r) == 2 for r in runs)
     assert _split_rows([4], [1] * 5, 4) == [[4]]
+
+
+def test_pack_gives_back_the_same_results():
+    # one worker task's per-block results: stacked per field when every result is a
+    # tuple of same-shape arrays, given back equal (bit for bit); anything else as is
+    from metriclust._core.engine import _pack, _unpack
+
+    rng = np.random.default_rng(25)
+    res = [(rng.normal(size=(4, 3)), rng.integers(9, size=4)) for _ in range(5)]
+    packed = _pack(res)
+    assert len(packed.fields) == 2 and packed.fields[0].shape == (5, 4, 3)
+    back = _unpack(pickle.loads(pickle.dumps(packed)))
+    assert len(back) == 5
+    for a, b in zip(back, res):
+        assert type(a) is tuple and len(a) == 2
+        assert all(x.tobytes() == y.tobytes() and x.dtype == y.dtype for x, y in zip(a, b))
+    for other in ([(np.zeros(2), 1.0)] * 3,                  # a float field
+                  [(np.zeros(2),), (np.zeros(3),)],           # shapes differ
+                  [(np.zeros(2, np.float32),), (np.zeros(2),)],   # dtypes differ
+                  [np.zeros(2)] * 3, [(np.zeros(2),), (np.zeros(2), np.zeros(2))], [], [()]):
+        assert _pack(other) is other and _unpack(other) is other
 
 
 def test_centred_copy_is_balanced_and_exact(client):

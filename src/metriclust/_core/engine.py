@@ -18,9 +18,9 @@ backends:
   one block (and what the per-block function makes of it) is in memory.
 - ``"dask"``: a ``dask.array.Array``; one Dask task per row chunk on whatever
   scheduler is active (a ``distributed.Client`` if one exists), or, when X is
-  persisted on a distributed cluster, one task per worker over the chunks it
-  holds (one round trip a pass). ``dask`` is imported only by this backend,
-  when it is first used.
+  persisted on a distributed cluster, one task per worker thread over chunks
+  its worker holds, with the rows balanced over the threads (one round trip a
+  pass). ``dask`` is imported only by this backend, when it is first used.
 
 Every pass is a *map* of a per-block function over the blocks, optionally
 after a per-block *transform* (a prediction ``X B + b0``, Nystrom features),
@@ -76,12 +76,50 @@ def _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
 
 def _run_group(fn, raws, bounds, dtype, check, n_total, name, transform, rows, args):
     """Body of one worker thread's task (Dask, data held by a cluster): ``_run`` on
-    each of its blocks in turn; the results in the order of ``bounds``. ``args``: one
-    tuple for every block (sent once), or a list of one tuple per block."""
+    each of its blocks in turn; the results in the order of ``bounds`` (packed, see
+    ``_pack``). ``args``: one tuple for every block (sent once), or a list of one
+    tuple per block; ``rows``: a list of each block's per-row inputs, or their
+    number when they are all None."""
     if isinstance(args, tuple):
         args = [args] * len(raws)
-    return [_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
-            for raw, (s, _), r, a in zip(raws, bounds, rows, args)]
+    if isinstance(rows, int):       # that many per-row inputs, all None
+        rows = [[None] * rows] * len(raws)
+    return _pack([_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
+                  for raw, (s, _), r, a in zip(raws, bounds, rows, args)])
+
+
+class _Packed:
+    """Per-block results that are tuples of same-shape arrays, one array per field with
+    the blocks stacked (``_pack``): one array to send a field, not one per block."""
+
+    def __init__(self, fields):
+        self.fields = fields
+
+
+def _pack(results):
+    """``results`` (a list, one per block) as a :class:`_Packed` when every result is a
+    tuple of the same length whose fields are ndarrays of one shape and dtype across
+    the blocks; otherwise unchanged. ``_unpack`` gives back equal tuples (views of the
+    stacked arrays: the same values, bit for bit)."""
+    if not results or not all(type(r) is tuple for r in results):
+        return results
+    m = len(results[0])
+    if m == 0 or any(len(r) != m for r in results):
+        return results
+    fields = []
+    for j in range(m):
+        col = [r[j] for r in results]
+        if not all(type(v) is np.ndarray for v in col) \
+                or len({(v.shape, v.dtype) for v in col}) != 1:
+            return results
+        fields.append(np.stack(col))
+    return _Packed(fields)
+
+
+def _unpack(out):
+    if not isinstance(out, _Packed):
+        return out
+    return [tuple(f[i] for f in out.fields) for i in range(out.fields[0].shape[0])]
 
 
 def _place_chunks(sizes, holders, slots, move):
@@ -356,7 +394,8 @@ class BlockSource:
                 for run in _split_rows(idx, sizes, self._slots.get(addr, 1))]
         tasks = []
         for addr, idx in runs:
-            parts = [[None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
+            parts = len(rows) if all(r is None for r in rows) else [
+                [None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
             args = [args_of(i) for i in idx]
             if all(a is args[0] for a in args):       # the same arguments: sent once
                 args = args[0]
@@ -367,7 +406,7 @@ class BlockSource:
                 **({} if addr is None else {"workers": [addr], "allow_other_workers": True})))
         out = {}
         for (_, idx), res in zip(runs, client.gather(tasks)):
-            out.update(zip(idx, res))
+            out.update(zip(idx, _unpack(res)))
         return [out[i] for i in which]
 
     def persisted(self):
@@ -434,8 +473,9 @@ class BlockSource:
         count as the checking pass.
 
         Dask: when X is held by a distributed cluster (:meth:`persisted`), one task
-        per worker runs ``fn`` on each chunk that worker holds, in turn (one round
-        trip to the cluster, as many tasks as workers, no chunk moved); otherwise
+        per worker thread runs ``fn`` on chunks its worker holds, in turn (one round
+        trip to the cluster, as many tasks as worker threads, no chunk moved; a chunk
+        several workers hold goes to the one with fewer rows per thread); otherwise
         one task per chunk. Either way the results are per block, in block order.
         """
         which = range(self.n_blocks) if blocks is None else [int(b) for b in blocks]

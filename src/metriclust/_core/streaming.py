@@ -34,6 +34,7 @@ CONTRACT (stable):
     lloyd(src, centers, *, shift, weights=None, labels=None, max_iter=300, abs_tol=0.0,
           transform=None, verbose=0) -> dict(centers, labels RowArray, inertia, n_iter, strict)
     relocate_empty(src, centers, shift, weights, sums, counts, transform=None)
+        -> (moved rows, their new labels); sums and counts updated in place
     seed(src, n_clusters, init, shift, weights, rng, ...) -> centers (shifted space)
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
