@@ -189,12 +189,17 @@ def test_centred_copy_is_balanced_and_exact(client):
     shift = X.mean(axis=0).astype(np.float32)
     src = source(Xd)
     Xc = src.centred(shift)
-    where = client.who_has(Xc._futs)
-    per_worker = [sum(1 for f in Xc._futs if w in where[f.key]) for w in workers]
-    assert per_worker == [3, 3]
-    assert [min(where[f.key]) for f in Xc._futs] == Xc._holder
+    # one key per worker thread holds its blocks, on that worker
+    where = client.who_has([b for _, _, b in Xc._bundles])
+    assert sorted(a for a, _, _ in Xc._bundles) == workers
+    assert all(where[b.key] == (a,) for a, _, b in Xc._bundles)
+    assert sorted(len(idx) for _, idx, _ in Xc._bundles) == [3, 3]
+    assert sorted(i for _, idx, _ in Xc._bundles for i in idx) == list(range(6))
+    assert Xc.persisted() and Xc.X.chunks == Xd.chunks
     assert Xc.X.compute().tobytes() == (X - shift).tobytes()
     np.testing.assert_array_equal(np.vstack(Xc.map(_first_rows)), (X - shift)[::200])
+    np.testing.assert_array_equal(np.vstack(Xc.map(_first_rows, blocks=[4, 1])),
+                                  (X - shift)[[800, 200]])
 
 
 def _first_rows(block):

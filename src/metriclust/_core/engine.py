@@ -46,7 +46,6 @@ called as ``fn(*row_blocks, *args)``.
 """
 
 import numbers
-import uuid
 
 import numpy as np
 
@@ -86,6 +85,18 @@ def _run_group(fn, raws, bounds, dtype, check, n_total, name, transform, rows, a
         rows = [[None] * rows] * len(raws)
     return _pack([_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
                   for raw, (s, _), r, a in zip(raws, bounds, rows, args)])
+
+
+def _run_bundle(fn, bundle, positions, bounds, dtype, check, n_total, name, transform, rows,
+                args):
+    """``_run_group`` on the blocks ``positions`` of a bundle (one key holding a list of a
+    worker thread's blocks, e.g. the centred copy): one dependency, not one a block."""
+    return _run_group(fn, [bundle[p] for p in positions], bounds, dtype, check, n_total, name,
+                      transform, rows, args)
+
+
+def _centred_group(blocks, shift, dtype):
+    return [_centred_block(b, shift, dtype) for b in blocks]
 
 
 class _Packed:
@@ -317,6 +328,7 @@ class BlockSource:
         self._futs = None       # Dask, X held by a cluster: its chunks' futures (asked once)
         self._holder = None     # ... the worker that runs each chunk's pass
         self._slots = None      # ... threads of each worker
+        self._bundles = None    # ... or (worker, block indices, future of their list) each
 
     shape = property(lambda self: (self.n_rows, self.n_features))
 
@@ -347,6 +359,8 @@ class BlockSource:
     def _chunk_futures(self):
         """The futures of X's chunks in block order (X persisted on a cluster), else None.
         Found once (a walk of X's graph) and kept: X does not change."""
+        if self._bundles is not None:    # passes read the bundles
+            return None
         if self._futs is None:
             if not self.persisted():
                 return None
@@ -385,27 +399,36 @@ class BlockSource:
                 if any(f is None for f in got):
                     return None
                 row_futs[id(r)] = got
-        holder = self._workers(client, futs)
-        sizes = [e - s for s, e in self.bounds]
-        groups = {}
-        for i in which:
-            groups.setdefault(holder[i], []).append(i)
-        runs = [(addr, run) for addr, idx in groups.items()
-                for run in _split_rows(idx, sizes, self._slots.get(addr, 1))]
+        if self._bundles is not None:     # one key per worker thread holds its blocks
+            wanted = set(which)
+            runs = []
+            for addr, idx, bundle in self._bundles:
+                pos = [p for p, i in enumerate(idx) if i in wanted]
+                if pos:
+                    runs.append((addr, [idx[p] for p in pos], (bundle, pos)))
+        else:
+            holder = self._workers(client, futs)
+            sizes = [e - s for s, e in self.bounds]
+            groups = {}
+            for i in which:
+                groups.setdefault(holder[i], []).append(i)
+            runs = [(addr, run, None) for addr, idx in groups.items()
+                    for run in _split_rows(idx, sizes, self._slots.get(addr, 1))]
         tasks = []
-        for addr, idx in runs:
+        for addr, idx, bundle in runs:
             parts = len(rows) if all(r is None for r in rows) else [
                 [None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
             args = [args_of(i) for i in idx]
             if all(a is args[0] for a in args):       # the same arguments: sent once
                 args = args[0]
+            head = (_run_group, fn, [futs[i] for i in idx]) if bundle is None else (
+                _run_bundle, fn, bundle[0], bundle[1])
             tasks.append(client.submit(
-                _run_group, fn, [futs[i] for i in idx], [self.bounds[i] for i in idx],
-                self.dtype, check, self.n_rows, self.name, transform, parts,
-                args, pure=False,
+                *head, [self.bounds[i] for i in idx], self.dtype, check, self.n_rows,
+                self.name, transform, parts, args, pure=False,
                 **({} if addr is None else {"workers": [addr], "allow_other_workers": True})))
         out = {}
-        for (_, idx), res in zip(runs, client.gather(tasks)):
+        for (_, idx, _), res in zip(runs, client.gather(tasks)):
             out.update(zip(idx, _unpack(res)))
         return [out[i] for i in which]
 
@@ -414,7 +437,7 @@ class BlockSource:
         ``X.persist()`` on a ``distributed.Client``); always False for the local backend."""
         if self.kind != "dask":
             return False
-        if self._futs is not None:
+        if self._futs is not None or self._bundles is not None:
             return True
         try:
             from distributed import futures_of
@@ -433,13 +456,11 @@ class BlockSource:
         if self.kind != "dask":
             return self
         shift = np.asarray(shift, dtype=self.dtype)
-        # a name of its own: keys shared with another fit's copy could be held elsewhere
-        Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype,
-                               name=f"centred-{uuid.uuid4().hex}")
         client, futs = _client(), self._chunk_futures()
         slots = None if client is None or futs is None else {
             a: max(1, int(t)) for a, t in client.nthreads().items()}
         if not slots:
+            Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype)
             return BlockSource(Xc.persist(), "dask", self.bounds, self.dtype, name=self.name,
                                checked=self.checked)
         # X held by a cluster: each centred chunk made on the worker chosen for it, rows
@@ -449,15 +470,31 @@ class BlockSource:
         holders = client.who_has(futs)
         place = _place_chunks([e - s for s, e in self.bounds],
                               [holders.get(f.key, ()) for f in futs], slots, move=True)
-        keys = [k for row in Xc.__dask_keys__() for k in row]
-        cfuts = [client.submit(_centred_block, f, shift, self.dtype, key=k, workers=[a],
-                               allow_other_workers=True)
-                 for f, k, a in zip(futs, keys, place)]
-        wait(cfuts)
-        rebuild, extra = Xc.__dask_postpersist__()
-        out = BlockSource(rebuild(dict(zip(keys, cfuts)), *extra), "dask", self.bounds,
-                          self.dtype, name=self.name, checked=self.checked)
-        out._futs, out._holder, out._slots = cfuts, place, slots
+        # one key per worker thread holds its centred blocks (a pass's task then has
+        # one dependency, not one per block); the dask array's chunks are views of it
+        import operator
+
+        import dask
+        import dask.array as da
+        sizes = [e - s for s, e in self.bounds]
+        groups = {}
+        for i, a in enumerate(place):
+            groups.setdefault(a, []).append(i)
+        bundles = []
+        for a, idx in groups.items():
+            for run in _split_rows(idx, sizes, slots[a]):
+                bundles.append((a, run, client.submit(
+                    _centred_group, [futs[i] for i in run], shift, self.dtype, workers=[a],
+                    allow_other_workers=True, pure=False)))
+        wait([b for _, _, b in bundles])
+        chunk = {}
+        for _, run, b in bundles:
+            for p, i in enumerate(run):
+                chunk[i] = da.from_delayed(dask.delayed(operator.getitem, pure=True)(b, p),
+                                           shape=(sizes[i], self.n_features), dtype=self.dtype)
+        out = BlockSource(da.concatenate([chunk[i] for i in range(self.n_blocks)]), "dask",
+                          self.bounds, self.dtype, name=self.name, checked=self.checked)
+        out._bundles, out._slots = bundles, slots
         return out
 
     # ------------------------------------------------------------ passes
@@ -493,7 +530,7 @@ class BlockSource:
         else:
             out = None
             client, futs = (_client(), self._chunk_futures()) if x else (None, None)
-            if client is not None and futs is not None:   # X held by the cluster
+            if client is not None and (futs is not None or self._bundles is not None and x):
                 out = self._map_by_worker(client, futs, fn, which, check, transform, rows,
                                           lambda i: self._args(args, per_block, i))
             if out is None:
