@@ -46,6 +46,7 @@ called as ``fn(*row_blocks, *args)``.
 """
 
 import numbers
+import operator
 
 import numpy as np
 
@@ -472,8 +473,6 @@ class BlockSource:
                               [holders.get(f.key, ()) for f in futs], slots, move=True)
         # one key per worker thread holds its centred blocks (a pass's task then has
         # one dependency, not one per block); the dask array's chunks are views of it
-        import operator
-
         import dask
         import dask.array as da
         sizes = [e - s for s, e in self.bounds]
