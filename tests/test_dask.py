@@ -123,7 +123,7 @@ def test_engine_pass_by_worker_equals_task_per_chunk(client):
 
 
 def test_place_chunks_balances_rows_over_worker_threads():
-    from metriclust._core.engine import _place_chunks, _split_rows
+    from metriclust._core.engine import _cut_bytes, _place_chunks, _split_rows
 
     sizes = [100] * 8
     slots = {"a": 1, "b": 1}
@@ -152,6 +152,9 @@ def test_place_chunks_balances_rows_over_worker_threads():
     assert [i for r in runs for i in r] == [0, 2, 3, 5, 6, 7] and len(runs) == 3
     assert all(len(r) == 2 for r in runs)
     assert _split_rows([4], [1] * 5, 4) == [[4]]
+    # bundles of at most a byte limit, at least one block each
+    assert _cut_bytes([0, 1, 2, 3], [10, 10, 30, 10], 4, 80) == [[0, 1], [2], [3]]
+    assert _cut_bytes([5], [10] * 6, 4, 1) == [[5]]
 
 
 def test_pack_gives_back_the_same_results():
@@ -175,10 +178,17 @@ def test_pack_gives_back_the_same_results():
         assert _pack(other) is other and _unpack(other) is other
 
 
-def test_centred_copy_is_balanced_and_exact(client):
+@pytest.mark.parametrize("bundle_bytes", [None, 2000])
+def test_centred_copy_is_balanced_and_exact(client, bundle_bytes, monkeypatch):
     # X persisted on one worker: the centred copy is spread over both workers (rows
-    # within one chunk), holds the bits of X - shift, and passes run where it is
+    # within one chunk), holds the bits of X - shift, and passes run where it is; a
+    # worker's share is cut into bundles of at most _BUNDLE_BYTES (200-row blocks of 3
+    # float32 are 2,400 bytes: one block a bundle at 2,000)
+    from metriclust._core import engine
     from metriclust._core.engine import source
+
+    if bundle_bytes is not None:
+        monkeypatch.setattr(engine, "_BUNDLE_BYTES", bundle_bytes)
 
     X, _ = _blobs(1200, 3, 4, seed=24, dtype=np.float32, offset=20.0)
     workers = sorted(client.nthreads())
@@ -191,9 +201,11 @@ def test_centred_copy_is_balanced_and_exact(client):
     Xc = src.centred(shift)
     # one key per worker thread holds its blocks, on that worker
     where = client.who_has([b for _, _, b in Xc._bundles])
-    assert sorted(a for a, _, _ in Xc._bundles) == workers
+    assert sorted({a for a, _, _ in Xc._bundles}) == workers
     assert all(where[b.key] == (a,) for a, _, b in Xc._bundles)
-    assert sorted(len(idx) for _, idx, _ in Xc._bundles) == [3, 3]
+    per_worker = [sum(len(idx) for a, idx, _ in Xc._bundles if a == w) for w in workers]
+    assert per_worker == [3, 3]
+    assert len(Xc._bundles) == (2 if bundle_bytes is None else 6)
     assert sorted(i for _, idx, _ in Xc._bundles for i in idx) == list(range(6))
     assert Xc.persisted() and Xc.X.chunks == Xd.chunks
     assert Xc.X.compute().tobytes() == (X - shift).tobytes()

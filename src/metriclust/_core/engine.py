@@ -161,6 +161,22 @@ def _place_chunks(sizes, holders, slots, move):
     return out
 
 
+def _cut_bytes(idx, sizes, row_bytes, limit):
+    """``idx`` cut into consecutive pieces of at most ``limit`` bytes (each at least one
+    block)."""
+    pieces, cur, acc = [], [], 0
+    for i in idx:
+        b = sizes[i] * row_bytes
+        if cur and acc + b > limit:
+            pieces.append(cur)
+            cur, acc = [], 0
+        cur.append(i)
+        acc += b
+    if cur:
+        pieces.append(cur)
+    return pieces
+
+
 def _split_rows(idx, sizes, parts):
     """``idx`` (chunk indices, in order) cut into at most ``parts`` consecutive runs of
     about equal rows (one per worker thread)."""
@@ -200,6 +216,11 @@ def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args
     out = _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args)
     return out[0], out[1]
 
+
+#: Largest share of a centred copy held under one key (Dask spills and moves a key
+#: whole): a worker thread's blocks are cut into bundles of at most this many bytes
+#: (a bundle has at least one block), one task a bundle and pass.
+_BUNDLE_BYTES = 1 << 30
 
 #: Arguments of a Dask pass larger than this (arrays, transforms holding arrays)
 #: go into the graph once, shared by every chunk's task, not once per task.
@@ -480,11 +501,13 @@ class BlockSource:
         for i, a in enumerate(place):
             groups.setdefault(a, []).append(i)
         bundles = []
+        row_bytes = self.n_features * self.dtype.itemsize
         for a, idx in groups.items():
             for run in _split_rows(idx, sizes, slots[a]):
-                bundles.append((a, run, client.submit(
-                    _centred_group, [futs[i] for i in run], shift, self.dtype, workers=[a],
-                    allow_other_workers=True, pure=False)))
+                for piece in _cut_bytes(run, sizes, row_bytes, _BUNDLE_BYTES):
+                    bundles.append((a, piece, client.submit(
+                        _centred_group, [futs[i] for i in piece], shift, self.dtype,
+                        workers=[a], allow_other_workers=True, pure=False)))
         wait([b for _, _, b in bundles])
         chunk = {}
         for _, run, b in bundles:
