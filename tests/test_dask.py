@@ -236,11 +236,21 @@ def test_kmeans_stops_like_in_memory(client):
         assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
 
 
-def test_empty_cluster_moves_to_the_same_rows_as_in_memory(client):
+@pytest.mark.parametrize("persisted", [False, True])
+def test_empty_cluster_moves_to_the_same_rows_as_in_memory(client, persisted, monkeypatch):
+    # persisted: the refill pass runs on the centred copy's per-worker bundles
+    from metriclust._core.engine import BlockSource
+
+    if persisted:
+        monkeypatch.setattr(BlockSource, "_map_tasks", _no_task_per_chunk)
     X, _ = _blobs(1500, 2, 3, seed=4)
     init = np.vstack([X[:3], [[1e3, 1e3]], [[-1e3, 1e3]]])   # two centers nothing picks
     ref = KMeans(5, init=init, tol=1e-3).fit(X)
-    got = KMeans(5, init=init, tol=1e-3).fit(da.from_array(X, chunks=(400, 2)))
+    Xd = da.from_array(X, chunks=(400, 2))
+    if persisted:
+        Xd = Xd.persist()
+        distributed.wait(Xd)
+    got = KMeans(5, init=init, tol=1e-3).fit(Xd)
     assert np.unique(ref.labels_).size == 5
     np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
