@@ -460,3 +460,34 @@ def test_engine_dask_backend_equals_local_backend(client):
     ref[[3, 999]] = 7
     np.testing.assert_array_equal(got.compute(), ref)
     np.testing.assert_array_equal(dsk.take_rows([999, 3, 3]), X[[999, 3, 3]])
+
+
+def test_kmeans_on_workers_with_two_threads_equals_in_memory_fit(client):
+    # a worker with 2 threads: a pass runs one task per worker thread (the centred
+    # copy in one bundle per thread), and the fit still equals the in-memory one
+    import logging
+
+    from metriclust._core.engine import source
+
+    X, _ = _blobs(2400, 3, 5, seed=26, dtype=np.float32, spread=2.0, offset=10.0)
+    init = X[:5].copy()
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    try:
+        with distributed.Client(cluster, set_as_default=False) as c2, c2.as_current():
+            Xd = c2.persist(_uneven(X, [400] * 6))
+            distributed.wait(Xd)
+            Xc = source(Xd).centred(np.zeros(3, np.float32))
+            assert len(Xc._bundles) == 2 and len(c2.nthreads()) == 1
+            assert {a for a, _, _ in Xc._bundles} == set(c2.nthreads())
+            assert sorted(len(idx) for _, idx, _ in Xc._bundles) == [3, 3]
+            assert Xc.X.compute().tobytes() == X.tobytes()
+            for kw in ({"tol": 0.0}, {"tol": 0.0, "max_iter": 2}):
+                ref = KMeans(5, init=init, **kw).fit(X)
+                got = KMeans(5, init=init, **kw).fit(Xd)
+                assert got.n_iter_ == ref.n_iter_
+                np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+                np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_,
+                                           rtol=1e-5, atol=1e-4)
+    finally:
+        cluster.close()
