@@ -19,11 +19,14 @@ machine the worker processes get a smaller share of the cores than one
 multi-threaded process, and the CPU figure compares the work, not the share.
 
 Per-task figures for the "scaling on paper" estimate: one chunk's Lloyd
-partial (``_core.blockwise.lloyd_partial``, one thread) timed in the client,
-the pickled size of its reduced part (sums, counts), and the round trip of
-``--chunks`` no-op tasks (one task per chunk) and of one no-op task per
-worker on the cluster (a Lloyd pass on persisted chunks runs one task per
-worker over the chunks it holds).
+partial as a pass runs it (``_core.blockwise.lloyd_partial``, centred block,
+sums only, one thread) in CPU time in the client, against the in-memory C
+Lloyd loop per row; the pickled size of its reduced part (sums, counts); the
+round trip of ``--chunks`` no-op tasks (one task per chunk) and of one no-op
+task per worker on the cluster (a Lloyd pass on persisted chunks runs one
+task per worker thread over the chunks it holds). Where a pass goes: from the
+task stream of one fit, the pass's wall time against the slower and faster
+worker task's compute time; the difference is the cluster's round trip.
 
 CPCM (second target): linear predictor on N x p float32 blobs with K
 clusters, fitted in memory and on the dask array (same random_state); the
@@ -151,13 +154,22 @@ def bench_kmeans(args, client, lines):
     cpu_it = {k: float(np.median([v[2] for v in vs])) for k, vs in _PER_IT.items()}
     load1 = _common.load_average()
 
+    split = _pass_breakdown(client, fits["metriclust (dask)"], int(args.n))
     rows_per_chunk = -(-int(args.n) // args.chunks)
-    block = Xm[:rows_per_chunk]
-    shift = block.mean(axis=0).astype(np.float32)
-    t_task = float(np.median(list(_common.interleaved(
-        {"task": lambda: lloyd_partial(block, init - shift, None, shift, 1)}, 5).values())[0]))
-    sums, counts, inertia, _ = lloyd_partial(block, init - shift, None, shift, 1)
+    # one chunk's pass as a Lloyd pass runs it on a worker (centred block, sums only,
+    # no labels, no inertia, one thread), against the in-memory C loop per row
+    block = np.ascontiguousarray(Xm[:rows_per_chunk] - Xm[:rows_per_chunk].mean(axis=0))
+    C0 = np.ascontiguousarray(init - init.mean(axis=0))
+    def task_cpu():
+        t0 = time.thread_time()
+        lloyd_partial(block, C0, None, None, 1, with_inertia=False, with_labels=False)
+        return time.thread_time() - t0
+
+    task_cpu()
+    t_task = float(np.median([task_cpu() for _ in range(9)]))
+    sums, counts, inertia, _ = lloyd_partial(block, C0, None, None, 1, with_labels=False)
     partial_bytes = len(pickle.dumps((sums, counts)))
+    loop_ns = _loop_ns_per_row(Xm, init)
     noop = [dask.delayed(int)(0) for _ in range(args.chunks)]
     workers = list(client.scheduler_info()["workers"])
     t_noop = _common.medians(_common.interleaved({
@@ -191,12 +203,72 @@ def bench_kmeans(args, client, lines):
     lines.append("")
     lines.append(f"Same labels as in memory after {1 + args.peer_iters} iterations: {same} "
                  f"(largest center difference {dc:.3g}){peer_note}.")
-    lines.append(f"Per task: one chunk of {rows_per_chunk} rows, lloyd_partial on one thread "
-                 f"{t_task * 1e3:.1f} ms; its reduced partial {partial_bytes} bytes pickled; "
+    lines.append(f"Per task: one chunk of {rows_per_chunk} rows, the pass's lloyd_partial "
+                 f"(sums only) on one thread in the client {t_task * 1e3:.2f} CPU-ms "
+                 f"({t_task / rows_per_chunk * 1e9:.2f} CPU-ns a row; the in-memory C Lloyd "
+                 f"loop {loop_ns[1]:.2f} CPU-ns a row on 1 thread, {loop_ns[2]:.2f} on 2); "
+                 f"its reduced partial {partial_bytes} bytes pickled; "
                  f"{args.chunks} no-op tasks on the cluster {t_noop['chunks'] * 1e3:.1f} ms "
                  f"({t_noop['chunks'] / args.chunks * 1e3:.2f} ms a task); one no-op task "
                  f"on each of the {len(workers)} workers {t_noop['workers'] * 1e3:.1f} ms.")
+    if split:
+        lines.append(
+            f"Where a Dask Lloyd pass goes (task stream of a fit, {split['passes']} passes, "
+            f"medians): pass {split['wall'] * 1e3:.1f} ms in the loop; the slower worker's "
+            f"task {split['max'] * 1e3:.1f} ms, the faster's {split['min'] * 1e3:.1f} ms "
+            f"(compute); both tasks' compute {split['sum'] / (int(args.n)) * 1e9:.2f} ns a "
+            f"row on one thread; the rest of the pass (submit, scheduler, transfers of "
+            f"results, gather, reduction) {(split['wall'] - split['max']) * 1e3:.1f} ms.")
     lines.append("")
+
+
+def _pass_breakdown(client, fit, n, iters=6):
+    """Per-pass figures of a Dask fit from the task stream: medians over its Lloyd
+    passes of the pass's wall time in the loop, of the slower and faster worker
+    task's compute time and of their sum; None if the passes cannot be told apart."""
+    import distributed
+
+    buf = io.StringIO()
+    with distributed.get_task_stream(client) as ts, contextlib.redirect_stdout(buf):
+        fit(iters)
+    walls = [float(g.group(1)) for g in map(_PASS_LINE.search, buf.getvalue().splitlines())
+             if g]
+    # one task per worker thread a pass; the Lloyd passes are the fit's last such tasks
+    # (the mean and variance passes come before them, the labelling pass is per chunk)
+    per = sum(client.nthreads().values())
+    recs = sorted((r for r in ts.data if "_run_group" in str(r["key"])
+                   or "_run_bundle" in str(r["key"])),
+                  key=lambda r: min(s["start"] for s in r["startstops"]))
+    if not walls or len(recs) < per * len(walls):
+        return None
+    recs = recs[len(recs) - per * len(walls):]
+    comp = [sum(s["stop"] - s["start"] for s in r["startstops"] if s["action"] == "compute")
+            for r in recs]
+    groups = [comp[i:i + per] for i in range(0, len(comp), per)]
+    return {"passes": len(walls), "wall": float(np.median(walls)),
+            "max": float(np.median([max(g) for g in groups])),
+            "min": float(np.median([min(g) for g in groups])),
+            "sum": float(np.median([sum(g) for g in groups]))}
+
+
+def _loop_ns_per_row(Xm, init, iters=5):
+    """The in-memory C Lloyd loop (on X centred once) per row and iteration: CPU ns on
+    1 and on 2 threads (by the difference of 1 and 1 + iters iterations)."""
+    from metriclust._kernels import _kmeans as _k
+
+    Xc = Xm - Xm.mean(axis=0)
+    C = np.ascontiguousarray(init - Xm.mean(axis=0), dtype=Xm.dtype)
+    out = {}
+    for nt in (1, 2):
+        clock = time.process_time
+        t = []
+        for m in (1, 1 + iters):
+            c = C.copy()
+            t0 = clock()
+            _k.lloyd(Xc, None, c, m, 0.0, "auto", nt)
+            t.append(clock() - t0)
+        out[nt] = (t[1] - t[0]) / iters / Xm.shape[0] * 1e9
+    return out
 
 
 _PER_IT = {}

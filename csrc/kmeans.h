@@ -310,7 +310,8 @@ int ml_kmeans_assign_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
  * weights of these rows in float64 (overwritten, not added to), and
  * *inertia their weighted squared distances to their centers (from x - c,
  * float64).  Labels and sums are those of the pass ml_kmeans_lloyd makes,
- * bitwise, and do not depend on n_threads. */
+ * bitwise, and do not depend on n_threads.  labels may be NULL (sums only)
+ * and inertia NULL (not computed). */
 int ml_kmeans_assign_accumulate_f64(const double *X, const double *w,
                                     ptrdiff_t n, ptrdiff_t d,
                                     const double *centers, ptrdiff_t K,

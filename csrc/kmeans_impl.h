@@ -1587,7 +1587,8 @@ done:
  * weighted per-cluster sums (K x d, float64) and weights (K), and its inertia
  * under those labels.  The same pass as one Lloyd iteration (the same
  * segments and fixed-order reduction), so the outputs do not depend on the
- * thread count.  inertia may be NULL (not computed). */
+ * thread count.  inertia may be NULL (not computed); labels may be NULL (the
+ * sums only: no label output written). */
 int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
                                     ptrdiff_t d, const REAL *centers,
                                     ptrdiff_t K, double *sums, double *wsum,
@@ -1598,9 +1599,10 @@ int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
     FN(km_work) ws;
     int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, 0);
     if (st != ML_OK) return st;
-    int32_t *lab = malloc((size_t)n * sizeof(int32_t));
+    /* The pass's own int32 labels; their initial values only feed the change
+     * count, which is not used here, so calloc's zeros (no fill loop). */
+    int32_t *lab = calloc((size_t)n, sizeof(int32_t));
     if (!lab) { st = ML_ERR_ALLOC; goto done; }
-    for (ptrdiff_t i = 0; i < n; ++i) lab[i] = -1;
     int64_t changed;
     FN(pass)(&ws, NULL, X, w, centers, lab, sums, wsum, &changed);
     if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
@@ -1608,7 +1610,7 @@ int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
         st = FN(inertia)(X, w, n, d, centers, lab, inertia, ws.nt);
         if (st != ML_OK) goto done;
     }
-    FN(lab_out)(lab, n, labels);
+    if (labels) FN(lab_out)(lab, n, labels);
 done:
     free(lab);
     FN(work_free)(&ws);

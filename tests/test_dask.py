@@ -8,6 +8,7 @@ the float64 sums (their order differs: by chunk here, by OpenMP segment in
 memory).
 """
 
+import pickle
 import subprocess
 import sys
 
@@ -121,6 +122,102 @@ def test_engine_pass_by_worker_equals_task_per_chunk(client):
     np.testing.assert_array_equal(got, [X[900] + 10.0, X[300] + 20.0])
 
 
+def test_place_chunks_balances_rows_over_worker_threads():
+    from metriclust._core.engine import _cut_bytes, _place_chunks, _split_rows
+
+    sizes = [100] * 8
+    slots = {"a": 1, "b": 1}
+    # held once each: every chunk stays on its holder
+    held = [{"a"}, {"b"}] * 4
+    assert _place_chunks(sizes, held, slots, move=False) == ["a", "b"] * 4
+    assert _place_chunks(sizes, held, slots, move=True) == ["a", "b"] * 4
+    # every chunk on both workers (e.g. after X.compute()): half each, no copy made
+    both = [{"a", "b"}] * 8
+    for move in (False, True):
+        got = _place_chunks(sizes, both, slots, move=move)
+        assert got.count("a") == got.count("b") == 4
+    # all on one worker: stays there without move; with move, balanced within a chunk
+    one = [{"a"}] * 8
+    assert _place_chunks(sizes, one, slots, move=False) == ["a"] * 8
+    got = _place_chunks(sizes, one, slots, move=True)
+    assert got.count("a") == got.count("b") == 4
+    # threads count: a worker with 3 threads takes 3 times the rows of a 1-thread one
+    got = _place_chunks(sizes, both, {"a": 3, "b": 1}, move=True)
+    assert got.count("a") == 6 and got.count("b") == 2
+    # a holder that is not a live worker: None without move, a live worker with it
+    assert _place_chunks([5], [{"gone"}], slots, move=False) == [None]
+    assert _place_chunks([5], [{"gone"}], slots, move=True) == ["a"]
+    # one worker's chunks cut into consecutive runs of about equal rows per thread
+    runs = _split_rows([0, 2, 3, 5, 6, 7], [10, 99, 10, 10, 99, 10, 10, 10], 3)
+    assert [i for r in runs for i in r] == [0, 2, 3, 5, 6, 7] and len(runs) == 3
+    assert all(len(r) == 2 for r in runs)
+    assert _split_rows([4], [1] * 5, 4) == [[4]]
+    # bundles of at most a byte limit, at least one block each
+    assert _cut_bytes([0, 1, 2, 3], [10, 10, 30, 10], 4, 80) == [[0, 1], [2], [3]]
+    assert _cut_bytes([5], [10] * 6, 4, 1) == [[5]]
+
+
+def test_pack_gives_back_the_same_results():
+    # one worker task's per-block results: stacked per field when every result is a
+    # tuple of same-shape arrays, given back equal (bit for bit); anything else as is
+    from metriclust._core.engine import _pack, _unpack
+
+    rng = np.random.default_rng(25)
+    res = [(rng.normal(size=(4, 3)), rng.integers(9, size=4)) for _ in range(5)]
+    packed = _pack(res)
+    assert len(packed.fields) == 2 and packed.fields[0].shape == (5, 4, 3)
+    back = _unpack(pickle.loads(pickle.dumps(packed)))
+    assert len(back) == 5
+    for a, b in zip(back, res):
+        assert type(a) is tuple and len(a) == 2
+        assert all(x.tobytes() == y.tobytes() and x.dtype == y.dtype for x, y in zip(a, b))
+    for other in ([(np.zeros(2), 1.0)] * 3,                  # a float field
+                  [(np.zeros(2),), (np.zeros(3),)],           # shapes differ
+                  [(np.zeros(2, np.float32),), (np.zeros(2),)],   # dtypes differ
+                  [np.zeros(2)] * 3, [(np.zeros(2),), (np.zeros(2), np.zeros(2))], [], [()]):
+        assert _pack(other) is other and _unpack(other) is other
+
+
+@pytest.mark.parametrize("bundle_bytes", [None, 2000])
+def test_centred_copy_is_balanced_and_exact(client, bundle_bytes, monkeypatch):
+    # X persisted on one worker: the centred copy is spread over both workers (rows
+    # within one chunk), holds the bits of X - shift, and passes run where it is; a
+    # worker's share is cut into bundles of at most _BUNDLE_BYTES (200-row blocks of 3
+    # float32 are 2,400 bytes: one block a bundle at 2,000)
+    from metriclust._core import engine
+    from metriclust._core.engine import source
+
+    if bundle_bytes is not None:
+        monkeypatch.setattr(engine, "_BUNDLE_BYTES", bundle_bytes)
+
+    X, _ = _blobs(1200, 3, 4, seed=24, dtype=np.float32, offset=20.0)
+    workers = sorted(client.nthreads())
+    Xd = client.persist(_uneven(X, [200] * 6), workers=workers[:1])
+    distributed.wait(Xd)
+    assert {w for ws in client.who_has(distributed.futures_of(Xd)).values() for w in ws} \
+        == set(workers[:1])
+    shift = X.mean(axis=0).astype(np.float32)
+    src = source(Xd)
+    Xc = src.centred(shift)
+    # one key per worker thread holds its blocks, on that worker
+    where = client.who_has([b for _, _, b in Xc._bundles])
+    assert sorted({a for a, _, _ in Xc._bundles}) == workers
+    assert all(where[b.key] == (a,) for a, _, b in Xc._bundles)
+    per_worker = [sum(len(idx) for a, idx, _ in Xc._bundles if a == w) for w in workers]
+    assert per_worker == [3, 3]
+    assert len(Xc._bundles) == (2 if bundle_bytes is None else 6)
+    assert sorted(i for _, idx, _ in Xc._bundles for i in idx) == list(range(6))
+    assert Xc.persisted() and Xc.X.chunks == Xd.chunks
+    assert Xc.X.compute().tobytes() == (X - shift).tobytes()
+    np.testing.assert_array_equal(np.vstack(Xc.map(_first_rows)), (X - shift)[::200])
+    np.testing.assert_array_equal(np.vstack(Xc.map(_first_rows, blocks=[4, 1])),
+                                  (X - shift)[[800, 200]])
+
+
+def _first_rows(block):
+    return block[:1]
+
+
 def _first_row_plus(block, value):
     return block[0] + value
 
@@ -139,11 +236,21 @@ def test_kmeans_stops_like_in_memory(client):
         assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
 
 
-def test_empty_cluster_moves_to_the_same_rows_as_in_memory(client):
+@pytest.mark.parametrize("persisted", [False, True])
+def test_empty_cluster_moves_to_the_same_rows_as_in_memory(client, persisted, monkeypatch):
+    # persisted: the refill pass runs on the centred copy's per-worker bundles
+    from metriclust._core.engine import BlockSource
+
+    if persisted:
+        monkeypatch.setattr(BlockSource, "_map_tasks", _no_task_per_chunk)
     X, _ = _blobs(1500, 2, 3, seed=4)
     init = np.vstack([X[:3], [[1e3, 1e3]], [[-1e3, 1e3]]])   # two centers nothing picks
     ref = KMeans(5, init=init, tol=1e-3).fit(X)
-    got = KMeans(5, init=init, tol=1e-3).fit(da.from_array(X, chunks=(400, 2)))
+    Xd = da.from_array(X, chunks=(400, 2))
+    if persisted:
+        Xd = Xd.persist()
+        distributed.wait(Xd)
+    got = KMeans(5, init=init, tol=1e-3).fit(Xd)
     assert np.unique(ref.labels_).size == 5
     np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
@@ -353,3 +460,34 @@ def test_engine_dask_backend_equals_local_backend(client):
     ref[[3, 999]] = 7
     np.testing.assert_array_equal(got.compute(), ref)
     np.testing.assert_array_equal(dsk.take_rows([999, 3, 3]), X[[999, 3, 3]])
+
+
+def test_kmeans_on_workers_with_two_threads_equals_in_memory_fit(client):
+    # a worker with 2 threads: a pass runs one task per worker thread (the centred
+    # copy in one bundle per thread), and the fit still equals the in-memory one
+    import logging
+
+    from metriclust._core.engine import source
+
+    X, _ = _blobs(2400, 3, 5, seed=26, dtype=np.float32, spread=2.0, offset=10.0)
+    init = X[:5].copy()
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    try:
+        with distributed.Client(cluster, set_as_default=False) as c2, c2.as_current():
+            Xd = c2.persist(_uneven(X, [400] * 6))
+            distributed.wait(Xd)
+            Xc = source(Xd).centred(np.zeros(3, np.float32))
+            assert len(Xc._bundles) == 2 and len(c2.nthreads()) == 1
+            assert {a for a, _, _ in Xc._bundles} == set(c2.nthreads())
+            assert sorted(len(idx) for _, idx, _ in Xc._bundles) == [3, 3]
+            assert Xc.X.compute().tobytes() == X.tobytes()
+            for kw in ({"tol": 0.0}, {"tol": 0.0, "max_iter": 2}):
+                ref = KMeans(5, init=init, **kw).fit(X)
+                got = KMeans(5, init=init, **kw).fit(Xd)
+                assert got.n_iter_ == ref.n_iter_
+                np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+                np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_,
+                                           rtol=1e-5, atol=1e-4)
+    finally:
+        cluster.close()

@@ -509,6 +509,32 @@ def test_assign_accumulate_block(dtype, d, K, weighted):
         assert C1.tobytes() == (sums / counts[:, None]).astype(dtype).tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d,K", [(2, 8), (8, 16), (16, 32), (130, 5)])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_inertia", [False, True])
+def test_assign_accumulate_sums_only(dtype, d, K, weighted, with_inertia):
+    """labels_out=None (the sums only): sums, counts and inertia bit for bit those
+    of the call that writes labels, on 1 and 2 threads; a labels_out of the
+    wrong length still raises (None is the only way to skip it)."""
+    X = blobs(20000, d, K, 3 * d + K).astype(dtype)  # several segments
+    rng = np.random.default_rng(d + K)
+    w = rng.uniform(0.5, 2.0, len(X)).astype(dtype) if weighted else None
+    C0 = X[rng.choice(len(X), K, replace=False)].copy()
+    sums, counts = np.full((K, d), np.nan), np.full(K, np.nan)
+    labels = np.empty(len(X), dtype=np.int64)
+    ref = _k.assign_accumulate(X, w, C0, sums, counts, labels, "auto", 1, with_inertia)
+    for nt in (1, 2):
+        s2, c2 = np.full((K, d), np.nan), np.full(K, np.nan)
+        got = _k.assign_accumulate(X, w, C0, s2, c2, None, "auto", nt, with_inertia)
+        assert s2.tobytes() == sums.tobytes() and c2.tobytes() == counts.tobytes()
+        if with_inertia:
+            assert got == ref
+        else:
+            assert np.isnan(got) and np.isnan(ref)
+    assert counts.sum() == pytest.approx(len(X) if w is None else float(w.astype(np.float64).sum()))
+
+
 def test_assign_accumulate_errors():
     X = blobs(50, 3, 2, 0)
     C = X[:4].copy()

@@ -99,6 +99,26 @@ def test_lloyd_partial_matches_dense_step(data):
     np.testing.assert_allclose(inertia_w, w @ d2.min(axis=1), rtol=1e-5)
 
 
+@pytest.mark.parametrize("p,k", [(5, 4), (40, 70)])       # the fused C pass; the BLAS path
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shifted", [False, True])
+def test_lloyd_partial_sums_only_same_bits(data, p, k, weighted, shifted):
+    """with_labels=False (the passes that throw the labels away): labels None, and
+    the sums, counts and inertia of the call that returns labels, bit for bit."""
+    rng = np.random.default_rng(p + k)
+    X = (data[:, rng.integers(5, size=p)] + rng.normal(size=(len(data), p))).astype(np.float32)
+    shift = X.mean(axis=0).astype(np.float32) if shifted else None
+    C = (X[rng.choice(len(X), k, replace=False)] - (0 if shift is None else shift)).copy()
+    w = rng.uniform(0.5, 2.0, len(X)) if weighted else None
+    ref = bw.lloyd_partial(X, C, w, shift, 1)
+    for nt in (1, 2):
+        got = bw.lloyd_partial(X, C, w, shift, nt, with_labels=False)
+        assert got[3] is None
+        for a, b in zip(got[:2], ref[:2]):
+            assert a.tobytes() == b.tobytes()
+        assert got[2] == ref[2]
+
+
 def test_partials_block_size_invariant_and_picklable(data):
     C = data[:3] - 100.0
     results = []

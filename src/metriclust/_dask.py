@@ -12,10 +12,11 @@ Public classes and functions:
 
 Imported only when an estimator is given a ``dask.array.Array`` (``import
 metriclust`` never imports Dask). Every pass runs on the one block engine
-(:mod:`metriclust._core.engine`, Dask backend): one task per row chunk, the
-same per-block functions and C kernels as for a memmap, the small partials
-(``k x p`` sums and counts, ``p x p`` moments and R factors, ``m x m``
-Nystrom products) reduced on the client in chunk order, so the result does
+(:mod:`metriclust._core.engine`, Dask backend): one task per row chunk (for X
+persisted on a distributed cluster, one task per worker thread over the chunks
+its worker holds), the same per-block functions and C kernels as for a memmap,
+the small partials (``k x p`` sums and counts, ``p x p`` moments and R factors,
+``m x m`` Nystrom products) reduced on the client in chunk order, so the result does
 not depend on which worker finished first and equals the in-memory fit of the
 same data from the same start up to the order of the floating-point sums.
 Per-row state (labels, k-means|| distances) stays on the workers; labels,

@@ -37,8 +37,8 @@ CONTRACT (stable; ``_dask.py`` builds on it):
     read_block(X, start, stop, dtype, *, name="X") -> C-contiguous block
     moments_partial(block, sample_weight=None, shift=None) -> (w_sum, sum (p,), cross (p, p))
     lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None, *,
-                  with_inertia=True, labels_out=None)
-        -> (sums (k, p) f64, counts (k,) f64, inertia f64, labels int64)
+                  with_inertia=True, labels_out=None, with_labels=True)
+        -> (sums (k, p) f64, counts (k,) f64, inertia f64, labels int64 or None)
     subtract_rows(block, shift, out=None) -> block - shift (the same bits as numpy's)
     tsqr_partial(block) -> R (p, p)
     reduce_partials(partials) -> the fields summed (integer arrays concatenated)
@@ -327,7 +327,7 @@ CHUNK_BYTES = 16 * 2**20
 
 
 def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None, *,
-                  with_inertia=True, labels_out=None):
+                  with_inertia=True, labels_out=None, with_labels=True):
     """One Lloyd step on a block: nearest centers and per-cluster sums.
 
     The assignment is the C k-means kernel's (ties to the lowest center
@@ -356,6 +356,11 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
     labels_out : ndarray of shape (m,), int64, optional
         Where the labels go (a buffer reused from block to block: no new
         array, no page faults); a new array by default.
+    with_labels : bool, default=True
+        False: the sums only, ``labels`` returned as None (a pass whose
+        labels are thrown away: the fused C pass then writes no label
+        output, and no label array is made). The same sums, counts and
+        inertia.
 
     Returns
     -------
@@ -365,7 +370,7 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         :math:`\\sum_{c(i)=k} w_i`.
     inertia : float
         :math:`\\sum_i w_i \\lVert x_i - s - \\mu_{c(i)} \\rVert^2` at ``centers``.
-    labels : ndarray of shape (m,), int64
+    labels : ndarray of shape (m,), int64, or None (``with_labels=False``)
     """
     B = np.asarray(block)
     if B.dtype not in (np.float32, np.float64):
@@ -388,7 +393,7 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         # inertia, bit for bit those of an in-memory Lloyd pass).
         Bx = np.ascontiguousarray(B)
         Cx = C if s is None else (C.astype(np.float64) + s.astype(np.float64)).astype(B.dtype)
-        labels = _labels_buffer(labels_out, m)
+        labels = _labels_buffer(labels_out, m) if with_labels else None
         sums, counts = np.empty((k, p)), np.empty(k)
         with guard:
             inertia = float(_k.assign_accumulate(Bx, None, Cx, sums, counts, labels, "auto", nt,
@@ -425,7 +430,7 @@ def lloyd_partial(block, centers, sample_weight=None, shift=None, n_threads=None
         counts = np.bincount(labels, minlength=k).astype(np.float64)
     else:
         counts = np.bincount(labels, weights=w, minlength=k)
-    return sums, counts, inertia, labels
+    return sums, counts, inertia, labels if with_labels else None
 
 
 def _labels_buffer(labels_out, m):

@@ -18,9 +18,9 @@ backends:
   one block (and what the per-block function makes of it) is in memory.
 - ``"dask"``: a ``dask.array.Array``; one Dask task per row chunk on whatever
   scheduler is active (a ``distributed.Client`` if one exists), or, when X is
-  persisted on a distributed cluster, one task per worker over the chunks it
-  holds (one round trip a pass). ``dask`` is imported only by this backend,
-  when it is first used.
+  persisted on a distributed cluster, one task per worker thread over chunks
+  its worker holds, with the rows balanced over the threads (one round trip a
+  pass). ``dask`` is imported only by this backend, when it is first used.
 
 Every pass is a *map* of a per-block function over the blocks, optionally
 after a per-block *transform* (a prediction ``X B + b0``, Nystrom features),
@@ -46,6 +46,7 @@ called as ``fn(*row_blocks, *args)``.
 """
 
 import numbers
+import operator
 
 import numpy as np
 
@@ -74,10 +75,125 @@ def _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args):
 
 
 def _run_group(fn, raws, bounds, dtype, check, n_total, name, transform, rows, args):
-    """Body of one worker's task (Dask, data held by a cluster): ``_run`` on each of
-    its blocks in turn; the results in the order of ``bounds``."""
-    return [_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
-            for raw, (s, _), r, a in zip(raws, bounds, rows, args)]
+    """Body of one worker thread's task (Dask, data held by a cluster): ``_run`` on
+    each of its blocks in turn; the results in the order of ``bounds`` (packed, see
+    ``_pack``). ``args``: one tuple for every block (sent once), or a list of one
+    tuple per block; ``rows``: a list of each block's per-row inputs, or their
+    number when they are all None."""
+    if isinstance(args, tuple):
+        args = [args] * len(raws)
+    if isinstance(rows, int):       # that many per-row inputs, all None
+        rows = [[None] * rows] * len(raws)
+    return _pack([_run(fn, raw, dtype, check, s, n_total, name, transform, r, a)
+                  for raw, (s, _), r, a in zip(raws, bounds, rows, args)])
+
+
+def _run_bundle(fn, bundle, positions, bounds, dtype, check, n_total, name, transform, rows,
+                args):
+    """``_run_group`` on the blocks ``positions`` of a bundle (one key holding a list of a
+    worker thread's blocks, e.g. the centred copy): one dependency, not one a block."""
+    return _run_group(fn, [bundle[p] for p in positions], bounds, dtype, check, n_total, name,
+                      transform, rows, args)
+
+
+def _centred_group(blocks, shift, dtype):
+    return [_centred_block(b, shift, dtype) for b in blocks]
+
+
+class _Packed:
+    """Per-block results that are tuples of same-shape arrays, one array per field with
+    the blocks stacked (``_pack``): one array to send a field, not one per block."""
+
+    def __init__(self, fields):
+        self.fields = fields
+
+
+def _pack(results):
+    """``results`` (a list, one per block) as a :class:`_Packed` when every result is a
+    tuple of the same length whose fields are ndarrays of one shape and dtype across
+    the blocks; otherwise unchanged. ``_unpack`` gives back equal tuples (views of the
+    stacked arrays: the same values, bit for bit)."""
+    if not results or not all(type(r) is tuple for r in results):
+        return results
+    m = len(results[0])
+    if m == 0 or any(len(r) != m for r in results):
+        return results
+    fields = []
+    for j in range(m):
+        col = [r[j] for r in results]
+        if not all(type(v) is np.ndarray for v in col) \
+                or len({(v.shape, v.dtype) for v in col}) != 1:
+            return results
+        fields.append(np.stack(col))
+    return _Packed(fields)
+
+
+def _unpack(out):
+    if not isinstance(out, _Packed):
+        return out
+    return [tuple(f[i] for f in out.fields) for i in range(out.fields[0].shape[0])]
+
+
+def _place_chunks(sizes, holders, slots, move):
+    """The worker that runs each chunk's pass: rows balanced over the worker threads.
+
+    ``sizes``: rows of each chunk; ``holders``: the addresses holding each chunk;
+    ``slots``: threads of each worker (address -> int). Greedy in chunk order: the
+    least loaded holder (load = rows per thread); with ``move``, the least loaded
+    worker of all instead when that holder is a chunk or more ahead of it (the
+    chunk is then copied there once: for a copy made on that worker). A chunk no
+    live worker holds gets None.
+    """
+    load = dict.fromkeys(slots, 0.0)
+    out = []
+    for rows, held in zip(sizes, holders):
+        held = [a for a in sorted(held) if a in load]
+        if not held and not move:
+            out.append(None)
+            continue
+        best = min(held, key=lambda a: (load[a], a)) if held else None
+        if move:
+            low = min(load, key=lambda a: (load[a], a))
+            if best is None or load[best] - load[low] >= rows / slots[low]:
+                best = low
+        load[best] += rows / slots[best]
+        out.append(best)
+    return out
+
+
+def _cut_bytes(idx, sizes, row_bytes, limit):
+    """``idx`` cut into consecutive pieces of at most ``limit`` bytes (each at least one
+    block)."""
+    pieces, cur, acc = [], [], 0
+    for i in idx:
+        b = sizes[i] * row_bytes
+        if cur and acc + b > limit:
+            pieces.append(cur)
+            cur, acc = [], 0
+        cur.append(i)
+        acc += b
+    if cur:
+        pieces.append(cur)
+    return pieces
+
+
+def _split_rows(idx, sizes, parts):
+    """``idx`` (chunk indices, in order) cut into at most ``parts`` consecutive runs of
+    about equal rows (one per worker thread)."""
+    parts = max(1, min(int(parts), len(idx)))
+    if parts == 1:
+        return [idx]
+    total = float(sum(sizes[i] for i in idx))
+    runs, cur, acc = [], [], 0.0
+    for i in idx:
+        cur.append(i)
+        acc += sizes[i]
+        if len(runs) < parts - 1 and acc >= total * (len(runs) + 1) / parts:
+            runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    return runs
 
 
 def _client():
@@ -100,6 +216,11 @@ def _run_keep(fn, raw, dtype, check, start, n_total, name, transform, rows, args
     out = _run(fn, raw, dtype, check, start, n_total, name, transform, rows, args)
     return out[0], out[1]
 
+
+#: Largest share of a centred copy held under one key (Dask spills and moves a key
+#: whole): a worker thread's blocks are cut into bundles of at most this many bytes
+#: (a bundle has at least one block), one task a bundle and pass.
+_BUNDLE_BYTES = 1 << 30
 
 #: Arguments of a Dask pass larger than this (arrays, transforms holding arrays)
 #: go into the graph once, shared by every chunk's task, not once per task.
@@ -226,7 +347,10 @@ class BlockSource:
         # the first pass checks every block (NaN, infinity, overflow); later ones do not
         self.checked = checked
         self._delayed = None
-        self._holder = None     # Dask, X held by a cluster: the worker of each chunk
+        self._futs = None       # Dask, X held by a cluster: its chunks' futures (asked once)
+        self._holder = None     # ... the worker that runs each chunk's pass
+        self._slots = None      # ... threads of each worker
+        self._bundles = None    # ... or (worker, block indices, future of their list) each
 
     shape = property(lambda self: (self.n_rows, self.n_features))
 
@@ -255,19 +379,41 @@ class BlockSource:
         return [None if r is None else r.block(i) for r in rows]
 
     def _chunk_futures(self):
-        """The futures of X's chunks in block order (X persisted on a cluster), else None."""
-        if not self.persisted():
+        """The futures of X's chunks in block order (X persisted on a cluster), else None.
+        Found once (a walk of X's graph) and kept: X does not change."""
+        if self._bundles is not None:    # passes read the bundles
             return None
-        from distributed import futures_of
-        by_key = {f.key: f for f in futures_of(self.X)}
-        keys = [k for row in self.X.__dask_keys__() for k in row]
-        futs = [by_key.get(k) for k in keys]
-        return futs if all(f is not None for f in futs) else None
+        if self._futs is None:
+            if not self.persisted():
+                return None
+            from distributed import futures_of
+            by_key = {f.key: f for f in futures_of(self.X)}
+            keys = [k for row in self.X.__dask_keys__() for k in row]
+            futs = [by_key.get(k) for k in keys]
+            if not all(f is not None for f in futs):
+                return None
+            self._futs = futs
+        return self._futs
+
+    def _workers(self, client, futs):
+        """Where each chunk's pass runs and the threads of each worker: asked once per
+        source (two round trips), rows balanced over the worker threads among each
+        chunk's holders (a chunk several workers hold, e.g. after ``X.compute()``,
+        is not all sent to one of them)."""
+        if self._holder is None:
+            from distributed import wait
+            wait(futs)
+            holders = client.who_has(futs)
+            self._slots = {a: max(1, int(t)) for a, t in client.nthreads().items()}
+            self._holder = _place_chunks([e - s for s, e in self.bounds],
+                                         [holders.get(f.key, ()) for f in futs],
+                                         self._slots, move=False)
+        return self._holder
 
     def _map_by_worker(self, client, futs, fn, which, check, transform, rows, args_of):
-        """One task per worker over the chunks it holds (one round trip, as many tasks
-        as workers); the results in the order of ``which``, or None where a per-row
-        input is not held by the cluster."""
+        """One task per worker thread over the chunks its worker holds (one round trip,
+        as many tasks as worker threads); the results in the order of ``which``, or
+        None where a per-row input is not held by the cluster."""
         row_futs = {}
         for r in rows:
             if r is not None:
@@ -275,25 +421,37 @@ class BlockSource:
                 if any(f is None for f in got):
                     return None
                 row_futs[id(r)] = got
-        if self._holder is None:      # where each chunk is held: asked once (a round trip)
-            from distributed import wait
-            wait(futs)
-            holders = client.who_has(futs)
-            self._holder = [min(holders.get(f.key, ()), default=None) for f in futs]
-        groups = {}
-        for i in which:
-            groups.setdefault(self._holder[i], []).append(i)
+        if self._bundles is not None:     # one key per worker thread holds its blocks
+            wanted = set(which)
+            runs = []
+            for addr, idx, bundle in self._bundles:
+                pos = [p for p, i in enumerate(idx) if i in wanted]
+                if pos:
+                    runs.append((addr, [idx[p] for p in pos], (bundle, pos)))
+        else:
+            holder = self._workers(client, futs)
+            sizes = [e - s for s, e in self.bounds]
+            groups = {}
+            for i in which:
+                groups.setdefault(holder[i], []).append(i)
+            runs = [(addr, run, None) for addr, idx in groups.items()
+                    for run in _split_rows(idx, sizes, self._slots.get(addr, 1))]
         tasks = []
-        for addr, idx in groups.items():
-            parts = [[None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
+        for addr, idx, bundle in runs:
+            parts = len(rows) if all(r is None for r in rows) else [
+                [None if r is None else row_futs[id(r)][i] for r in rows] for i in idx]
+            args = [args_of(i) for i in idx]
+            if all(a is args[0] for a in args):       # the same arguments: sent once
+                args = args[0]
+            head = (_run_group, fn, [futs[i] for i in idx]) if bundle is None else (
+                _run_bundle, fn, bundle[0], bundle[1])
             tasks.append(client.submit(
-                _run_group, fn, [futs[i] for i in idx], [self.bounds[i] for i in idx],
-                self.dtype, check, self.n_rows, self.name, transform, parts,
-                [args_of(i) for i in idx], pure=False,
+                *head, [self.bounds[i] for i in idx], self.dtype, check, self.n_rows,
+                self.name, transform, parts, args, pure=False,
                 **({} if addr is None else {"workers": [addr], "allow_other_workers": True})))
         out = {}
-        for idx, res in zip(groups.values(), client.gather(tasks)):
-            out.update(zip(idx, res))
+        for (_, idx, _), res in zip(runs, client.gather(tasks)):
+            out.update(zip(idx, _unpack(res)))
         return [out[i] for i in which]
 
     def persisted(self):
@@ -301,6 +459,8 @@ class BlockSource:
         ``X.persist()`` on a ``distributed.Client``); always False for the local backend."""
         if self.kind != "dask":
             return False
+        if self._futs is not None or self._bundles is not None:
+            return True
         try:
             from distributed import futures_of
         except ImportError:
@@ -318,12 +478,46 @@ class BlockSource:
         if self.kind != "dask":
             return self
         shift = np.asarray(shift, dtype=self.dtype)
-        Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype).persist()
-        if self.persisted():     # computed before its chunks are grouped by worker
-            from distributed import wait
-            wait(Xc)
-        return BlockSource(Xc, "dask", self.bounds, self.dtype, name=self.name,
-                           checked=self.checked)
+        client, futs = _client(), self._chunk_futures()
+        slots = None if client is None or futs is None else {
+            a: max(1, int(t)) for a, t in client.nthreads().items()}
+        if not slots:
+            Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype)
+            return BlockSource(Xc.persist(), "dask", self.bounds, self.dtype, name=self.name,
+                               checked=self.checked)
+        # X held by a cluster: each centred chunk made on the worker chosen for it, rows
+        # balanced over the worker threads (the passes then run where the chunks are)
+        from distributed import wait
+        wait(futs)
+        holders = client.who_has(futs)
+        place = _place_chunks([e - s for s, e in self.bounds],
+                              [holders.get(f.key, ()) for f in futs], slots, move=True)
+        # one key per worker thread holds its centred blocks (a pass's task then has
+        # one dependency, not one per block); the dask array's chunks are views of it
+        import dask
+        import dask.array as da
+        sizes = [e - s for s, e in self.bounds]
+        groups = {}
+        for i, a in enumerate(place):
+            groups.setdefault(a, []).append(i)
+        bundles = []
+        row_bytes = self.n_features * self.dtype.itemsize
+        for a, idx in groups.items():
+            for run in _split_rows(idx, sizes, slots[a]):
+                for piece in _cut_bytes(run, sizes, row_bytes, _BUNDLE_BYTES):
+                    bundles.append((a, piece, client.submit(
+                        _centred_group, [futs[i] for i in piece], shift, self.dtype,
+                        workers=[a], allow_other_workers=True, pure=False)))
+        wait([b for _, _, b in bundles])
+        chunk = {}
+        for _, run, b in bundles:
+            for p, i in enumerate(run):
+                chunk[i] = da.from_delayed(dask.delayed(operator.getitem, pure=True)(b, p),
+                                           shape=(sizes[i], self.n_features), dtype=self.dtype)
+        out = BlockSource(da.concatenate([chunk[i] for i in range(self.n_blocks)]), "dask",
+                          self.bounds, self.dtype, name=self.name, checked=self.checked)
+        out._bundles, out._slots = bundles, slots
+        return out
 
     # ------------------------------------------------------------ passes
     def _args(self, args, per_block, i):
@@ -338,8 +532,9 @@ class BlockSource:
         count as the checking pass.
 
         Dask: when X is held by a distributed cluster (:meth:`persisted`), one task
-        per worker runs ``fn`` on each chunk that worker holds, in turn (one round
-        trip to the cluster, as many tasks as workers, no chunk moved); otherwise
+        per worker thread runs ``fn`` on chunks its worker holds, in turn (one round
+        trip to the cluster, as many tasks as worker threads, no chunk moved; a chunk
+        several workers hold goes to the one with fewer rows per thread); otherwise
         one task per chunk. Either way the results are per block, in block order.
         """
         which = range(self.n_blocks) if blocks is None else [int(b) for b in blocks]
@@ -357,7 +552,7 @@ class BlockSource:
         else:
             out = None
             client, futs = (_client(), self._chunk_futures()) if x else (None, None)
-            if client is not None and futs is not None:   # X held by the cluster
+            if client is not None and (futs is not None or self._bundles is not None and x):
                 out = self._map_by_worker(client, futs, fn, which, check, transform, rows,
                                           lambda i: self._args(args, per_block, i))
             if out is None:

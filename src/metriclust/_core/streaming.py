@@ -34,6 +34,7 @@ CONTRACT (stable):
     lloyd(src, centers, *, shift, weights=None, labels=None, max_iter=300, abs_tol=0.0,
           transform=None, verbose=0) -> dict(centers, labels RowArray, inertia, n_iter, strict)
     relocate_empty(src, centers, shift, weights, sums, counts, transform=None)
+        -> (moved rows, their new labels); sums and counts updated in place
     seed(src, n_clusters, init, shift, weights, rng, ...) -> centers (shifted space)
     assign_blockwise(X, centers, *, shift=None, block_rows=None, n_threads=None,
                      name="X") -> (labels int64, squared distances float64)
@@ -121,7 +122,8 @@ class _Scratch:
         return buf[:shape[0]]
 
 
-def _pass_block(block, w, centers, shift, n_threads, with_inertia, center_first, scratch):
+def _pass_block(block, w, centers, shift, n_threads, with_inertia, center_first, scratch,
+                with_labels=True):
     """One Lloyd pass on a block (``lloyd_partial``): ``(sums, counts, inertia, labels)``.
 
     ``center_first``: subtract the shift first ("inplace": the block is a temporary,
@@ -130,7 +132,8 @@ def _pass_block(block, w, centers, shift, n_threads, with_inertia, center_first,
     (``lloyd_partial`` otherwise assigns the rows as read to the centers moved back
     by the shift: no copy of the block, the same labels except at near-ties).
     The labels (int64) are ``scratch``'s buffer when one is given: read them
-    before the next block's call.
+    before the next block's call; None with ``with_labels=False`` (the sums
+    only: no label array made or written).
     """
     if center_first and shift is not None:
         if center_first == "inplace" and block.flags.writeable:
@@ -139,15 +142,16 @@ def _pass_block(block, w, centers, shift, n_threads, with_inertia, center_first,
             out = None if scratch is None else scratch.get("centred", block.shape, block.dtype)
             block = subtract_rows(block, shift, out=out)
         shift = None
-    lab = None if scratch is None else scratch.get("labels", block.shape[0], np.int64)
+    lab = None if scratch is None or not with_labels else scratch.get(
+        "labels", block.shape[0], np.int64)
     return lloyd_partial(block, centers, w, shift, n_threads, with_inertia=with_inertia,
-                         labels_out=lab)
+                         labels_out=lab, with_labels=with_labels)
 
 
 def _lloyd_sums_block(block, w, centers, shift, n_threads, center_first, scratch):
     """Per-cluster sums and weights of one Lloyd pass on a block (labels not kept)."""
     sums, counts, _, _ = _pass_block(block, w, centers, shift, n_threads, False, center_first,
-                                     scratch)
+                                     scratch, with_labels=False)
     return sums, counts
 
 

@@ -279,7 +279,8 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
     the labels and sums of one pass of ``lloyd``, bit for bit, whatever
     ``n_threads``; reduce several blocks' outputs in a fixed order to keep
     that property. ``with_inertia=False`` skips the inertia (a second read
-    of the block) and returns NaN.
+    of the block) and returns NaN. ``labels_out=None``: the sums only (no
+    label output; the same sums and inertia).
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     cdef int code = _method_code(method)
@@ -296,8 +297,11 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
                          f"({sums_out.shape[0]}, {sums_out.shape[1]})")
     if counts_out.shape[0] != K:
         raise ValueError(f"counts_out must have {K} entries, got {counts_out.shape[0]}")
-    if labels_out.shape[0] != n:
-        raise ValueError(f"labels_out must have {n} entries, got {labels_out.shape[0]}")
+    cdef int64_t *lp = NULL
+    if labels_out is not None:
+        if labels_out.shape[0] != n:
+            raise ValueError(f"labels_out must have {n} entries, got {labels_out.shape[0]}")
+        lp = &labels_out[0]
     dtype = np.float64 if real is double else np.float32
     w = _check_weights(sample_weight, n, dtype)
     cdef const real[::1] wv
@@ -313,11 +317,11 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
         if real is double:
             status = ml_kmeans_assign_accumulate_f64(
                 &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
-                &labels_out[0], inertia_out, <ml_dgemm_fn>dgemm, code, n_threads)
+                lp, inertia_out, <ml_dgemm_fn>dgemm, code, n_threads)
         else:
             status = ml_kmeans_assign_accumulate_f32(
                 &X[0, 0], wp, n, d, &centers[0, 0], K, &sums_out[0, 0], &counts_out[0],
-                &labels_out[0], inertia_out, <ml_sgemm_fn>sgemm, code, n_threads)
+                lp, inertia_out, <ml_sgemm_fn>sgemm, code, n_threads)
     interrupt_leave(entered, status)
     _raise(status, "assign_accumulate")
     return inertia if with_inertia else float("nan")
