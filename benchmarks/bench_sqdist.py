@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -96,9 +97,14 @@ def _case(name):
 
 def child(name, calls):
     # one warm-up call (imports, BLAS resolution, page faults), then medians of
-    # the wall-clock and the CPU time (all threads) of `calls` calls
+    # the wall-clock and the CPU time (all threads) of `calls` calls. The pause:
+    # a BLAS library loaded by the warm-up starts its pool thread, which spins
+    # for ~50 ms before it sleeps (5 clock ticks measured, once per process,
+    # the same whether scipy.linalg or the lazy loader loads it); timed calls
+    # made during that spin were charged its CPU time.
     fn = _case(name)
     fn()
+    time.sleep(0.25)
     wall, cpu = [], []
     for _ in range(calls):
         w, c, out = _common.timed_call(fn)
