@@ -128,6 +128,22 @@
  *   repeats, load 16): 0.89 (K = 8, f32), 1.14 (8, f64), 1.08 (4, f64).
  *   float64 gains nothing (its K = 8 lanes kernel reduces 4 lanes per
  *   point).  Other d in 9..15 are not compiled (not measured).
+ * ML_KM_SMALL_CENTER_UNROLL(d), ML_KM_SMALL_MAX_UNROLL: the small-d kernel
+ *   scores this many centers at once (small_centers in kmeans_impl.h: their
+ *   multiply-add chains interleaved, the same scores and the same order of
+ *   comparisons, so the labels do not change).  Measured (C harness
+ *   benchmarks/harness_kmeans.c, -O3, 1 thread, N = 16384 so the rows stay
+ *   in L2, 100 repeats x 3 interleaved rounds, 10:24 UTC, load 9, CPU time
+ *   with 1 center / with 2 / with 4; labels and center bits identical):
+ *   d = 1, K = 8, f64: 1.06 / 1.03; d = 2: 0.91 / 0.94; d = 3: 1.00 /
+ *   0.97 (f64), 1.40 / 1.37 (f32); d = 4: 0.97 / 0.93; d = 5: 0.99 /
+ *   0.94; d = 6: 0.90 / 0.90; d = 7, f32: 0.99 / 1.00; d = 8: 1.03 / 1.06
+ *   (K = 8, f64), 1.01 / 1.13 (8, f32), 1.04 / 1.17 (16, f64); d = 16,
+ *   K = 8, f32: 1.05 / 1.03.  At d = 8 a center's chain is 8 dependent
+ *   multiply-adds (32 cycles of latency) and two point vectors do not fill
+ *   the two FMA pipes; where the compare-and-select bookkeeping, not the
+ *   chain, is the limit (d <= 6) the unrolled form only adds pressure on
+ *   the registers.
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
@@ -204,6 +220,11 @@
 #define ML_KM_SMALL_WIDE_D 4
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
+#define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_CENTER_UNROLL
+#define ML_KM_SMALL_CENTER_UNROLL(d) \
+    ((d) == 8 ? 4 : (d) == 1 || (d) == 3 || (d) == 16 ? 2 : 1)
+#endif
 #ifndef ML_KM_LANES_V4_BYTES
 #define ML_KM_LANES_V4_BYTES 32
 #endif
