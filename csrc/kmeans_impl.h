@@ -317,7 +317,8 @@ FN(small_store)(const FN(km_vi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
 
 /* The scores of the nu centers at c (rows of cpk) for the step's nv point
  * vectors, then each lane's running minimum and label updated with them in
- * increasing k (k: the first one's index).  Each score is one chain of
+ * increasing k (*kvp: the first one's index in every lane, advanced past
+ * them).  Each score is one chain of
  * multiply-adds (the norm, then j in order), so a lone center leaves the
  * FMA units waiting on its chain's latency (d chained multiply-adds at
  * 4 cycles each); nu = ML_KM_SMALL_CENTER_UNROLL(d) centers give nu * nv
@@ -327,13 +328,13 @@ FN(small_store)(const FN(km_vi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
 static ML_ALWAYS_INLINE void
 FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
                   const REAL *ML_RESTRICT c, const ptrdiff_t d, const int nv,
-                  const int nu, const ptrdiff_t k, FN(km_vt) *ML_RESTRICT bs,
+                  const int nu, FN(km_vi) *ML_RESTRICT kvp, FN(km_vt) *ML_RESTRICT bs,
                   FN(km_vi) *ML_RESTRICT bk)
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
     V a[ML_KM_SMALL_MAX_UNROLL][ML_KM_SMALL_STEP_VECTORS(1)];
-    VM kv = (REAL_INT)k - (VM){0};
+    VM kv = *kvp;
     for (int u = 0; u < nu; ++u)
         for (int v = 0; v < nv; ++v) a[u][v] = c[u * (d + 1)] - (V){0};
     for (ptrdiff_t j = 0; j < d; ++j)
@@ -347,6 +348,7 @@ FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
             bs[v] = (V)((lt & (VM)a[u][v]) | (~lt & (VM)bs[v]));
             bk[v] = (lt & kv) | (~lt & bk[v]);
         }
+    *kvp = kv;
 }
 
 static ML_ALWAYS_INLINE void
@@ -369,11 +371,12 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             bs[v] = inf;
             bk[v] = (VM){0};
         }
+        VM kv = (VM){0};
         ptrdiff_t k = 0;
         for (; k + ku <= K; k += ku)
-            FN(small_centers)(x, cpk + k * (d + 1), d, nv, ku, k, bs, bk);
+            FN(small_centers)(x, cpk + k * (d + 1), d, nv, ku, &kv, bs, bk);
         for (; k < K; ++k)
-            FN(small_centers)(x, cpk + k * (d + 1), d, nv, 1, k, bs, bk);
+            FN(small_centers)(x, cpk + k * (d + 1), d, nv, 1, &kv, bs, bk);
         FN(small_store)(bk, mt, nv, lab + b0);
     }
 }
