@@ -151,7 +151,13 @@
  *   multiply-adds (32 cycles of latency) and two point vectors do not fill
  *   the two FMA pipes; where the compare-and-select bookkeeping, not the
  *   chain, is the limit (d <= 6) the unrolled form only adds pressure on
- *   the registers.
+ *   the registers.  These ratios are within this code.  Against main's
+ *   single-function kernel (before small_load / small_centers / small_store
+ *   were split out; 11:07-11:13 UTC, load 3-5, same harness) d = 8 is
+ *   1.04-1.16 faster but d = 2 and 3 are 0.87-0.97 (1 thread, rows in L2
+ *   and N = 1e6): at d = 3, float64, two centers of four point vectors
+ *   spill (the split form at one center was slower still, hence 2).  Not
+ *   resolved.
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
