@@ -142,7 +142,8 @@
  *   comparisons, so the labels do not change).  Measured (C harness
  *   benchmarks/harness_kmeans.c, -O3, 1 thread, N = 16384 so the rows stay
  *   in L2, 100 repeats x 3 interleaved rounds, 10:24 UTC, load 9, CPU time
- *   with 1 center / with 2 / with 4; labels and center bits identical):
+ *   with 1 center (in the scores-first order, since replaced; see below)
+ *   / with 2 / with 4; labels and center bits identical):
  *   d = 1, K = 8, f64: 1.06 / 1.03; d = 2: 0.91 / 0.94; d = 3: 1.00 /
  *   0.97 (f64), 1.40 / 1.37 (f32); d = 4: 0.97 / 0.93; d = 5: 0.99 /
  *   0.94; d = 6: 0.90 / 0.90; d = 7, f32: 0.99 / 1.00; d = 8: 1.03 / 1.06
@@ -152,12 +153,14 @@
  *   the two FMA pipes; where the compare-and-select bookkeeping, not the
  *   chain, is the limit (d <= 6) the unrolled form only adds pressure on
  *   the registers.  These ratios are within this code.  Against main's
- *   single-function kernel (before small_load / small_centers / small_store
- *   were split out; 11:07-11:13 UTC, load 3-5, same harness) d = 8 is
- *   1.04-1.16 faster but d = 2 and 3 are 0.87-0.97 (1 thread, rows in L2
- *   and N = 1e6): at d = 3, float64, two centers of four point vectors
- *   spill (the split form at one center was slower still, hence 2).  Not
- *   resolved.
+ *   single-function kernel (same harness, 11:15 UTC, load 1.8-2.2, rows
+ *   in L2 / N = 1e6): d = 8: 1.10 / 1.05 (K = 8, f64), 1.04 / 1.05 (8, f32),
+ *   1.04 (32, f32, N = 1e6); d = 1: 1.05; d = 2: 0.99 / 0.99; d = 3: 0.98 /
+ *   1.03 (f64), 0.95 / 0.92 (f32, not resolved); d = 5: 1.00; d = 16, K = 8,
+ *   f32: 1.02.  With one center the chain-then-compare order of main's
+ *   kernel is kept (the scores-first order cost 3-9% at d = 2 and 3), and
+ *   d = 3 stays at one center (two centers of four point vectors spill in
+ *   float64).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
@@ -236,8 +239,7 @@
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
 #ifndef ML_KM_SMALL_CENTER_UNROLL
-#define ML_KM_SMALL_CENTER_UNROLL(d) \
-    ((d) == 8 ? 4 : (d) == 1 || (d) == 3 || (d) == 16 ? 2 : 1)
+#define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
 #endif
 #ifndef ML_KM_LANES_V4_BYTES
 #define ML_KM_LANES_V4_BYTES 32
