@@ -25,6 +25,7 @@ oversubscribed by other jobs, threads that spin at a barrier take the core
 from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
+           [--rows I ...] [--no-elkan]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
        python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
@@ -350,6 +351,9 @@ def main():
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
+    ap.add_argument("--rows", type=int, nargs="*", default=None,
+                    help="only these rows of the peer table (0-based indices into ROWS), "
+                         "to split a run into several shorter ones")
     args = ap.parse_args()
 
     nt = _threads()
@@ -377,7 +381,10 @@ def main():
     elif args.pruning:
         pruning(args.d, args.K, args.repeats, say)
     else:
-        lloyd_rows(QUICK_ROWS if args.quick else ROWS, args.repeats, bw, gemm, have_faiss, say)
+        rows = QUICK_ROWS if args.quick else ROWS
+        if args.rows is not None:
+            rows = [rows[i] for i in args.rows]
+        lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say)
         if not args.no_elkan:
             elkan_rows(args.repeats, say)
     load = os.getloadavg()

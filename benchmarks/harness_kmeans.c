@@ -71,7 +71,7 @@ int main(int argc, char **argv)
             }
             free(C); free(Cf);
         }
-    printf("N=%td d=%td K=%td %s method=%d: %.2f ms/it  check=%llx centers=%llx\n", N, d,
+    printf("N=%td d=%td K=%td %s method=%d: %.4f ms/it  check=%llx centers=%llx\n", N, d,
            K, f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
            (unsigned long long)check, ccheck);
     return 0;

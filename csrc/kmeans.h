@@ -116,6 +116,14 @@
  *   21, small / lanes): d = 8: 1.00 (K = 8, f64), 0.70 (8, f32), 1.11 (16,
  *   f64), 0.86 (16, f32), 1.04 (32, f64), 1.03 (32, f32), 1.15 (64, f64),
  *   1.02 (64, f32): the entries above stand.
+ *   Fifth round, with ML_KM_SMALL_CENTER_UNROLL (C harness, N = 16384, 1
+ *   thread, 100 repeats x 3 interleaved rounds, 10:30 UTC, load 9, CPU
+ *   time of the lanes kernel / the small-d kernel): d = 8: 1.02 (K = 16,
+ *   f64), 1.39 (16, f32), 1.27 (24, f64), 1.40 (24, f32), 1.04 (32, f64),
+ *   1.17 (32, f32), 0.99 (64, f64), 1.14 (64, f32); d = 7, K = 32, f64:
+ *   1.09; d = 6, K = 64, f32: 1.17.  So d = 8 now takes the small-d kernel
+ *   up to K = 64 like the other d (SMALL_MAX_K_AT_MAX_D = 64, was 16; f64
+ *   K = 64 is a tie).
  * ML_KM_SMALL_EXTRA_D, ML_KM_SMALL_MAX_K_AT_EXTRA_D,
  * ML_KM_SMALL_EXTRA_ITEMSIZE: the small-d kernel is also compiled for
  *   d = EXTRA_D (one point vector per step: its 16 coordinate vectors fill
@@ -128,6 +136,31 @@
  *   repeats, load 16): 0.89 (K = 8, f32), 1.14 (8, f64), 1.08 (4, f64).
  *   float64 gains nothing (its K = 8 lanes kernel reduces 4 lanes per
  *   point).  Other d in 9..15 are not compiled (not measured).
+ * ML_KM_SMALL_CENTER_UNROLL(d), ML_KM_SMALL_MAX_UNROLL: the small-d kernel
+ *   scores this many centers at once (small_centers in kmeans_impl.h: their
+ *   multiply-add chains interleaved, the same scores and the same order of
+ *   comparisons, so the labels do not change).  Measured (C harness
+ *   benchmarks/harness_kmeans.c, -O3, 1 thread, N = 16384 so the rows stay
+ *   in L2, 100 repeats x 3 interleaved rounds, 10:24 UTC, load 9, CPU time
+ *   with 1 center (in the scores-first order, since replaced; see below)
+ *   / with 2 / with 4; labels and center bits identical):
+ *   d = 1, K = 8, f64: 1.06 / 1.03; d = 2: 0.91 / 0.94; d = 3: 1.00 /
+ *   0.97 (f64), 1.40 / 1.37 (f32); d = 4: 0.97 / 0.93; d = 5: 0.99 /
+ *   0.94; d = 6: 0.90 / 0.90; d = 7, f32: 0.99 / 1.00; d = 8: 1.03 / 1.06
+ *   (K = 8, f64), 1.01 / 1.13 (8, f32), 1.04 / 1.17 (16, f64); d = 16,
+ *   K = 8, f32: 1.05 / 1.03.  At d = 8 a center's chain is 8 dependent
+ *   multiply-adds (32 cycles of latency) and two point vectors do not fill
+ *   the two FMA pipes; where the compare-and-select bookkeeping, not the
+ *   chain, is the limit (d <= 6) the unrolled form only adds pressure on
+ *   the registers.  These ratios are within this code.  Against main's
+ *   single-function kernel (same harness, 11:15 UTC, load 1.8-2.2, rows
+ *   in L2 / N = 1e6): d = 8: 1.10 / 1.05 (K = 8, f64), 1.04 / 1.05 (8, f32),
+ *   1.04 (32, f32, N = 1e6); d = 1: 1.05; d = 2: 0.99 / 0.99; d = 3: 0.98 /
+ *   1.03 (f64), 0.95 / 0.92 (f32, not resolved); d = 5: 1.00; d = 16, K = 8,
+ *   f32: 1.02.  With one center the chain-then-compare order of main's
+ *   kernel is kept (the scores-first order cost 3-9% at d = 2 and 3), and
+ *   d = 3 stays at one center (two centers of four point vectors spill in
+ *   float64).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
@@ -196,7 +229,7 @@
 #define ML_KM_PRUNE_MIN_D 16
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
-#define ML_KM_SMALL_MAX_K_AT_MAX_D 16
+#define ML_KM_SMALL_MAX_K_AT_MAX_D 64
 #define ML_KM_SMALL_KERNEL_D 8
 #define ML_KM_SMALL_EXTRA_D 16
 #define ML_KM_SMALL_MAX_K_AT_EXTRA_D 8
@@ -204,6 +237,10 @@
 #define ML_KM_SMALL_WIDE_D 4
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
+#define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_CENTER_UNROLL
+#define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
+#endif
 #ifndef ML_KM_LANES_V4_BYTES
 #define ML_KM_LANES_V4_BYTES 32
 #endif

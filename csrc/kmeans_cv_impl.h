@@ -33,6 +33,98 @@ typedef REAL_INT CVN(km_cvi) __attribute__((vector_size(CV_VB)));
 #pragma GCC diagnostic push  /* GCC 12 sees the unrolled arrays as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+/* The P x Q accumulators of one block start at its norms (row 0). */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_init)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                 const REAL *ML_RESTRICT cb, const int P, const int Q)
+{
+    CV_UNROLL
+    for (int q = 0; q < Q; ++q) {
+        CVN(km_cv) nq;
+        memcpy(&nq, cb + q * CV_VL, sizeof nq);
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) acc[p][q] = nq;
+    }
+}
+
+/* acc[p][q] += x_pj (-2 c_.j) for j = 0..d-1 in order, the Q vectors of row
+ * 1 + j of the block (cj: row 1) shared by the P points. */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                const REAL *xp[KM_CV_MAXP], const REAL *ML_RESTRICT cj,
+                const ptrdiff_t d, const ptrdiff_t W, const int P, const int Q)
+{
+    typedef CVN(km_cv) V;
+    for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
+        V c[KM_CV_MAXQ];
+        CV_UNROLL
+        for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) {
+            const V xb = xp[p][j] - (V){0};
+            CV_UNROLL
+            for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
+        }
+    }
+}
+
+/* Each lane's running minimum and center index take block blk's scores
+ * (strict <, in increasing q: ties stay with the lower index). */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_min)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cvi) bk[KM_CV_MAXP],
+                const CVN(km_cvi) *lane, const ptrdiff_t blk, const ptrdiff_t W,
+                const int P, const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    CV_UNROLL
+    for (int p = 0; p < P; ++p) {
+        int q0 = 0;
+        if (blk == 0) {
+            bs[p] = acc[p][0];
+            bk[p] = *lane;
+            q0 = 1;
+        }
+        CV_UNROLL
+        for (int q = q0; q < Q; ++q) {
+            const VI lt = (VI)(acc[p][q] < bs[p]);
+            const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
+            bs[p] = (V)((lt & (VI)acc[p][q]) | (~lt & (VI)bs[p]));
+            bk[p] = (lt & kv) | (~lt & bk[p]);
+        }
+    }
+}
+
+/* The label of one point from its lanes: the minimum value, then the lowest
+ * center index among the lanes that hold it. */
+static ML_ALWAYS_INLINE int32_t
+CVN(cv_lane_argmin)(const CVN(km_cv) *bsp, const CVN(km_cvi) *bkp,
+                    const CVN(km_cvi) *lanep)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const VI big = (REAL_INT)INT32_MAX - (VI){0};
+    const V bs = *bsp;
+    const VI bk = *bkp, lane = *lanep;
+    V v = bs;
+    CV_UNROLL
+    for (int s = CV_VL / 2; s >= 1; s /= 2) {
+        const V t = ML_SHUFFLE(v, lane ^ s);
+        const VI lt = (VI)(t < v);
+        v = (V)((lt & (VI)t) | (~lt & (VI)v));
+    }
+    const VI eq = (VI)(bs == v);
+    VI k = (eq & bk) | (~eq & big);
+    CV_UNROLL
+    for (int s = CV_VL / 2; s >= 1; s /= 2) {
+        const VI t = ML_SHUFFLE(k, lane ^ s);
+        const VI lt = (VI)(t < k);
+        k = (lt & t) | (~lt & k);
+    }
+    return (int32_t)k[0];
+}
+
 static ML_ALWAYS_INLINE void
 CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
              const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
@@ -44,7 +136,6 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     VI lane;
     CV_UNROLL
     for (int l = 0; l < CV_VL; ++l) lane[l] = l;
-    const VI big = (REAL_INT)INT32_MAX - (VI){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
         const ptrdiff_t np = m - b0 < P ? m - b0 : P;
         const REAL *xp[KM_CV_MAXP];
@@ -56,63 +147,12 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         for (ptrdiff_t blk = 0; blk < nb; ++blk) {
             const REAL *cb = ct + blk * bstride;
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
-            CV_UNROLL
-            for (int q = 0; q < Q; ++q) {
-                V nq;
-                memcpy(&nq, cb + q * CV_VL, sizeof nq);
-                CV_UNROLL
-                for (int p = 0; p < P; ++p) acc[p][q] = nq;
-            }
-            const REAL *cj = cb + W;
-            for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
-                V c[KM_CV_MAXQ];
-                CV_UNROLL
-                for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
-                CV_UNROLL
-                for (int p = 0; p < P; ++p) {
-                    const V xb = xp[p][j] - (V){0};
-                    CV_UNROLL
-                    for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
-                }
-            }
-            CV_UNROLL
-            for (int p = 0; p < P; ++p) {
-                int q0 = 0;
-                if (blk == 0) {
-                    bs[p] = acc[p][0];
-                    bk[p] = lane;
-                    q0 = 1;
-                }
-                CV_UNROLL
-                for (int q = q0; q < Q; ++q) {
-                    const VI lt = (VI)(acc[p][q] < bs[p]);
-                    const VI kv = lane + (REAL_INT)(blk * W + q * CV_VL);
-                    bs[p] = (V)((lt & (VI)acc[p][q]) | (~lt & (VI)bs[p]));
-                    bk[p] = (lt & kv) | (~lt & bk[p]);
-                }
-            }
+            CVN(cv_acc_init)(acc, cb, P, Q);
+            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q);
+            CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q);
         }
         CV_UNROLL
-        for (int p = 0; p < np; ++p) {
-            /* The minimum over the lanes, then the lowest center index among
-             * the lanes that hold it. */
-            V v = bs[p];
-            CV_UNROLL
-            for (int s = CV_VL / 2; s >= 1; s /= 2) {
-                const V t = ML_SHUFFLE(v, lane ^ s);
-                const VI lt = (VI)(t < v);
-                v = (V)((lt & (VI)t) | (~lt & (VI)v));
-            }
-            const VI eq = (VI)(bs[p] == v);
-            VI k = (eq & bk[p]) | (~eq & big);
-            CV_UNROLL
-            for (int s = CV_VL / 2; s >= 1; s /= 2) {
-                const VI t = ML_SHUFFLE(k, lane ^ s);
-                const VI lt = (VI)(t < k);
-                k = (lt & t) | (~lt & k);
-            }
-            lab[b0 + p] = (int32_t)k[0];
-        }
+        for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
     }
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -266,6 +266,105 @@ FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
 }
 #undef KM_UNROLL_ALL
 
+/* x[v][j] = coordinate j of the KM_TV rows of point vector v of the step at
+ * row b0 (mt of its nv * KM_TV rows are in the chunk; the others read 0). */
+static ML_ALWAYS_INLINE void
+FN(small_load)(const REAL *ML_RESTRICT X, ptrdiff_t b0, ptrdiff_t mt,
+               const ptrdiff_t d, const int nv,
+               FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D])
+{
+    typedef FN(km_vt) V;
+    const ptrdiff_t tp = nv * KM_TV;
+    if (mt == tp && d % KM_TV == 0) {
+        /* Whole blocks of KM_TV coordinates: the rows loaded as vectors
+         * and transposed in registers (small_transpose). */
+        for (int v = 0; v < nv; ++v)
+            FN(small_transpose)(X + (b0 + v * KM_TV) * d, d, x[v]);
+    } else if (mt == tp) {
+        /* Lanes set in registers: a transpose through memory would
+         * stall every vector load on the scalar stores before it. */
+        for (int v = 0; v < nv; ++v)
+            for (ptrdiff_t j = 0; j < d; ++j)
+                for (ptrdiff_t p = 0; p < KM_TV; ++p)
+                    x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
+    } else {
+        REAL xt[ML_KM_SMALL_EXTRA_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
+        for (ptrdiff_t p = 0; p < tp; ++p)
+            for (ptrdiff_t j = 0; j < d; ++j)
+                xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
+        for (int v = 0; v < nv; ++v)
+            for (ptrdiff_t j = 0; j < d; ++j)
+                memcpy(&x[v][j], &xt[j][v * KM_TV], sizeof(V));
+    }
+}
+
+/* The labels of the step's mt rows (of nv * KM_TV) out of the lane labels. */
+static ML_ALWAYS_INLINE void
+FN(small_store)(const FN(km_vi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
+                const int nv, int32_t *ML_RESTRICT lab)
+{
+    if (mt == nv * KM_TV) {
+        for (int v = 0; v < nv; ++v) {
+            const FN(km_vl) l = __builtin_convertvector(bk[v], FN(km_vl));
+            memcpy(lab + v * KM_TV, &l, sizeof l);
+        }
+    } else {
+        for (int v = 0; v < nv; ++v)
+            for (ptrdiff_t p = 0; p < KM_TV; ++p)
+                if (v * KM_TV + p < mt) lab[v * KM_TV + p] = (int32_t)bk[v][p];
+    }
+}
+
+/* The scores of the nu centers at c (rows of cpk) for the step's nv point
+ * vectors, then each lane's running minimum and label updated with them in
+ * increasing k (*kvp: the first one's index in every lane, advanced past
+ * them).  Each score is one chain of
+ * multiply-adds (the norm, then j in order), so a lone center leaves the
+ * FMA units waiting on its chain's latency (d chained multiply-adds at
+ * 4 cycles each); nu = ML_KM_SMALL_CENTER_UNROLL(d) centers give nu * nv
+ * independent chains, interleaved coordinate by coordinate.  Every score is
+ * the same sequence of operations as with nu = 1, and the comparisons come
+ * in the same order: the labels do not depend on nu. */
+static ML_ALWAYS_INLINE void
+FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
+                  const REAL *ML_RESTRICT c, const ptrdiff_t d, const int nv,
+                  const int nu, FN(km_vi) *ML_RESTRICT kvp, FN(km_vt) *ML_RESTRICT bs,
+                  FN(km_vi) *ML_RESTRICT bk)
+{
+    typedef FN(km_vt) V;
+    typedef FN(km_vi) VM;
+    V a[ML_KM_SMALL_MAX_UNROLL][ML_KM_SMALL_STEP_VECTORS(1)];
+    VM kv = *kvp;
+    if (nu == 1) {
+        /* One center: each point vector's chain, then its comparison (the
+         * order main's kernel had; the scores-first order below was 3-9%
+         * slower at d = 2 and 3). */
+        for (int v = 0; v < nv; ++v) {
+            V s = c[0] - (V){0};
+            for (ptrdiff_t j = 0; j < d; ++j) s += x[v][j] * (c[1 + j] - (V){0});
+            const VM lt = (VM)(s < bs[v]);
+            bs[v] = (V)((lt & (VM)s) | (~lt & (VM)bs[v]));
+            bk[v] = (lt & kv) | (~lt & bk[v]);
+        }
+        *kvp = kv + 1;
+        return;
+    }
+    for (int u = 0; u < nu; ++u)
+        for (int v = 0; v < nv; ++v) a[u][v] = c[u * (d + 1)] - (V){0};
+    for (ptrdiff_t j = 0; j < d; ++j)
+        for (int u = 0; u < nu; ++u) {
+            const V cj = c[u * (d + 1) + 1 + j] - (V){0};
+            for (int v = 0; v < nv; ++v) a[u][v] += x[v][j] * cj;
+        }
+    for (int u = 0; u < nu; ++u, kv += 1)
+        for (int v = 0; v < nv; ++v) {
+            const VM lt = (VM)(a[u][v] < bs[v]);
+            bs[v] = (V)((lt & (VM)a[u][v]) | (~lt & (VM)bs[v]));
+            bk[v] = (lt & kv) | (~lt & bk[v]);
+        }
+    *kvp = kv;
+}
+
 static ML_ALWAYS_INLINE void
 FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
@@ -273,7 +372,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    const int nv = ML_KM_SMALL_STEP_VECTORS(d);
+    const int nv = ML_KM_SMALL_STEP_VECTORS(d), ku = ML_KM_SMALL_CENTER_UNROLL(d);
     const ptrdiff_t tp = nv * KM_TV;
     const V inf = (REAL)INFINITY - (V){0};
     for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
@@ -281,52 +380,18 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
-        if (mt == tp && d % KM_TV == 0) {
-            /* Whole blocks of KM_TV coordinates: the rows loaded as vectors
-             * and transposed in registers (small_transpose). */
-            for (int v = 0; v < nv; ++v)
-                FN(small_transpose)(X + (b0 + v * KM_TV) * d, d, x[v]);
-        } else if (mt == tp) {
-            /* Lanes set in registers: a transpose through memory would
-             * stall every vector load on the scalar stores before it. */
-            for (int v = 0; v < nv; ++v)
-                for (ptrdiff_t j = 0; j < d; ++j)
-                    for (ptrdiff_t p = 0; p < KM_TV; ++p)
-                        x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
-        } else {
-            REAL xt[ML_KM_SMALL_EXTRA_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
-            for (ptrdiff_t p = 0; p < tp; ++p)
-                for (ptrdiff_t j = 0; j < d; ++j)
-                    xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
-            for (int v = 0; v < nv; ++v)
-                for (ptrdiff_t j = 0; j < d; ++j)
-                    memcpy(&x[v][j], &xt[j][v * KM_TV], sizeof(V));
-        }
+        FN(small_load)(X, b0, mt, d, nv, x);
         for (int v = 0; v < nv; ++v) {
             bs[v] = inf;
             bk[v] = (VM){0};
         }
         VM kv = (VM){0};
-        for (ptrdiff_t k = 0; k < K; ++k, kv += 1) {
-            const REAL *c = cpk + k * (d + 1);
-            for (int v = 0; v < nv; ++v) {
-                V a = c[0] - (V){0};
-                for (ptrdiff_t j = 0; j < d; ++j) a += x[v][j] * (c[1 + j] - (V){0});
-                const VM lt = (VM)(a < bs[v]);
-                bs[v] = (V)((lt & (VM)a) | (~lt & (VM)bs[v]));
-                bk[v] = (lt & kv) | (~lt & bk[v]);
-            }
-        }
-        if (mt == tp) {
-            for (int v = 0; v < nv; ++v) {
-                const FN(km_vl) l = __builtin_convertvector(bk[v], FN(km_vl));
-                memcpy(lab + b0 + v * KM_TV, &l, sizeof l);
-            }
-        } else {
-            for (int v = 0; v < nv; ++v)
-                for (ptrdiff_t p = 0; p < KM_TV; ++p)
-                    if (v * KM_TV + p < mt) lab[b0 + v * KM_TV + p] = (int32_t)bk[v][p];
-        }
+        ptrdiff_t k = 0;
+        for (; k + ku <= K; k += ku)
+            FN(small_centers)(x, cpk + k * (d + 1), d, nv, ku, &kv, bs, bk);
+        for (; k < K; ++k)
+            FN(small_centers)(x, cpk + k * (d + 1), d, nv, 1, &kv, bs, bk);
+        FN(small_store)(bk, mt, nv, lab + b0);
     }
 }
 #if defined(__GNUC__) && !defined(__clang__)
