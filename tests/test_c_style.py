@@ -27,9 +27,6 @@ MAX_LINES = 60
 # reason starting "TODO" marks such a pending split (the entry may already be
 # short on a tree that has the split: drop it then).
 ALLOWED = {
-    # TODO owner kcore5 (csrc/kmeans*): the cross-validated k-means body is
-    # split into static helpers on kcore5's branch this round.
-    ("kmeans_cv_impl.h", "CVN(cv_body)"): "TODO kcore5: split on its branch",
     # TODO owner mmc5 (mmc_solver.c): the face Newton step of the diagonal
     # solver, for its owner to split.
     ("mmc_solver.c", "ml_mmc_face_newton"): "TODO mmc5: to be split",
