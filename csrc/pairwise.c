@@ -232,47 +232,118 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
 /* ------------------------------------------------------------------------ */
 /* Diagonal metric. */
 
+/* Pairs per batch of diag_chunk's three sweeps (their rows, 8 p bytes each,
+ * stay in the first-level cache between the sweeps). */
+#define ML_DIAG_BATCH 64
+
+/* q_k = a . v_k for the c rows of V, four pairs at a time: each q_k is
+ * summed over t in order (the rounding of a pair-by-pair loop), but four
+ * independent sums overlap where one sum is a chain of p dependent adds. */
+static void diag_quad(const double *V, ptrdiff_t p, ptrdiff_t ld, ptrdiff_t c,
+                      const double *a, double *q) {
+    ptrdiff_t k = 0;
+    for (; k + 4 <= c; k += 4) {
+        const double *v0 = V + k * ld, *v1 = v0 + ld, *v2 = v1 + ld, *v3 = v2 + ld;
+        double q0 = 0.0, q1 = 0.0, q2 = 0.0, q3 = 0.0;
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            q0 += a[t] * v0[t];
+            q1 += a[t] * v1[t];
+            q2 += a[t] * v2[t];
+            q3 += a[t] * v3[t];
+        }
+        q[k] = q0;
+        q[k + 1] = q1;
+        q[k + 2] = q2;
+        q[k + 3] = q3;
+    }
+    for (; k < c; ++k) {
+        double qk = 0.0;
+        for (ptrdiff_t t = 0; t < p; ++t) qk += a[t] * V[k * ld + t];
+        q[k] = qk;
+    }
+}
+
+/* Sweep 1 of diag_chunk: rows v = (x_i - x_j)^2 into V (row stride ld >= p)
+ * and q_k = a . v_k. */
+static void diag_gather(const double *X, ptrdiff_t p, ptrdiff_t ld, const int64_t *pi,
+                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
+                        const double *a, double *V, double *q) {
+    for (ptrdiff_t k = 0; k < c; ++k) {
+        const double *xi = X + pi[k * stride] * p, *xj = X + pj[k * stride] * p;
+        double *v = V + k * ld;
+        for (ptrdiff_t t = 0; t < p; ++t) {
+            double dt = xi[t] - xj[t];
+            v[t] = dt * dt;
+        }
+    }
+    diag_quad(V, p, ld, c, a, q);
+}
+
+/* A pair at distance 0 that differs somewhere (see pairwise.h): v / 2 into
+ * zacc and one more into *nzero. */
+static void diag_zero_pair(const double *v, ptrdiff_t p, double *zacc, double *nzero) {
+    int differs = 0;
+    for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
+    if (!differs) return;
+    *nzero += 1.0;
+    for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
+}
+
+/* The rows of one batch, pair by pair (the sums' order): h, zero pairs, and
+ * either the gradient (gacc) or, for the Hessian, the rows scaled by
+ * sw = sqrt(1 / (4 d^3)) with sqrt(d) in column p (ld = p + 1; zero-distance
+ * rows all 0), so that one syrk of the rows gives H and, in its last row,
+ * sum_k sqrt(d_k) sw_k v_k = sum_k v_k / (2 d_k) = the gradient. */
+static double diag_weigh(double *Vb, ptrdiff_t p, ptrdiff_t ld, ptrdiff_t nk,
+                         const double *d, double hs, double *gacc, int want_H,
+                         double *zacc, double *nzero) {
+    double w[ML_DIAG_BATCH];
+    for (ptrdiff_t k = 0; k < nk; ++k)  /* independent divisions, which overlap */
+        w[k] = want_H ? 1.0 / (2.0 * d[k] * sqrt(d[k])) : 0.5 / d[k];
+    for (ptrdiff_t k = 0; k < nk; ++k) {
+        double *v = Vb + k * ld;
+        hs += d[k];
+        if (d[k] > 0.0) {
+            if (want_H) {
+                for (ptrdiff_t t = 0; t < p; ++t) v[t] *= w[k];
+                v[p] = sqrt(d[k]);
+            } else if (gacc) {
+                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += w[k] * v[t];
+            }
+            continue;
+        }
+        if (zacc) diag_zero_pair(v, p, zacc, nzero);
+        if (want_H) memset(v, 0, (size_t)ld * sizeof(double));
+    }
+    return hs;
+}
+
 /* One chunk of diagonal-metric pairs (pair k = (pi[k * stride], pj[k * stride])):
- * rows v = (x_i - x_j)^2 go to V, scaled by sqrt(1 / (4 d^3)) when the
- * Hessian is wanted (rows of zero-distance pairs then zeroed). */
+ * rows v = (x_i - x_j)^2 go to V (row stride p, or p + 1 with want_H: see
+ * diag_weigh; gacc is then not used). In batches of ML_DIAG_BATCH pairs, whose
+ * rows stay in the first-level cache: the rows and q; every distance of the
+ * batch in one loop (independent square roots, which overlap; pair by pair
+ * they were a chain of long latencies); then diag_weigh. */
 static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
                        const double *a, double *V, double *hacc,
                        double *gacc, int want_H, double *zacc, double *nzero) {
-    for (ptrdiff_t k = 0; k < c; ++k) {
-        const double *xi = X + pi[k * stride] * p, *xj = X + pj[k * stride] * p;
-        double *v = V + k * p;
-        double q = 0.0;
-        for (ptrdiff_t t = 0; t < p; ++t) {
-            double dt = xi[t] - xj[t];
-            v[t] = dt * dt;
-            q += a[t] * v[t];
-        }
-        double d = sqrt(q);
-        *hacc += d;
-        if (d > 0.0) {
-            if (gacc)
-                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += (0.5 / d) * v[t];
-            if (want_H) {
-                double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
-                for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
-            }
-            continue;
-        }
-        if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
-            int differs = 0;
-            for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
-            if (differs) {
-                *nzero += 1.0;
-                for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
-            }
-        }
-        if (want_H) memset(v, 0, (size_t)p * sizeof(double));
+    const ptrdiff_t ld = want_H ? p + 1 : p;
+    double d[ML_DIAG_BATCH];
+    double hs = *hacc;
+    for (ptrdiff_t k0 = 0; k0 < c; k0 += ML_DIAG_BATCH) {
+        const ptrdiff_t nk = min_p(c - k0, ML_DIAG_BATCH);
+        double *Vb = V + k0 * ld;
+        diag_gather(X, p, ld, pi + k0 * stride, pj + k0 * stride, stride, nk, a, Vb, d);
+        for (ptrdiff_t k = 0; k < nk; ++k) d[k] = sqrt(d[k]);
+        hs = diag_weigh(Vb, p, ld, nk, d, hs, gacc, want_H, zacc, nzero);
     }
+    *hacc = hs;
 }
 
 /* Operands and per-block partials of the diagonal kernels: block b holds
- * h (hpart[b]), the gradient (gpart + b p), the Hessian (Hpart + b p p) and
+ * h (hpart[b]), the gradient (gpart + b p; without the Hessian), the Hessian
+ * with the gradient in its last row (Hpart + b (p + 1)^2, see diag_weigh) and
  * the zero pairs' sum and count (zpart + b (p + 1)). */
 typedef struct {
     const double *X, *a;
@@ -288,7 +359,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
     const ptrdiff_t p = job->p, n = job->n;
     double hacc = 0.0;
     double *gacc = job->gpart ? job->gpart + b * p : NULL;
-    double *Hacc = job->Hpart ? job->Hpart + b * p * p : NULL;
+    double *Hacc = job->Hpart ? job->Hpart + b * (p + 1) * (p + 1) : NULL;
     double *zacc = job->zpart ? job->zpart + b * (p + 1) : NULL;
     double *nz = zacc ? zacc + p : NULL;
     const ptrdiff_t start = b * job->block;
@@ -299,7 +370,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
             const int64_t *pr = job->pairs + 2 * c0;
             diag_chunk(job->X, p, pr, pr + 1, 2, c, job->a, V, &hacc, gacc,
                        Hacc != NULL, zacc, nz);
-            if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+            if (Hacc) syrk_acc(Hacc, V, c, p + 1, job->dsyrk);
         }
     } else {
         const ptrdiff_t i1 = min_p(start + job->block, n - 1);
@@ -311,7 +382,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
                 if (++c < ML_CHUNK && !(i == i1 - 1 && j == n - 1)) continue;
                 diag_chunk(job->X, p, idx, idx + 1, 2, c, job->a, V, &hacc, gacc,
                            Hacc != NULL, zacc, nz);
-                if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+                if (Hacc) syrk_acc(Hacc, V, c, p + 1, job->dsyrk);
                 c = 0;
             }
         }
@@ -322,12 +393,19 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
 /* The partials of job into the outputs (h, grad, H, grad_zero, n_zero). */
 static int diag_reduce(const diag_job *job, ptrdiff_t nb, double *h, double *grad,
                        double *H, double *grad_zero, double *n_zero) {
-    const ptrdiff_t p = job->p;
+    const ptrdiff_t p = job->p, q = p + 1;
     add_partials(h, job->hpart, nb, 1, 1);
-    if (grad) add_partials(grad, job->gpart, nb, p, p);
-    if (H) {
-        add_partials(H, job->Hpart, nb, p * p, p * p);
+    if (H) {  /* H and, in the last row, the gradient (diag_weigh) */
+        double *HG = malloc((size_t)(q * q) * sizeof(double));
+        if (!HG) return ML_ERR_ALLOC;
+        add_partials(HG, job->Hpart, nb, q * q, q * q);
+        for (ptrdiff_t r = 0; r < p; ++r)
+            memcpy(H + r * p, HG + r * q, (size_t)(r + 1) * sizeof(double));
         symmetrize_lower(H, p);
+        if (grad) memcpy(grad, HG + p * q, (size_t)p * sizeof(double));
+        free(HG);
+    } else if (grad) {
+        add_partials(grad, job->gpart, nb, p, p);
     }
     if (grad_zero) {
         add_partials(grad_zero, job->zpart, nb, p, p + 1);
@@ -339,10 +417,11 @@ static int diag_reduce(const diag_job *job, ptrdiff_t nb, double *h, double *gra
 static int diag_alloc(diag_job *job, ptrdiff_t nb, int grad, int H, int zero) {
     const ptrdiff_t p = job->p;
     job->hpart = calloc((size_t)nb, sizeof(double));
-    job->gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
-    job->Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    job->gpart = grad && !H ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
+    job->Hpart = H ? calloc((size_t)(nb * (p + 1) * (p + 1)), sizeof(double)) : NULL;
     job->zpart = zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
-    if (!job->hpart || (grad && !job->gpart) || (H && !job->Hpart) || (zero && !job->zpart))
+    if (!job->hpart || (grad && !H && !job->gpart) || (H && !job->Hpart) ||
+        (zero && !job->zpart))
         return ML_ERR_ALLOC;
     return ML_OK;
 }
@@ -381,7 +460,8 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     } else {  /* fixed row blocks, capped like the explicit ones */
         job.block = ML_DIAG_ROW_BLOCK;
         nb = n > 1 ? (n - 1 + job.block - 1) / job.block : 1;
-        ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + p + 1) * sizeof(double)));
+        ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES /
+                                    ((size_t)((p + 1) * (p + 1) + p + 1) * sizeof(double)));
         if (cap < 1) cap = 1;
         if (nb > cap) { nb = cap; job.block = (n - 1 + nb - 1) / nb; }
     }
@@ -391,7 +471,7 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
     if (status == ML_OK)
     #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
     {
-        double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
+        double *V = malloc((size_t)(ML_CHUNK * (p + 1)) * sizeof(double));
         int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
         if (!V || !idx) {
             #pragma omp atomic write
