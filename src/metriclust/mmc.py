@@ -59,7 +59,7 @@ import numpy as np
 
 from ._core.base import (BaseEstimator, ConvergenceWarning, Interval, Options, TransformerMixin,
                          _with_sklearn_twin, check_is_fitted)
-from ._core.blockwise import is_out_of_core
+from ._core.ondisk import is_out_of_core
 from ._core.pairsums import PairSums, scatter_of_pairs
 from ._kernels._mmc import CONVERGED as SPG_CONVERGED
 from ._kernels._mmc import LOG_FULL as SPG_LOG_FULL
