@@ -10,8 +10,10 @@ Public classes and functions:
 
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
-no N x N storage) and subtracts S's own terms. Data are float64 (float32 input
-is converted by the caller). The kernels call BLAS from inside their OpenMP
+no N x N storage) and subtracts S's own terms. Explicit pairs read float32 data
+as they are (the kernels widen each value as they read it and sum in float64:
+the sums of ``E.astype(np.float64)`` without the copy); the Laplacian forms and
+the full-A solver work on a float64 copy. The kernels call BLAS from inside their OpenMP
 region: callers hold BLAS to one thread around a solve (``single_blas_thread``),
 once, not per call (threadpoolctl costs milliseconds per entry).
 """
@@ -80,11 +82,17 @@ class PairSums:
         Explicit D, or None for all pairs not in ``similar``.
     similar : ndarray (k, 2)
         S; used only when ``dissimilar`` is None.
+    col_scale : ndarray (p,) or None
+        ``diag`` only: the sums of ``E * sqrt(col_scale)`` (columns scaled, as
+        a whitening does), computed on E itself by scaling the weights.
     """
 
-    def __init__(self, E, dissimilar, similar, n_threads=None):
+    def __init__(self, E, dissimilar, similar, n_threads=None, col_scale=None):
         self.implicit = dissimilar is None
         self.n_threads = effective_n_threads(n_threads)
+        self.col_scale = None if col_scale is None else np.asarray(col_scale, dtype=np.float64)
+        if E.dtype != np.float32 or self.implicit:
+            E = np.asarray(E, dtype=np.float64)
         if self.implicit:
             # Centre: the Laplacian form is translation invariant, GEMM distances are not.
             self.E = np.ascontiguousarray(E - E.mean(axis=0))
@@ -95,6 +103,7 @@ class PairSums:
             n, p = E.shape
             self.laplacian = p >= 8 and len(D) > 4 * n
             if self.laplacian:
+                E = np.asarray(E, dtype=np.float64)
                 # Many pairs on few points: G = X^T L_w X through the weighted pair
                 # graph's Laplacian, O(n p^2) instead of O(m p^2) per pass. Its
                 # rounding error grows with |x_i|^2 / |x_i - x_j|^2 (the terms
@@ -147,6 +156,8 @@ class PairSums:
         (direct kernel, Laplacian form, or all pairs not in S); ``settings``
         are its keyword arguments (``max_iter``, ``tol``, ...).
         """
+        if self.E.dtype != np.float64:     # the solver works on float64 (direct form)
+            self.E = np.ascontiguousarray(self.E, dtype=np.float64)
         if self.implicit:
             return _mmc.FullSPG(self.E, "allpairs", self.S, n_threads=self.n_threads,
                                 **settings)
@@ -162,7 +173,21 @@ class PairSums:
         ``zero_pairs`` the result also holds ``(grad_zero, n_zero)``, the sum of
         ``v / 2`` and the count over D's pairs with ``a . v = 0`` but ``v != 0``.
         """
-        a = np.ascontiguousarray(a, dtype=np.float64)
+        c = self.col_scale
+        if c is None:
+            return self._diag(np.ascontiguousarray(a, dtype=np.float64), gradient, hessian,
+                              zero_pairs)
+        # v of the scaled columns is c * v: h(a) = h_E(c a), grad = c grad_E, H = c c^T H_E
+        out = list(self._diag(np.ascontiguousarray(a * c), gradient, hessian, zero_pairs))
+        for k in (1, 3):
+            if k < len(out) and out[k] is not None:
+                out[k] *= c
+        if out[2] is not None:
+            out[2] *= c[:, None]
+            out[2] *= c
+        return tuple(out)
+
+    def _diag(self, a, gradient, hessian, zero_pairs):
         if not self.implicit:
             return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
                                         n_threads=self.n_threads, zero_pairs=zero_pairs)
