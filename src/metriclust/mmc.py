@@ -246,9 +246,9 @@ class MMC(TransformerMixin, BaseEstimator):
         p = X.shape[1]
         self.n_features_in_ = p
         wide = p > X.shape[0]
-        # The diagonal solver's pair sums read float32 X as it is (each value
-        # widened as it is read, float64 sums); the full solver and the wide
-        # paths work on float64.
+        # Diagonal A reads float32 X as it is (the similar-pair scatter widens each
+        # value as it reads it) until the whitened float64 copy; the full solver
+        # and the wide paths work on float64.
         Xw = X if self.diagonal and not wide else X.astype(np.float64, copy=False)
         S, D = self._side_information(Xw, y, similar, dissimilar)
         # The OpenMP kernels call BLAS themselves: hold BLAS to one thread when
@@ -456,7 +456,7 @@ class MMC(TransformerMixin, BaseEstimator):
         return np.diag(self._initial_metric(X)).copy()
 
     def _fit(self, X, S, D, ridge_features=None, pair_sums=None):
-        # X: float64, or float32 for diagonal A (the pair sums read it as it is)
+        # X: float64, or float32 for diagonal A (whitened into float64 below)
         p = X.shape[1]
         # lambda's p: the caller's, when X holds coordinates in a subspace
         ridge_p = p if ridge_features is None else ridge_features
@@ -480,8 +480,8 @@ class MMC(TransformerMixin, BaseEstimator):
             m = np.maximum(m, 0.5 * _RIDGE * np.trace(M_S) / ridge_p)   # rounding guard
         W = np.diag(1.0 / np.sqrt(m)) if self.diagonal else U / np.sqrt(m)
         # pair_sums(W): the sums for data read block by block (_fit_all_pairs)
-        if self.diagonal:   # W diagonal: the sums scale the weights, X is not copied
-            sums = (PairSums(X, D, S, col_scale=1.0 / m) if pair_sums is None
+        if self.diagonal:   # W diagonal: scale the columns (float32 X: the one float64 copy)
+            sums = (PairSums(X * (1.0 / np.sqrt(m)), D, S) if pair_sums is None
                     else pair_sums(W))
         else:
             W_inv = np.sqrt(m)[:, None] * U.T

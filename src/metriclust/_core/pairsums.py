@@ -82,15 +82,11 @@ class PairSums:
         Explicit D, or None for all pairs not in ``similar``.
     similar : ndarray (k, 2)
         S; used only when ``dissimilar`` is None.
-    col_scale : ndarray (p,) or None
-        ``diag`` only: the sums of ``E * sqrt(col_scale)`` (columns scaled, as
-        a whitening does), computed on E itself by scaling the weights.
     """
 
-    def __init__(self, E, dissimilar, similar, n_threads=None, col_scale=None):
+    def __init__(self, E, dissimilar, similar, n_threads=None):
         self.implicit = dissimilar is None
         self.n_threads = effective_n_threads(n_threads)
-        self.col_scale = None if col_scale is None else np.asarray(col_scale, dtype=np.float64)
         if E.dtype != np.float32 or self.implicit:
             E = np.asarray(E, dtype=np.float64)
         if self.implicit:
@@ -173,21 +169,7 @@ class PairSums:
         ``zero_pairs`` the result also holds ``(grad_zero, n_zero)``, the sum of
         ``v / 2`` and the count over D's pairs with ``a . v = 0`` but ``v != 0``.
         """
-        c = self.col_scale
-        if c is None:
-            return self._diag(np.ascontiguousarray(a, dtype=np.float64), gradient, hessian,
-                              zero_pairs)
-        # v of the scaled columns is c * v: h(a) = h_E(c a), grad = c grad_E, H = c c^T H_E
-        out = list(self._diag(np.ascontiguousarray(a * c), gradient, hessian, zero_pairs))
-        for k in (1, 3):
-            if k < len(out) and out[k] is not None:
-                out[k] *= c
-        if out[2] is not None:
-            out[2] *= c[:, None]
-            out[2] *= c
-        return tuple(out)
-
-    def _diag(self, a, gradient, hessian, zero_pairs):
+        a = np.ascontiguousarray(a, dtype=np.float64)
         if not self.implicit:
             return _pairwise.pairs_diag(self.E, self.D, a, gradient, hessian,
                                         n_threads=self.n_threads, zero_pairs=zero_pairs)
