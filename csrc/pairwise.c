@@ -84,9 +84,6 @@ typedef struct {
     const float *f32;
 } xrows;
 
-static double xrows_at(xrows X, ptrdiff_t k) {
-    return X.f32 ? (double)X.f32[k] : X.f64[k];
-}
 
 /* D (c x p, row stride ld) = x_i - x_j for the c pairs (pi[k * stride],
  * pj[k * stride]), or its elementwise square when sq; in float64. */
@@ -876,25 +873,44 @@ int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
     return full_pairs(XI, YI, nI, XJ, YJ, nJ, p, r, h, G, dgemm, dsyrk, n_threads);
 }
 
+/* mean += the rows of X (n x p), in row order; Xc = X - mean, Z = Xc diag(s). */
+#define ML_CENTRE_ROWS(NAME, T)                                                  \
+static void NAME(const T *X, ptrdiff_t n, ptrdiff_t p, double *mean, int sum,    \
+                 const double *s, double *Xc, double *Z) {                      \
+    if (sum) {                                                                   \
+        for (ptrdiff_t i = 0; i < n; ++i)                                        \
+            for (ptrdiff_t t = 0; t < p; ++t) mean[t] += (double)X[i * p + t];   \
+        return;                                                                  \
+    }                                                                            \
+    for (ptrdiff_t i = 0; i < n; ++i)                                            \
+        for (ptrdiff_t t = 0; t < p; ++t) {                                      \
+            double v = (double)X[i * p + t] - mean[t];                           \
+            Xc[i * p + t] = v;                                                   \
+            Z[i * p + t] = v * s[t];                                             \
+        }                                                                        \
+}
+ML_CENTRE_ROWS(centre_rows_f64, double)
+ML_CENTRE_ROWS(centre_rows_f32, float)
+#undef ML_CENTRE_ROWS
+
 /* Xc = X - column mean (summed in row order); Z = Xc diag(sqrt a). */
 static int centre_and_scale(xrows X, ptrdiff_t n, ptrdiff_t p, const double *a,
                             double **Xc, double **Z) {
-    double *mean = calloc((size_t)p, sizeof(double));
+    double *mean = calloc((size_t)(2 * p), sizeof(double)), *s = mean + p;
     *Xc = malloc((size_t)(n * p) * sizeof(double));
     *Z = malloc((size_t)(n * p) * sizeof(double));
     if (!mean || !*Xc || !*Z) {
         free(mean);
         return ML_ERR_ALLOC;
     }
-    for (ptrdiff_t i = 0; i < n; ++i)
-        for (ptrdiff_t t = 0; t < p; ++t) mean[t] += xrows_at(X, i * p + t);
-    for (ptrdiff_t t = 0; t < p; ++t) mean[t] /= (double)n;
-    for (ptrdiff_t i = 0; i < n; ++i)
-        for (ptrdiff_t t = 0; t < p; ++t) {
-            double v = xrows_at(X, i * p + t) - mean[t];
-            (*Xc)[i * p + t] = v;
-            (*Z)[i * p + t] = v * sqrt(a[t] > 0.0 ? a[t] : 0.0);
-        }
+    if (X.f32) centre_rows_f32(X.f32, n, p, mean, 1, s, *Xc, *Z);  /* the sums */
+    else centre_rows_f64(X.f64, n, p, mean, 1, s, *Xc, *Z);
+    for (ptrdiff_t t = 0; t < p; ++t) {
+        mean[t] /= (double)n;
+        s[t] = sqrt(a[t] > 0.0 ? a[t] : 0.0);
+    }
+    if (X.f32) centre_rows_f32(X.f32, n, p, mean, 0, s, *Xc, *Z);  /* the rows */
+    else centre_rows_f64(X.f64, n, p, mean, 0, s, *Xc, *Z);
     free(mean);
     return ML_OK;
 }
