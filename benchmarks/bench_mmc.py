@@ -86,9 +86,9 @@ def fit():
     return m.metric_, m.n_iter_, bool(m.converged_)
 
 
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 A, n_iter, converged = fit()
-first = time.perf_counter() - t0
+first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
 end_first = time.time()
 import resource  # noqa: E402 - after the timed part
 ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -99,7 +99,8 @@ for _ in range(int(sys.argv[4])):
     fit()
     warm.append(time.perf_counter() - t0)
     warm_cpu.append(time.process_time() - c0)
-print(json.dumps(dict(end_first=end_first, first=first, warm=warm, warm_cpu=warm_cpu,
+print(json.dumps(dict(end_first=end_first, first=first, first_cpu=first_cpu, warm=warm,
+                      warm_cpu=warm_cpu,
                       cold_cpu=cold_cpu, n_iter=int(n_iter), converged=converged,
                       A=np.asarray(A).tolist())))
 """
@@ -305,6 +306,9 @@ def issue17(args):
             pw = [np.median([p["first"]] + p["warm"]) for p in peer]
             ow = [np.median(o["warm"]) for o in ours[:len(peer)]]
             warm_r = [a / b for a, b in zip(pw, ow)]
+            # CPU per repeat: the peer's fit(s) against our median warm fit, same round
+            cpu_r = [np.median([p["first_cpu"]] + p["warm_cpu"]) / np.median(o["warm_cpu"])
+                     for p, o in zip(peer, ours)] if all("first_cpu" in p for p in peer) else []
             cold_r = [p["cold"] / o["cold"] for p, o in zip(peer, ours)]
             # CPU seconds (steadier under load): warm fits, and the process from its start
             p_wcpu = np.median([np.median(p["warm_cpu"]) for p in peer])
@@ -329,6 +333,9 @@ def issue17(args):
                   f"{r['ours_cold']:.3f}s x{r['peer_cold'] / r['ours_cold']:.1f} | J peer "
                   f"{r['peer_J']:.6f} ours {r['ours_J']:.6f} opt {opt:.6f} ({r['iters']} it)",
                   flush=True)
+            print(f"    per repeat: warm wall {' '.join(f'{x:.1f}' for x in warm_r)} | warm CPU "
+                  f"{' '.join(f'{x:.1f}' for x in cpu_r)} | cold wall "
+                  f"{' '.join(f'{x:.1f}' for x in cold_r)}", flush=True)
     return rows
 
 

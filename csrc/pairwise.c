@@ -76,6 +76,45 @@ static int check_pairs_range(const int64_t *pairs, ptrdiff_t m, ptrdiff_t n) {
     return ML_OK;
 }
 
+/* The rows of X as the caller stores them: float64 (f64), or float32 (f32;
+ * each value widened to float64 as it is read, every difference and sum in
+ * float64, so the sums are those of X.astype(float64)). One is NULL. */
+typedef struct {
+    const double *f64;
+    const float *f32;
+} xrows;
+
+
+/* D (c x p, row stride ld) = x_i - x_j for the c pairs (pi[k * stride],
+ * pj[k * stride]), or its elementwise square when sq; in float64. */
+#define ML_PAIR_DIFFS(NAME, T)                                                   \
+static void NAME(const T *X, ptrdiff_t p, ptrdiff_t ld, const int64_t *pi,       \
+                 const int64_t *pj, ptrdiff_t stride, ptrdiff_t c, int sq,       \
+                 double *D) {                                                    \
+    for (ptrdiff_t k = 0; k < c; ++k) {                                          \
+        const T *xi = X + pi[k * stride] * p, *xj = X + pj[k * stride] * p;      \
+        double *dk = D + k * ld;                                                 \
+        if (sq) {                                                                \
+            for (ptrdiff_t t = 0; t < p; ++t) {                                  \
+                double e = (double)xi[t] - (double)xj[t];                        \
+                dk[t] = e * e;                                                   \
+            }                                                                    \
+        } else {                                                                 \
+            for (ptrdiff_t t = 0; t < p; ++t) dk[t] = (double)xi[t] - (double)xj[t]; \
+        }                                                                        \
+    }                                                                            \
+}
+ML_PAIR_DIFFS(pair_diffs_f64, double)
+ML_PAIR_DIFFS(pair_diffs_f32, float)
+#undef ML_PAIR_DIFFS
+
+static void pair_diffs(xrows X, ptrdiff_t p, ptrdiff_t ld, const int64_t *pi,
+                       const int64_t *pj, ptrdiff_t stride, ptrdiff_t c, int sq,
+                       double *D) {
+    if (X.f32) pair_diffs_f32(X.f32, p, ld, pi, pj, stride, c, sq, D);
+    else pair_diffs_f64(X.f64, p, ld, pi, pj, stride, c, sq, D);
+}
+
 /* out[0:len] = sum over the nb partials (partial b at parts + b * stride),
  * added in block order: the fixed-order reduction of every kernel here. */
 static void add_partials(double *out, const double *parts, ptrdiff_t nb,
@@ -125,15 +164,11 @@ static void add_zero_pair_full(double *zacc, const double *dk, ptrdiff_t p) {
 
 /* The c pairs at `pairs`: differences into D, distances (h, dist, zero
  * pairs), then, if `scale`, each row of D times sqrt(w) = (2 d)^(-1/2). */
-static void full_chunk(const double *X, ptrdiff_t p, const int64_t *pairs,
+static void full_chunk(xrows X, ptrdiff_t p, const int64_t *pairs,
                        ptrdiff_t c, const double *Lt, ptrdiff_t r,
                        ml_dgemm_fn dgemm, double *D, double *Yb, double *dist,
                        double *hacc, double *zacc, int scale) {
-    for (ptrdiff_t k = 0; k < c; ++k) {
-        const double *xi = X + pairs[2 * k] * p, *xj = X + pairs[2 * k + 1] * p;
-        double *dk = D + k * p;
-        for (ptrdiff_t t = 0; t < p; ++t) dk[t] = xi[t] - xj[t];
-    }
+    pair_diffs(X, p, p, pairs, pairs + 1, 2, c, 0, D);
     project_chunk(D, c, p, Lt, r, Yb, dgemm);
     for (ptrdiff_t k = 0; k < c; ++k) {
         double q = 0.0;
@@ -153,7 +188,8 @@ static void full_chunk(const double *X, ptrdiff_t p, const int64_t *pairs,
 
 /* Operands and per-block partials of ml_pairs_full. */
 typedef struct {
-    const double *X, *Lt;
+    xrows X;
+    const double *Lt;
     const int64_t *pairs;
     ptrdiff_t m, p, r, block;
     double *hpart, *gpart, *zpart, *dist;
@@ -176,12 +212,12 @@ static void full_block(const full_job *job, ptrdiff_t b, double *D, double *Yb) 
     job->hpart[b] = hacc;
 }
 
-int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
-                  const int64_t *pairs, ptrdiff_t m,
-                  const double *Lt, ptrdiff_t r,
-                  double *h, double *G, double *dist,
-                  double *G_zero, double *n_zero,
-                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+static int pairs_full(xrows X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m,
+                      const double *Lt, ptrdiff_t r,
+                      double *h, double *G, double *dist,
+                      double *G_zero, double *n_zero,
+                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0 || m < 0 || r <= 0) return ML_ERR_ARG;
     if (G_zero && (!n_zero || !G)) return ML_ERR_ARG;
     if (check_pairs_range(pairs, m, n) != ML_OK) return ML_ERR_ARG;
@@ -229,53 +265,140 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
     return status;
 }
 
+int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m,
+                  const double *Lt, ptrdiff_t r,
+                  double *h, double *G, double *dist,
+                  double *G_zero, double *n_zero,
+                  ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    xrows rows = {X, NULL};
+    return pairs_full(rows, n, p, pairs, m, Lt, r, h, G, dist, G_zero, n_zero,
+                      dgemm, dsyrk, n_threads);
+}
+
+int ml_pairs_full_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m,
+                      const double *Lt, ptrdiff_t r,
+                      double *h, double *G, double *dist,
+                      double *G_zero, double *n_zero,
+                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    xrows rows = {NULL, X};
+    return pairs_full(rows, n, p, pairs, m, Lt, r, h, G, dist, G_zero, n_zero,
+                      dgemm, dsyrk, n_threads);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Diagonal metric. */
 
-/* One chunk of diagonal-metric pairs (pair k = (pi[k * stride], pj[k * stride])):
- * rows v = (x_i - x_j)^2 go to V, scaled by sqrt(1 / (4 d^3)) when the
- * Hessian is wanted (rows of zero-distance pairs then zeroed). */
-static void diag_chunk(const double *X, ptrdiff_t p, const int64_t *pi,
-                       const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
-                       const double *a, double *V, double *hacc,
-                       double *gacc, int want_H, double *zacc, double *nzero) {
-    for (ptrdiff_t k = 0; k < c; ++k) {
-        const double *xi = X + pi[k * stride] * p, *xj = X + pj[k * stride] * p;
-        double *v = V + k * p;
-        double q = 0.0;
+/* Pairs per batch of diag_chunk's three sweeps (their rows, 8 p bytes each,
+ * stay in the first-level cache between the sweeps). */
+#define ML_DIAG_BATCH 64
+
+/* q_k = a . v_k for the c rows of V, four pairs at a time: each q_k is
+ * summed over t in order (the rounding of a pair-by-pair loop), but four
+ * independent sums overlap where one sum is a chain of p dependent adds. */
+static void diag_quad(const double *V, ptrdiff_t p, ptrdiff_t ld, ptrdiff_t c,
+                      const double *a, double *q) {
+    ptrdiff_t k = 0;
+    for (; k + 4 <= c; k += 4) {
+        const double *v0 = V + k * ld, *v1 = v0 + ld, *v2 = v1 + ld, *v3 = v2 + ld;
+        double q0 = 0.0, q1 = 0.0, q2 = 0.0, q3 = 0.0;
         for (ptrdiff_t t = 0; t < p; ++t) {
-            double dt = xi[t] - xj[t];
-            v[t] = dt * dt;
-            q += a[t] * v[t];
+            q0 += a[t] * v0[t];
+            q1 += a[t] * v1[t];
+            q2 += a[t] * v2[t];
+            q3 += a[t] * v3[t];
         }
-        double d = sqrt(q);
-        *hacc += d;
-        if (d > 0.0) {
-            if (gacc)
-                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += (0.5 / d) * v[t];
-            if (want_H) {
-                double sw = 1.0 / (2.0 * d * sqrt(d));  /* sqrt(1/(4 d^3)) */
-                for (ptrdiff_t t = 0; t < p; ++t) v[t] *= sw;
-            }
-            continue;
-        }
-        if (zacc) {  /* a zero-distance pair that differs somewhere (see pairwise.h) */
-            int differs = 0;
-            for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
-            if (differs) {
-                *nzero += 1.0;
-                for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
-            }
-        }
-        if (want_H) memset(v, 0, (size_t)p * sizeof(double));
+        q[k] = q0;
+        q[k + 1] = q1;
+        q[k + 2] = q2;
+        q[k + 3] = q3;
+    }
+    for (; k < c; ++k) {
+        double qk = 0.0;
+        for (ptrdiff_t t = 0; t < p; ++t) qk += a[t] * V[k * ld + t];
+        q[k] = qk;
     }
 }
 
+/* Sweep 1 of diag_chunk: rows v = (x_i - x_j)^2 into V (row stride ld >= p)
+ * and q_k = a . v_k. */
+static void diag_gather(xrows X, ptrdiff_t p, ptrdiff_t ld, const int64_t *pi,
+                        const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
+                        const double *a, double *V, double *q) {
+    pair_diffs(X, p, ld, pi, pj, stride, c, 1, V);
+    diag_quad(V, p, ld, c, a, q);
+}
+
+/* A pair at distance 0 that differs somewhere (see pairwise.h): v / 2 into
+ * zacc and one more into *nzero. */
+static void diag_zero_pair(const double *v, ptrdiff_t p, double *zacc, double *nzero) {
+    int differs = 0;
+    for (ptrdiff_t t = 0; t < p; ++t) differs |= v[t] > 0.0;
+    if (!differs) return;
+    *nzero += 1.0;
+    for (ptrdiff_t t = 0; t < p; ++t) zacc[t] += 0.5 * v[t];
+}
+
+/* The rows of one batch, pair by pair (the sums' order): h, zero pairs, and
+ * either the gradient (gacc) or, for the Hessian, the rows scaled by
+ * sw = sqrt(1 / (4 d^3)) with sqrt(d) in column p (ld = p + 1; zero-distance
+ * rows all 0), so that one syrk of the rows gives H and, in its last row,
+ * sum_k sqrt(d_k) sw_k v_k = sum_k v_k / (2 d_k) = the gradient. */
+static double diag_weigh(double *Vb, ptrdiff_t p, ptrdiff_t ld, ptrdiff_t nk,
+                         const double *d, double hs, double *gacc, int want_H,
+                         double *zacc, double *nzero) {
+    double w[ML_DIAG_BATCH];
+    for (ptrdiff_t k = 0; k < nk; ++k)  /* independent divisions, which overlap */
+        w[k] = want_H ? 1.0 / (2.0 * d[k] * sqrt(d[k])) : 0.5 / d[k];
+    for (ptrdiff_t k = 0; k < nk; ++k) {
+        double *v = Vb + k * ld;
+        hs += d[k];
+        if (d[k] > 0.0) {
+            if (want_H) {
+                for (ptrdiff_t t = 0; t < p; ++t) v[t] *= w[k];
+                v[p] = sqrt(d[k]);
+            } else if (gacc) {
+                for (ptrdiff_t t = 0; t < p; ++t) gacc[t] += w[k] * v[t];
+            }
+            continue;
+        }
+        if (zacc) diag_zero_pair(v, p, zacc, nzero);
+        if (want_H) memset(v, 0, (size_t)ld * sizeof(double));
+    }
+    return hs;
+}
+
+/* One chunk of diagonal-metric pairs (pair k = (pi[k * stride], pj[k * stride])):
+ * rows v = (x_i - x_j)^2 go to V (row stride p, or p + 1 with want_H: see
+ * diag_weigh; gacc is then not used). In batches of ML_DIAG_BATCH pairs, whose
+ * rows stay in the first-level cache: the rows and q; every distance of the
+ * batch in one loop (independent square roots, which overlap; pair by pair
+ * they were a chain of long latencies); then diag_weigh. */
+static void diag_chunk(xrows X, ptrdiff_t p, const int64_t *pi,
+                       const int64_t *pj, ptrdiff_t stride, ptrdiff_t c,
+                       const double *a, double *V, double *hacc,
+                       double *gacc, int want_H, double *zacc, double *nzero) {
+    const ptrdiff_t ld = want_H ? p + 1 : p;
+    double d[ML_DIAG_BATCH];
+    double hs = *hacc;
+    for (ptrdiff_t k0 = 0; k0 < c; k0 += ML_DIAG_BATCH) {
+        const ptrdiff_t nk = min_p(c - k0, ML_DIAG_BATCH);
+        double *Vb = V + k0 * ld;
+        diag_gather(X, p, ld, pi + k0 * stride, pj + k0 * stride, stride, nk, a, Vb, d);
+        for (ptrdiff_t k = 0; k < nk; ++k) d[k] = sqrt(d[k]);
+        hs = diag_weigh(Vb, p, ld, nk, d, hs, gacc, want_H, zacc, nzero);
+    }
+    *hacc = hs;
+}
+
 /* Operands and per-block partials of the diagonal kernels: block b holds
- * h (hpart[b]), the gradient (gpart + b p), the Hessian (Hpart + b p p) and
+ * h (hpart[b]), the gradient (gpart + b p; without the Hessian), the Hessian
+ * with the gradient in its last row (Hpart + b (p + 1)^2, see diag_weigh) and
  * the zero pairs' sum and count (zpart + b (p + 1)). */
 typedef struct {
-    const double *X, *a;
+    xrows X;
+    const double *a;
     const int64_t *pairs;  /* NULL: all pairs i < j */
     ptrdiff_t n, m, p, block;
     double *hpart, *gpart, *Hpart, *zpart;
@@ -288,7 +411,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
     const ptrdiff_t p = job->p, n = job->n;
     double hacc = 0.0;
     double *gacc = job->gpart ? job->gpart + b * p : NULL;
-    double *Hacc = job->Hpart ? job->Hpart + b * p * p : NULL;
+    double *Hacc = job->Hpart ? job->Hpart + b * (p + 1) * (p + 1) : NULL;
     double *zacc = job->zpart ? job->zpart + b * (p + 1) : NULL;
     double *nz = zacc ? zacc + p : NULL;
     const ptrdiff_t start = b * job->block;
@@ -299,7 +422,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
             const int64_t *pr = job->pairs + 2 * c0;
             diag_chunk(job->X, p, pr, pr + 1, 2, c, job->a, V, &hacc, gacc,
                        Hacc != NULL, zacc, nz);
-            if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+            if (Hacc) syrk_acc(Hacc, V, c, p + 1, job->dsyrk);
         }
     } else {
         const ptrdiff_t i1 = min_p(start + job->block, n - 1);
@@ -311,7 +434,7 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
                 if (++c < ML_CHUNK && !(i == i1 - 1 && j == n - 1)) continue;
                 diag_chunk(job->X, p, idx, idx + 1, 2, c, job->a, V, &hacc, gacc,
                            Hacc != NULL, zacc, nz);
-                if (Hacc) syrk_acc(Hacc, V, c, p, job->dsyrk);
+                if (Hacc) syrk_acc(Hacc, V, c, p + 1, job->dsyrk);
                 c = 0;
             }
         }
@@ -322,12 +445,19 @@ static void diag_block(const diag_job *job, ptrdiff_t b, double *V, int64_t *idx
 /* The partials of job into the outputs (h, grad, H, grad_zero, n_zero). */
 static int diag_reduce(const diag_job *job, ptrdiff_t nb, double *h, double *grad,
                        double *H, double *grad_zero, double *n_zero) {
-    const ptrdiff_t p = job->p;
+    const ptrdiff_t p = job->p, q = p + 1;
     add_partials(h, job->hpart, nb, 1, 1);
-    if (grad) add_partials(grad, job->gpart, nb, p, p);
-    if (H) {
-        add_partials(H, job->Hpart, nb, p * p, p * p);
+    if (H) {  /* H and, in the last row, the gradient (diag_weigh) */
+        double *HG = malloc((size_t)(q * q) * sizeof(double));
+        if (!HG) return ML_ERR_ALLOC;
+        add_partials(HG, job->Hpart, nb, q * q, q * q);
+        for (ptrdiff_t r = 0; r < p; ++r)
+            memcpy(H + r * p, HG + r * q, (size_t)(r + 1) * sizeof(double));
         symmetrize_lower(H, p);
+        if (grad) memcpy(grad, HG + p * q, (size_t)p * sizeof(double));
+        free(HG);
+    } else if (grad) {
+        add_partials(grad, job->gpart, nb, p, p);
     }
     if (grad_zero) {
         add_partials(grad_zero, job->zpart, nb, p, p + 1);
@@ -339,10 +469,11 @@ static int diag_reduce(const diag_job *job, ptrdiff_t nb, double *h, double *gra
 static int diag_alloc(diag_job *job, ptrdiff_t nb, int grad, int H, int zero) {
     const ptrdiff_t p = job->p;
     job->hpart = calloc((size_t)nb, sizeof(double));
-    job->gpart = grad ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
-    job->Hpart = H ? calloc((size_t)(nb * p * p), sizeof(double)) : NULL;
+    job->gpart = grad && !H ? calloc((size_t)(nb * p), sizeof(double)) : NULL;
+    job->Hpart = H ? calloc((size_t)(nb * (p + 1) * (p + 1)), sizeof(double)) : NULL;
     job->zpart = zero ? calloc((size_t)(nb * (p + 1)), sizeof(double)) : NULL;
-    if (!job->hpart || (grad && !job->gpart) || (H && !job->Hpart) || (zero && !job->zpart))
+    if (!job->hpart || (grad && !H && !job->gpart) || (H && !job->Hpart) ||
+        (zero && !job->zpart))
         return ML_ERR_ALLOC;
     return ML_OK;
 }
@@ -354,16 +485,56 @@ static void diag_free(diag_job *job) {
     free(job->zpart);
 }
 
-static int allpairs_diag_gemm(const double *X, ptrdiff_t n, ptrdiff_t p,
+static int allpairs_diag_gemm(xrows X, ptrdiff_t n, ptrdiff_t p,
                               const double *a, double *h, double *grad,
                               double *grad_zero, double *n_zero,
                               ml_dgemm_fn dgemm, int n_threads);
 
-int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
-                  const int64_t *pairs, ptrdiff_t m, const double *a,
-                  double *h, double *grad, double *H,
-                  double *grad_zero, double *n_zero,
-                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+/* Fixed blocks of the direct diagonal kernel (never dependent on the thread
+ * count): explicit pairs as n_blocks_for, or ML_DIAG_ROW_BLOCK rows each,
+ * capped like them; job->block set. */
+static ptrdiff_t diag_blocks(diag_job *job, int hessian) {
+    const ptrdiff_t p = job->p, n = job->n;
+    if (job->pairs) return n_blocks_for(job->m, hessian ? (p + 1) * (p + 1) : 1, &job->block);
+    job->block = ML_DIAG_ROW_BLOCK;
+    ptrdiff_t nb = n > 1 ? (n - 1 + job->block - 1) / job->block : 1;
+    ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES /
+                                ((size_t)((p + 1) * (p + 1) + p + 1) * sizeof(double)));
+    if (cap < 1) cap = 1;
+    if (nb > cap) {
+        nb = cap;
+        job->block = (n - 1 + nb - 1) / nb;
+    }
+    return nb;
+}
+
+/* The nb blocks of job over the threads (one when the work, in flops, is
+ * below ML_MIN_PARALLEL_WORK), each with its own row and index buffers. */
+static int diag_run(const diag_job *job, ptrdiff_t nb, double work, int n_threads) {
+    int status = ML_OK;
+    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
+    {
+        double *V = malloc((size_t)(ML_CHUNK * (job->p + 1)) * sizeof(double));
+        int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
+        if (!V || !idx) {
+            #pragma omp atomic write
+            status = ML_ERR_ALLOC;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (ptrdiff_t b = 0; b < nb; ++b)
+            if (V && idx && !ml_interrupted()) diag_block(job, b, V, idx);
+        free(V);
+        free(idx);
+    }
+    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
+    return status;
+}
+
+static int pairs_diag(xrows X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m, const double *a,
+                      double *h, double *grad, double *H,
+                      double *grad_zero, double *n_zero,
+                      int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
     if (n < 0 || p <= 0) return ML_ERR_ARG;
     if (grad_zero && !n_zero) return ML_ERR_ARG;
     if (pairs && (m < 0 || check_pairs_range(pairs, m, n) != ML_OK)) return ML_ERR_ARG;
@@ -375,38 +546,34 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                                     p >= ML_PAIRS_DIAG_GEMM_MIN_P))
         return allpairs_diag_gemm(X, n, p, a, h, grad, grad_zero, n_zero, dgemm, n_threads);
     diag_job job = {X, a, pairs, n, m, p, 0, NULL, NULL, NULL, NULL, dsyrk};
-    ptrdiff_t nb;
-    if (pairs) {
-        nb = n_blocks_for(m, H ? (p + 1) * (p + 1) : 1, &job.block);
-    } else {  /* fixed row blocks, capped like the explicit ones */
-        job.block = ML_DIAG_ROW_BLOCK;
-        nb = n > 1 ? (n - 1 + job.block - 1) / job.block : 1;
-        ptrdiff_t cap = (ptrdiff_t)(ML_MAX_PARTIAL_BYTES / ((size_t)(p * p + p + 1) * sizeof(double)));
-        if (cap < 1) cap = 1;
-        if (nb > cap) { nb = cap; job.block = (n - 1 + nb - 1) / nb; }
-    }
+    const ptrdiff_t nb = diag_blocks(&job, H != NULL);
     int status = diag_alloc(&job, nb, grad != NULL, H != NULL, grad_zero != NULL);
     const double n_pairs = pairs ? (double)m : 0.5 * (double)n * (double)(n - 1);
-    const double work = n_pairs * (double)p * (double)(H ? p : 1);
     if (status == ML_OK)
-    #pragma omp parallel if(nb > 1 && work > ML_MIN_PARALLEL_WORK) num_threads(ml_threads(n_threads))
-    {
-        double *V = malloc((size_t)(ML_CHUNK * p) * sizeof(double));
-        int64_t *idx = malloc((size_t)(2 * ML_CHUNK) * sizeof(int64_t));
-        if (!V || !idx) {
-            #pragma omp atomic write
-            status = ML_ERR_ALLOC;
-        }
-        #pragma omp for schedule(dynamic, 1)
-        for (ptrdiff_t b = 0; b < nb; ++b)
-            if (V && idx && !ml_interrupted()) diag_block(&job, b, V, idx);
-        free(V);
-        free(idx);
-    }
-    if (status == ML_OK && ml_interrupted()) status = ML_ERR_INTERRUPTED;
+        status = diag_run(&job, nb, n_pairs * (double)p * (double)(H ? p : 1), n_threads);
     if (status == ML_OK) status = diag_reduce(&job, nb, h, grad, H, grad_zero, n_zero);
     diag_free(&job);
     return status;
+}
+
+int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
+                  const int64_t *pairs, ptrdiff_t m, const double *a,
+                  double *h, double *grad, double *H,
+                  double *grad_zero, double *n_zero,
+                  int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    xrows rows = {X, NULL};
+    return pairs_diag(rows, n, p, pairs, m, a, h, grad, H, grad_zero, n_zero,
+                      method, dgemm, dsyrk, n_threads);
+}
+
+int ml_pairs_diag_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m, const double *a,
+                      double *h, double *grad, double *H,
+                      double *grad_zero, double *n_zero,
+                      int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads) {
+    xrows rows = {NULL, X};
+    return pairs_diag(rows, n, p, pairs, m, a, h, grad, H, grad_zero, n_zero,
+                      method, dgemm, dsyrk, n_threads);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -517,7 +684,8 @@ static void weighted_gram_acc(double *acc, const double *Xr, const double *c,
 typedef struct {
     const ml_sqdist_f64 *dist;  /* squared distances of the rows */
     const double *X;   /* the rows the sums weigh (centred), n x p */
-    const double *Xraw, *a;  /* diagonal kernel: raw rows and weights */
+    xrows Xraw;  /* diagonal kernel: the caller's rows */
+    const double *a;  /* diagonal kernel: the weights */
     ptrdiff_t n, p;
     ml_dgemm_fn dgemm;
     ml_dsyrk_fn dsyrk;
@@ -672,7 +840,7 @@ static int full_pairs(const double *X, const double *Y, ptrdiff_t n,
     double *gpart = calloc((size_t)(ntask * p * p), sizeof(double));
     if (status == ML_OK && (!hpart || !gpart)) status = ML_ERR_ALLOC;
     if (status == ML_OK && nt > 0) {
-        allpairs_job job = {&dist, X, NULL, NULL, n, p, dgemm, dsyrk, XJ, XJ ? nJ : 0};
+        allpairs_job job = {&dist, X, {NULL, NULL}, NULL, n, p, dgemm, dsyrk, XJ, XJ ? nJ : 0};
         status = allpairs_run(&job, 0, 1, 0, ntask, p * p, hpart, gpart, n_threads);
     }
     if (status == ML_OK) {
@@ -705,30 +873,49 @@ int ml_crosspairs_full(const double *XI, const double *YI, ptrdiff_t nI,
     return full_pairs(XI, YI, nI, XJ, YJ, nJ, p, r, h, G, dgemm, dsyrk, n_threads);
 }
 
+/* mean += the rows of X (n x p), in row order; Xc = X - mean, Z = Xc diag(s). */
+#define ML_CENTRE_ROWS(NAME, T)                                                  \
+static void NAME(const T *X, ptrdiff_t n, ptrdiff_t p, double *mean, int sum,    \
+                 const double *s, double *Xc, double *Z) {                      \
+    if (sum) {                                                                   \
+        for (ptrdiff_t i = 0; i < n; ++i)                                        \
+            for (ptrdiff_t t = 0; t < p; ++t) mean[t] += (double)X[i * p + t];   \
+        return;                                                                  \
+    }                                                                            \
+    for (ptrdiff_t i = 0; i < n; ++i)                                            \
+        for (ptrdiff_t t = 0; t < p; ++t) {                                      \
+            double v = (double)X[i * p + t] - mean[t];                           \
+            Xc[i * p + t] = v;                                                   \
+            Z[i * p + t] = v * s[t];                                             \
+        }                                                                        \
+}
+ML_CENTRE_ROWS(centre_rows_f64, double)
+ML_CENTRE_ROWS(centre_rows_f32, float)
+#undef ML_CENTRE_ROWS
+
 /* Xc = X - column mean (summed in row order); Z = Xc diag(sqrt a). */
-static int centre_and_scale(const double *X, ptrdiff_t n, ptrdiff_t p, const double *a,
+static int centre_and_scale(xrows X, ptrdiff_t n, ptrdiff_t p, const double *a,
                             double **Xc, double **Z) {
-    double *mean = calloc((size_t)p, sizeof(double));
+    double *mean = calloc((size_t)(2 * p), sizeof(double)), *s = mean + p;
     *Xc = malloc((size_t)(n * p) * sizeof(double));
     *Z = malloc((size_t)(n * p) * sizeof(double));
     if (!mean || !*Xc || !*Z) {
         free(mean);
         return ML_ERR_ALLOC;
     }
-    for (ptrdiff_t i = 0; i < n; ++i)
-        for (ptrdiff_t t = 0; t < p; ++t) mean[t] += X[i * p + t];
-    for (ptrdiff_t t = 0; t < p; ++t) mean[t] /= (double)n;
-    for (ptrdiff_t i = 0; i < n; ++i)
-        for (ptrdiff_t t = 0; t < p; ++t) {
-            double v = X[i * p + t] - mean[t];
-            (*Xc)[i * p + t] = v;
-            (*Z)[i * p + t] = v * sqrt(a[t] > 0.0 ? a[t] : 0.0);
-        }
+    if (X.f32) centre_rows_f32(X.f32, n, p, mean, 1, s, *Xc, *Z);  /* the sums */
+    else centre_rows_f64(X.f64, n, p, mean, 1, s, *Xc, *Z);
+    for (ptrdiff_t t = 0; t < p; ++t) {
+        mean[t] /= (double)n;
+        s[t] = sqrt(a[t] > 0.0 ? a[t] : 0.0);
+    }
+    if (X.f32) centre_rows_f32(X.f32, n, p, mean, 0, s, *Xc, *Z);  /* the rows */
+    else centre_rows_f64(X.f64, n, p, mean, 0, s, *Xc, *Z);
     free(mean);
     return ML_OK;
 }
 
-static int allpairs_diag_gemm(const double *X, ptrdiff_t n, ptrdiff_t p,
+static int allpairs_diag_gemm(xrows X, ptrdiff_t n, ptrdiff_t p,
                               const double *a, double *h, double *grad,
                               double *grad_zero, double *n_zero,
                               ml_dgemm_fn dgemm, int n_threads) {

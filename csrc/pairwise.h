@@ -1,6 +1,10 @@
 /* Pairwise-constraint sums for MMC (Xing et al. 2003).
  *
- * Everything is float64 (callers convert float32). Matrices are row-major.
+ * Sums are float64. X is float64, or float32 for the explicit-pair kernels
+ * ml_pairs_full_f32 and ml_pairs_diag_f32 (and the all-pairs diagonal sums):
+ * each value is widened as it is read, so their sums are those of the float64
+ * kernels on X.astype(float64), with no float64 copy of X. The Laplacian forms
+ * hand X to BLAS and take float64 only. Matrices are row-major.
  * A "pair" is a row (i, j) of an int64 (m, 2) array of indices into X.
  *
  * Determinism: pairs are cut into fixed blocks (a block never depends on the
@@ -29,6 +33,12 @@ int ml_pairs_full(const double *X, ptrdiff_t n, ptrdiff_t p,
                   double *h, double *G, double *dist,
                   double *G_zero, double *n_zero,
                   ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+int ml_pairs_full_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m,
+                      const double *Lt, ptrdiff_t r,
+                      double *h, double *G, double *dist,
+                      double *G_zero, double *n_zero,
+                      ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
 /* Explicit pairs, full metric, Laplacian form (for many pairs on few points).
  * Y = X Lt (n x r). With d_k = ||y_i - y_j|| and w_k = 1/(2 d_k) (0 where
@@ -67,6 +77,11 @@ int ml_pairs_diag(const double *X, ptrdiff_t n, ptrdiff_t p,
                   double *h, double *grad, double *H,
                   double *grad_zero, double *n_zero,
                   int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
+int ml_pairs_diag_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                      const int64_t *pairs, ptrdiff_t m, const double *a,
+                      double *h, double *grad, double *H,
+                      double *grad_zero, double *n_zero,
+                      int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads);
 
 /* All pairs i < j, Laplacian form. Y = X Lt (n x r, rows centred by the
  * caller), X (n x p). With d_ij = ||y_i - y_j|| and W_ij = 1/(2 d_ij)

@@ -492,8 +492,8 @@ diag = MMC(diagonal=True).fit(X, similar=S, dissimilar=D)
 _blas.load(); _mmc.load_lapack()
 print(sorted(m for m in sys.modules if m == "scipy" or m.startswith("scipy.linalg")))
 print(builtins.__import__ is real_import, _blas.loaded())
-print(sorted(m for m in sys.modules if m.startswith("metriclust._core.")
-             and m.split(".")[-1] in ("streaming", "kmeans", "engine")))
+print(sorted(m for m in sys.modules if m.startswith(("metriclust._core.", "metriclust._kernels."))
+             and m.split(".")[-1] in ("streaming", "kmeans", "engine", "blockwise", "_kmeans")))
 blas, lapack = sys.modules["scipy.linalg.cython_blas"], sys.modules["scipy.linalg.cython_lapack"]
 import scipy.linalg
 from scipy.linalg import cython_blas, cython_lapack
@@ -512,7 +512,8 @@ def test_scipy_routines_load_without_the_scipy_package_init(before):
     # several hundred ms of a cold fit), leave __import__ as it was, and do not import
     # the out-of-core helpers. A later `import scipy.linalg` works and uses the same
     # modules. With scipy (the package only) imported first, the same holds for
-    # scipy.linalg.
+    # scipy.linalg. The block machinery (_core.blockwise) and the k-means bridge
+    # under it are not imported either.
     import subprocess
     import sys
 
@@ -555,3 +556,59 @@ print(seen["here"] is probe, seen["there"] is sys.modules["scipy"],
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True", "True"]
+
+
+# ---------------------------------------------------------------------------
+# float32 X in the explicit-pair and diagonal sums (issue #13)
+# ---------------------------------------------------------------------------
+def _float32_problem(n, p, seed):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, p)) * np.linspace(1, 4, p)).astype(np.float32)
+    X[5] = X[6]                                  # a pair at distance 0 everywhere
+    X[7, 1:] = X[8, 1:]                          # and one that differs in feature 0 only
+    pairs = rng.integers(n, size=(3 * n, 2))
+    pairs = np.ascontiguousarray(np.r_[[[5, 6], [7, 8]], pairs], dtype=np.int64)
+    a = rng.random(p)
+    a[0] = 0.0                                   # pair (7, 8) is then a zero pair
+    return X, pairs, a
+
+
+@pytest.mark.parametrize("p", [3, 20, 33])
+def test_float32_pair_sums_are_the_float64_sums_of_the_widened_data(p):
+    # float32 X is read as it is and widened value by value, every difference and
+    # sum in float64: the results equal those on X.astype(float64) bit for bit
+    # (tolerance 0), for the explicit pairs and every all-pairs form (p = 33: the
+    # GEMM form, p = 3 / 20: the scalar and the syrk Hessian), with zero pairs.
+    from metriclust._kernels import _pairwise as K
+    X, pairs, a = _float32_problem(90, p, p)
+    X64 = X.astype(np.float64)
+    cases = [(pairs, "direct", True), (pairs, "direct", False), (None, "direct", True),
+             (None, "auto", False)]
+    for P, method, hessian in cases:
+        got = K.pairs_diag(X, P, a, True, hessian, zero_pairs=True, method=method)
+        want = K.pairs_diag(X64, P, a, True, hessian, zero_pairs=True, method=method)
+        assert got[4] == want[4] and (P is None or got[4] >= 1)
+        for u, v in zip(got[:4], want[:4]):
+            assert (u is None and v is None) or np.array_equal(u, v)
+    Lt = np.ascontiguousarray(np.random.default_rng(1).normal(size=(p, 2)))
+    got = K.pairs_full(X, pairs, Lt, True, True, zero_pairs=True)
+    want = K.pairs_full(X64, pairs, Lt, True, True, zero_pairs=True)
+    assert got[0] == want[0] and got[4] == want[4]
+    for u, v in zip(got[1:4], want[1:4]):
+        assert np.array_equal(u, v)
+
+
+def test_mmc_on_float32_x_is_the_fit_of_its_float64_copy():
+    # Float32 X is not up-cast first: the similar-pair scatter reads it as it is and
+    # the whitening makes the one float64 copy (each value widened, then scaled), so
+    # diagonal MMC gives the fit of X.astype(float64) bit for bit. Full A works on
+    # float64 (its solver needs it) and agrees with the float64 fit to 1e-6.
+    X, S, D = _problem(n=120, p=6, m=400, seed=5)
+    X32 = X.astype(np.float32)
+    m32 = MMC(diagonal=True).fit(X32, similar=S, dissimilar=D)
+    m64 = MMC(diagonal=True).fit(X32.astype(np.float64), similar=S, dissimilar=D)
+    assert np.array_equal(m32.metric_, m64.metric_)
+    assert m32.objective_ == m64.objective_ and m32.n_iter_ == m64.n_iter_
+    f32 = MMC().fit(X32, similar=S, dissimilar=D)
+    f64 = MMC().fit(X32.astype(np.float64), similar=S, dissimilar=D)
+    assert f32.objective_ == pytest.approx(f64.objective_, rel=1e-6)

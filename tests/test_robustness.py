@@ -1354,7 +1354,7 @@ BRIDGE = {
     "pf-Lt-zero-cols": ("result = pw.pairs_full(X, P, np.empty((3, 0)))", "raise"),
     "pf-X-zero-cols": ("result = pw.pairs_full(np.empty((10, 0)), P, np.empty((0, 2)))",
                        "raise"),
-    "pf-X-f32": ("result = pw.pairs_full(X32, P, np.eye(3))", "raise"),
+    "pf-X-f32": ("result = pw.pairs_full(X32, P, np.eye(3))", "ok"),  # float32 X is read as is
     "pf-X-noncontig": ("result = pw.pairs_full(nc(np.ones((10, 6))), P, np.eye(3))", "raise"),
     "pf-no-pairs": ("result = pw.pairs_full(X, np.empty((0, 2), np.int64), np.eye(3),"
                     " True, True)\nassert result[0] == 0", "ok"),

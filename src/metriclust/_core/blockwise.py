@@ -47,13 +47,13 @@ CONTRACT (stable; ``_dask.py`` builds on it):
 
 import contextlib
 import math
-import mmap
 import numbers
 
 import numpy as np
 
 from .._kernels import _kmeans as _k
 from .._kernels._sums import cluster_sums
+from .ondisk import is_out_of_core
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_magnitude
 
@@ -76,51 +76,6 @@ __all__ = [
 
 #: Bytes of input read per block by default (64 MiB).
 BLOCK_BYTES = 64 * 2**20
-
-
-def _is_memmap_backed(arr):
-    # A memmap, or an ndarray view whose chain of bases ends in one (what
-    # np.asarray(memmap) and slicing give).
-    base = arr
-    while base is not None:
-        if isinstance(base, (np.memmap, mmap.mmap)):
-            return True
-        base = getattr(base, "base", None)
-    return False
-
-
-def is_out_of_core(X):
-    """Whether X is read from disk in row blocks rather than loaded whole.
-
-    Parameters
-    ----------
-    X : object
-        The data given to ``fit`` (or ``predict``).
-
-    Returns
-    -------
-    bool
-        True for an ``np.memmap`` (and an ndarray view of one, e.g. a ``.npy``
-        opened with ``np.load(..., mmap_mode="r")``), and for a 2-D array-like
-        that has ``.shape``, a numpy ``.dtype`` and row slicing but is not an
-        in-memory ndarray (h5py and zarr datasets). False for in-memory
-        arrays, lists, sparse matrices, DataFrames and Dask arrays (Dask
-        arrays have their own path).
-    """
-    if isinstance(X, np.ndarray):
-        return _is_memmap_backed(X)
-    if hasattr(X, "__dask_graph__") or hasattr(X, "tocsr"):
-        return False
-    shape = getattr(X, "shape", None)
-    dtype = getattr(X, "dtype", None)
-    if shape is None or dtype is None or not hasattr(X, "__getitem__"):
-        return False
-    try:
-        dtype = np.dtype(dtype)
-        ndim = len(shape)
-    except TypeError:
-        return False
-    return ndim == 2 and dtype.kind in "biuf"
 
 
 def check_out_of_core(X, *, name="X", ensure_min_samples=1):

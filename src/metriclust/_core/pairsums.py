@@ -10,8 +10,10 @@ Public classes and functions:
 
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
-no N x N storage) and subtracts S's own terms. Data are float64 (float32 input
-is converted by the caller). The kernels call BLAS from inside their OpenMP
+no N x N storage) and subtracts S's own terms. Explicit pairs read float32 data
+as they are (the kernels widen each value as they read it and sum in float64:
+the sums of ``E.astype(np.float64)`` without the copy); the Laplacian forms and
+the full-A solver work on a float64 copy. The kernels call BLAS from inside their OpenMP
 region: callers hold BLAS to one thread around a solve (``single_blas_thread``),
 once, not per call (threadpoolctl costs milliseconds per entry).
 """
@@ -85,6 +87,8 @@ class PairSums:
     def __init__(self, E, dissimilar, similar, n_threads=None):
         self.implicit = dissimilar is None
         self.n_threads = effective_n_threads(n_threads)
+        if E.dtype != np.float32 or self.implicit:
+            E = np.asarray(E, dtype=np.float64)
         if self.implicit:
             # Centre: the Laplacian form is translation invariant, GEMM distances are not.
             self.E = np.ascontiguousarray(E - E.mean(axis=0))
@@ -95,6 +99,7 @@ class PairSums:
             n, p = E.shape
             self.laplacian = p >= 8 and len(D) > 4 * n
             if self.laplacian:
+                E = np.asarray(E, dtype=np.float64)
                 # Many pairs on few points: G = X^T L_w X through the weighted pair
                 # graph's Laplacian, O(n p^2) instead of O(m p^2) per pass. Its
                 # rounding error grows with |x_i|^2 / |x_i - x_j|^2 (the terms
@@ -147,6 +152,8 @@ class PairSums:
         (direct kernel, Laplacian form, or all pairs not in S); ``settings``
         are its keyword arguments (``max_iter``, ``tol``, ...).
         """
+        if self.E.dtype != np.float64:     # the solver works on float64 (direct form)
+            self.E = np.ascontiguousarray(self.E, dtype=np.float64)
         if self.implicit:
             return _mmc.FullSPG(self.E, "allpairs", self.S, n_threads=self.n_threads,
                                 **settings)

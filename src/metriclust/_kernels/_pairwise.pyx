@@ -10,7 +10,9 @@ Public classes and functions:
    allpairs_full    -- all pairs i < j of one block, full metric, Laplacian form
    crosspairs_full  -- every pair across two blocks, full metric, Laplacian form
 
-Every function takes float64 C-contiguous arrays (callers convert float32),
+Every function takes float64 C-contiguous arrays; ``pairs_full`` and
+``pairs_diag`` take a float32 X as well (read and widened as it is read: the
+sums, in float64, are those of ``X.astype(np.float64)``, without the copy). Each
 checks shapes and index ranges before any pointer is touched, releases the GIL
 and returns new arrays. BLAS comes from scipy as function pointers; callers
 hold BLAS to one thread (``single_blas_thread``) because the kernels call it
@@ -19,6 +21,7 @@ from inside their OpenMP region.
 
 import numpy as np
 
+from cython cimport floating
 from libc.stdint cimport int64_t
 from metriclust._kernels._blas cimport dgemm, dsyrk
 from metriclust._kernels._common cimport ml_dgemm_fn
@@ -40,6 +43,12 @@ cdef extern from "pairwise.h" nogil:
                       double *h, double *G, double *dist,
                       double *G_zero, double *n_zero,
                       ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_pairs_full_f32(const float *X, Py_ssize_t n, Py_ssize_t p,
+                          const int64_t *pairs, Py_ssize_t m,
+                          const double *Lt, Py_ssize_t r,
+                          double *h, double *G, double *dist,
+                          double *G_zero, double *n_zero,
+                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
     int ml_pairs_laplacian(const double *X, const double *Y, Py_ssize_t n, Py_ssize_t p,
                            Py_ssize_t r, const int64_t *pairs, Py_ssize_t m,
                            double *h, double *dist, double *wdeg, double *T,
@@ -49,6 +58,11 @@ cdef extern from "pairwise.h" nogil:
                       double *h, double *grad, double *H,
                       double *grad_zero, double *n_zero,
                       int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
+    int ml_pairs_diag_f32(const float *X, Py_ssize_t n, Py_ssize_t p,
+                          const int64_t *pairs, Py_ssize_t m, const double *a,
+                          double *h, double *grad, double *H,
+                          double *grad_zero, double *n_zero,
+                          int method, ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
     int ml_allpairs_full(const double *X, const double *Y, Py_ssize_t n,
                          Py_ssize_t p, Py_ssize_t r, double *h, double *G,
                          ml_dgemm_fn dgemm, ml_dsyrk_fn dsyrk, int n_threads)
@@ -103,7 +117,7 @@ cdef object _zeros_out(bint wanted, shape, double **data):
     return out
 
 
-def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
+def pairs_full(const floating[:, ::1] X, const int64_t[:, ::1] pairs,
                const double[:, ::1] Lt, bint gradient=True, bint distances=False,
                int n_threads=0, *, bint zero_pairs=False):
     """Explicit pairs, full metric ``A = L^T L`` with ``Lt = L^T`` (p x r).
@@ -127,10 +141,16 @@ def pairs_full(const double[:, ::1] X, const int64_t[:, ::1] pairs,
     cdef int status
     entered = interrupt_enter()
     with nogil:
-        status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
-                               &pairs[0, 0] if m > 0 else NULL, m,
-                               &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
-                               dgemm, dsyrk, n_threads)
+        if floating is float:
+            status = ml_pairs_full_f32(&X[0, 0] if n > 0 else NULL, n, p,
+                                       &pairs[0, 0] if m > 0 else NULL, m,
+                                       &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
+                                       dgemm, dsyrk, n_threads)
+        else:
+            status = ml_pairs_full(&X[0, 0] if n > 0 else NULL, n, p,
+                                   &pairs[0, 0] if m > 0 else NULL, m,
+                                   &Lt[0, 0], r, &h, Gp, dp, Gzp, &n_zero,
+                                   dgemm, dsyrk, n_threads)
     interrupt_leave(entered, status)
     check_status(status, "pairs_full", "a pair index is out of range")
     if zero_pairs:
@@ -167,7 +187,7 @@ def pairs_laplacian(const double[:, ::1] X, const double[:, ::1] Y,
     return h, wdeg, T, dist, Gz, int(n_zero)
 
 
-def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
+def pairs_diag(const floating[:, ::1] X, pairs, const double[::1] a,
                bint gradient=True, bint hessian=True, int n_threads=0, *,
                bint zero_pairs=False, str method="auto"):
     """Diagonal metric ``diag(a)``; ``pairs=None`` means all pairs i < j.
@@ -212,6 +232,10 @@ def pairs_diag(const double[:, ::1] X, pairs, const double[::1] a,
     with nogil:
         if explicit and m == 0:
             status = 0
+        elif floating is float:
+            status = ml_pairs_diag_f32(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
+                                       &h, gp, Hp, zp, &n_zero,
+                                       code, <ml_dgemm_fn>dgemm, dsyrk, n_threads)
         else:
             status = ml_pairs_diag(&X[0, 0] if n > 0 else NULL, n, p, pp, m, &a[0],
                                    &h, gp, Hp, zp, &n_zero,
