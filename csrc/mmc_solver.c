@@ -901,6 +901,21 @@ static void face_rotate(ml_dgemm_fn dgemm, ptrdiff_t r, const double *mu_n, cons
     for (ptrdiff_t j = 0; j < r; ++j) mu[j] = mu_n[r - 1 - j] > 0.0 ? mu_n[r - 1 - j] : 0.0;
 }
 
+/* Armijo backtracking along M + t dx from t = 1 (halving): leaves the trial
+   point's C in Cn and its objective in *gn. */
+static int face_armijo(const double *F, ptrdiff_t m, ptrdiff_t r, const double *s,
+                       const double *dx, const ptrdiff_t *ia, const ptrdiff_t *ib,
+                       double *Mt, double *Cn, double g0, double dec, double noise,
+                       double *gn, ml_dsyrk_fn dsyrk, int n_threads) {
+    for (double t = 1.0;; t *= 0.5) {
+        double trn = face_trial(r, t, s, dx, ia, ib, Mt, Cn), hn = 0.0;
+        int status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
+        if (status != ML_OK) return status;
+        *gn = hn > 0.0 ? trn - log(hn) : INFINITY;
+        if (*gn <= g0 - 1e-4 * t * dec + noise || t < 1e-10) return ML_OK;
+    }
+}
+
 /* The Newton loop of mmc.py's _face_solve, on the factor of C. C = M M^T with M lower
  * triangular in C's current eigenbasis (eigenvalues descending), so that
  * g(M) = ||M||_F^2 - log h(M M^T) has no boundary: a tiny eigenvalue of C is the
@@ -955,15 +970,9 @@ int ml_mmc_face_newton(const double *F0, ptrdiff_t m, ptrdiff_t r, double *mu, d
         /* below the decrement: this step is the last (it refines at one h pass) */
         if (dec < decrement * tol) last = 1;
         const double g0 = tr - log(h), noise = 8.0 * eps_mach * (fabs(g0) + 1.0);
-        double t = 1.0, gn = INFINITY;
-        for (;;) {   /* Armijo along M + t dx */
-            double trn = face_trial(r, t, s, dx, ia, ib, Mt, Cn), hn = 0.0;
-            status = ml_mmc_face_sums(F, m, r, Cn, NULL, &hn, NULL, NULL, dsyrk, n_threads);
-            if (status != ML_OK) goto done;
-            gn = hn > 0.0 ? trn - log(hn) : INFINITY;
-            if (gn <= g0 - 1e-4 * t * dec + noise || t < 1e-10) break;
-            t *= 0.5;
-        }
+        double gn = INFINITY;
+        status = face_armijo(F, m, r, s, dx, ia, ib, Mt, Cn, g0, dec, noise, &gn, dsyrk, n_threads);
+        if (status != ML_OK) goto done;
         if (!(gn < g0 - noise)) break;               /* no decrease: stay */
         /* mu <- eig(Cn) descending, Q <- Q Vn */
         status = eigh_ws(dsyevd, dsyevr, Cn, r, mu_n, Vn, Sr, work, lwork, iwork, liwork);
