@@ -28,7 +28,8 @@ from ._core.base import (BaseEstimator, ClusterMixin, Interval, Options, Transfo
 from ._core.gram import median_pairwise_distance
 from ._core.kmeans import assign_labels
 from ._core import partition, predictors, starts, streaming
-from ._core.blockwise import check_out_of_core, is_out_of_core
+from ._core.blockwise import check_out_of_core
+from ._core.ondisk import is_out_of_core
 from ._core.engine import BlockSource, source
 from ._core.threads import single_blas_thread
 from ._core.validation import (InputError, check_array, check_fit_input, check_n_clusters,

@@ -20,7 +20,8 @@ from ._core.cpd import DensePsiSolver, KernelPCA, LowRankPsiSolver, cross_gram_m
 from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means, lloyd_from_partition, same_partition
 from ._core.threads import single_blas_thread
-from ._core.blockwise import check_out_of_core, is_out_of_core
+from ._core.blockwise import check_out_of_core
+from ._core.ondisk import is_out_of_core
 from ._core.validation import (check_array, check_fit_input, check_n_clusters, check_n_features,
                                check_random_state, is_dask_array)
 from ._core.validation import InputError

@@ -16,7 +16,8 @@ import numpy as np
 from . import _dask
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
                          TransformerMixin, _with_sklearn_twin, check_is_fitted)
-from ._core.blockwise import check_out_of_core, default_block_rows, is_out_of_core
+from ._core.blockwise import check_out_of_core, default_block_rows
+from ._core.ondisk import is_out_of_core
 from ._core.kmeans import assign_labels, center_distances, kmeans
 from ._core.engine import source
 from ._core.streaming import assign_blockwise, distances, kmeans_blockwise, label_counts

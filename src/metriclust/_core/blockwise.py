@@ -4,7 +4,6 @@ Public functions:
 
 .. autosummary::
 
-   is_out_of_core      -- whether X is read by row blocks (memmap, h5py/zarr, row-sliceable)
    check_out_of_core   -- the fit-time checks of an out-of-core X (2-D, enough rows)
    default_block_rows  -- rows per block for a feature count and item size
    row_blocks          -- the (start, stop) bounds of the blocks
@@ -31,7 +30,6 @@ The per-block functions are pure module-level functions of their arguments
 
 CONTRACT (stable; ``_dask.py`` builds on it):
 
-    is_out_of_core(X) -> bool
     default_block_rows(n_features, itemsize) -> int
     row_blocks(n_rows, block_rows) -> list[(start, stop)]
     read_block(X, start, stop, dtype, *, name="X") -> C-contiguous block
@@ -53,7 +51,6 @@ import numpy as np
 
 from .._kernels import _kmeans as _k
 from .._kernels._sums import cluster_sums
-from .ondisk import is_out_of_core
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_magnitude
 
@@ -62,7 +59,6 @@ __all__ = [
     "check_out_of_core",
     "combine_r",
     "default_block_rows",
-    "is_out_of_core",
     "iter_blocks",
     "lloyd_partial",
     "moments_partial",
@@ -146,7 +142,7 @@ def read_block(X, start, stop, dtype, *, name="X", ensure_finite=True):
     Parameters
     ----------
     X : array-like
-        An out-of-core array (see :func:`is_out_of_core`) or an ndarray.
+        An out-of-core array (see :func:`metriclust._core.ondisk.is_out_of_core`) or an ndarray.
     start, stop : int
         Row range.
     dtype : numpy.dtype

@@ -50,8 +50,9 @@ import operator
 
 import numpy as np
 
-from .blockwise import (check_block, check_out_of_core, default_block_rows, is_out_of_core,
-                        reduce_partials, row_blocks, subtract_rows)
+from .blockwise import (check_block, check_out_of_core, default_block_rows, reduce_partials,
+                        row_blocks, subtract_rows)
+from .ondisk import is_out_of_core
 from .threads import effective_n_threads
 from .validation import is_dask_array
 
