@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from metriclust._core import blockwise as bw
+from metriclust._core.ondisk import is_out_of_core
 
 from _blocks import RowSliceable, memmap
 
@@ -25,13 +26,13 @@ def data():
 
 def test_is_out_of_core(tmp_path, data):
     M = memmap(tmp_path, data)
-    assert bw.is_out_of_core(M)
-    assert bw.is_out_of_core(M[10:20])
-    assert bw.is_out_of_core(np.asarray(M))  # an ndarray view of the memmap
-    assert bw.is_out_of_core(RowSliceable(data))
-    assert not bw.is_out_of_core(data)
-    assert not bw.is_out_of_core(data.tolist())
-    assert not bw.is_out_of_core(np.array(M))  # a copy in RAM
+    assert is_out_of_core(M)
+    assert is_out_of_core(M[10:20])
+    assert is_out_of_core(np.asarray(M))  # an ndarray view of the memmap
+    assert is_out_of_core(RowSliceable(data))
+    assert not is_out_of_core(data)
+    assert not is_out_of_core(data.tolist())
+    assert not is_out_of_core(np.array(M))  # a copy in RAM
 
 
 def test_row_blocks_cover_rows_once():
