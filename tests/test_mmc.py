@@ -611,7 +611,7 @@ def test_diagonal_optimum_at_a_non_smooth_point_iris(load_dataset):
 
 def test_diagonal_gap_is_a_bound_at_non_smooth_points():
     from metriclust._core.pairsums import PairSums
-    from metriclust.mmc import _diagonal_gap
+    from metriclust._core.mahalanobis import _diagonal_gap
 
     # Pairs differing only in feature 1, others differing in both: at a = (1, 0) the
     # first kind sits at distance 0 and feature 1's gradient is +inf.
@@ -688,7 +688,7 @@ def _two_feature_zero_pairs():
 
 
 def test_full_bound_is_valid_at_non_smooth_points():
-    from metriclust.mmc import _full_upper_bound
+    from metriclust._core.mahalanobis import _full_upper_bound
 
     # Full A = e0 e0^T: the 20 pairs differing only in feature 1 sit at distance 0.
     X, D = _two_feature_zero_pairs()

@@ -442,7 +442,7 @@ def test_scatter_diagonal_matches_the_pair_differences():
     # The diagonal similar-pair scatter comes from the diagonal pair kernel at a = 0
     # (its zero-pair sum): compare with the differences summed directly, with
     # repeated and identical pairs and a feature that is constant.
-    from metriclust.mmc import _scatter_diagonal
+    from metriclust._core.mahalanobis import scatter_diagonal
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(50, 7)) * np.logspace(-3, 3, 7)
@@ -451,13 +451,13 @@ def test_scatter_diagonal_matches_the_pair_differences():
     S = np.ascontiguousarray(np.r_[rng.integers(50, size=(400, 2)), [[10, 11], [4, 4]]],
                              dtype=np.int64)
     ref = ((X[S[:, 0]] - X[S[:, 1]]) ** 2).sum(axis=0)
-    got = _scatter_diagonal(X, S)
+    got = scatter_diagonal(X, S)
     np.testing.assert_allclose(got, ref, rtol=1e-13)
     assert got[2] == 0.0
-    assert not _scatter_diagonal(X, np.zeros((0, 2), np.int64)).any()
+    assert not scatter_diagonal(X, np.zeros((0, 2), np.int64)).any()
     # squares that overflow come back as inf (MMC's fit then names X)
     big = np.array([[1e200, 0.0], [-1e200, 1.0]])
-    assert not np.isfinite(_scatter_diagonal(big, np.array([[0, 1]], np.int64))).all()
+    assert not np.isfinite(scatter_diagonal(big, np.array([[0, 1]], np.int64))).all()
     with pytest.raises(ValueError, match="X .*overflow"):
         MMC(diagonal=True).fit(np.r_[big, [[0.0, 2.0]]], similar=[[0, 1]], dissimilar=[[0, 2]])
 

@@ -4,9 +4,11 @@ Public classes and functions:
 
 .. autosummary::
 
-   PairSums          -- sums over pairs of h, its gradient and Hessian
-   unique_pairs      -- unordered pairs without duplicates
-   scatter_of_pairs  -- scatter of pair differences through the pair graph's Laplacian
+   PairSums            -- sums over pairs of h, its gradient and Hessian
+   unique_pairs        -- unordered pairs without duplicates
+   scatter_of_pairs    -- scatter of pair differences through the pair graph's Laplacian
+   distances_of_pairs  -- ``||(x_i - x_j) L^T||`` for each pair (the full pair kernel)
+   min_parallel_work   -- work (flops) under which the pair kernels stay on one thread
 
 ``PairSums`` hides whether D is an explicit list of pairs or *all pairs not in
 S*: the latter uses the Laplacian form ``X^T (diag(W 1) - W) X`` (row tiles,
@@ -23,7 +25,8 @@ import numpy as np
 from .._kernels import _mmc, _pairwise
 from .threads import effective_n_threads
 
-__all__ = ["PairSums", "scatter_of_pairs", "unique_pairs"]
+__all__ = ["PairSums", "distances_of_pairs", "min_parallel_work", "scatter_of_pairs",
+           "unique_pairs"]
 
 
 def unique_pairs(pairs):
@@ -54,6 +57,22 @@ def scatter_of_pairs(X, pairs):
         adj_xt[c] = np.bincount(ends, weights=XT[c, others], minlength=n)
     M = (deg * XT - adj_xt) @ X
     return 0.5 * (M + M.T)
+
+
+def distances_of_pairs(X, pairs, Lt):
+    """``||(x_i - x_j) L^T||`` for each row ``(i, j)`` of ``pairs`` (float64 X, ``Lt = L^T``).
+
+    The full pair kernel's distances only (no sums, no gradient); a row
+    ``(i, i)`` gives 0.
+    """
+    _, _, dist = _pairwise.pairs_full(X, pairs, Lt, gradient=False, distances=True)
+    return dist
+
+
+def min_parallel_work():
+    """Work (``2 m p^2`` flops for m pairs) up to which the pair kernels run on one
+    thread: callers skip limiting BLAS's threads (``single_blas_thread``) there."""
+    return _pairwise.MIN_PARALLEL_WORK
 
 
 # A pair is "close" when |x_i|^2 + |x_j|^2 > _CLOSE |x_i - x_j|^2 (centred data).

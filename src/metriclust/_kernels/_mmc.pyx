@@ -190,7 +190,7 @@ cdef class FullSPG:
     "laplacian" (``pairs`` = the far pairs of D, ``close`` = the close ones),
     "allpairs" (``pairs`` = the unique similar pairs; D = all others). The
     caller sets the start with :meth:`set_point`, calls :meth:`run` and
-    handles its events (``NONSMOOTH``, ``FACE``); see ``metriclust.mmc``.
+    handles its events (``NONSMOOTH``, ``FACE``); see ``metriclust._core.mahalanobis``.
     """
 
     cdef ml_mmc_spg *s
@@ -429,7 +429,7 @@ def face_newton(const double[:, ::1] F0, mu, Q, double tol, double decrement,
 
     ``F0`` (m x r): the pair differences in the face's coordinates; the start
     ``C = Q diag(mu) Q^T``. Returns ``(mu, Q, steps)`` at the last accepted
-    point, ``mu`` descending (see ``metriclust.mmc._face_solve`` for the method).
+    point, ``mu`` descending (see ``metriclust._core.mahalanobis._face_solve``).
     """
     cdef Py_ssize_t m = F0.shape[0], r = F0.shape[1]
     if r < 1 or r > 64:
