@@ -162,6 +162,20 @@ def _place_chunks(sizes, holders, slots, move):
     return out
 
 
+def _worker_threads(client):
+    """Threads of each worker of the cluster (address -> int, at least 1)."""
+    return {a: max(1, int(t)) for a, t in client.nthreads().items()}
+
+
+def _placement(client, futs, sizes, slots, move):
+    """:func:`_place_chunks` for the chunks ``futs`` (X persisted on the cluster),
+    once they exist: where each chunk is held is asked of the scheduler."""
+    from distributed import wait
+    wait(futs)
+    holders = client.who_has(futs)
+    return _place_chunks(sizes, [holders.get(f.key, ()) for f in futs], slots, move=move)
+
+
 def _cut_bytes(idx, sizes, row_bytes, limit):
     """``idx`` cut into consecutive pieces of at most ``limit`` bytes (each at least one
     block)."""
@@ -355,6 +369,10 @@ class BlockSource:
 
     shape = property(lambda self: (self.n_rows, self.n_features))
 
+    def _block_sizes(self):
+        """Rows of each block, in block order."""
+        return [e - s for s, e in self.bounds]
+
     @property
     def n_blocks(self):
         return len(self.bounds)
@@ -402,13 +420,9 @@ class BlockSource:
         chunk's holders (a chunk several workers hold, e.g. after ``X.compute()``,
         is not all sent to one of them)."""
         if self._holder is None:
-            from distributed import wait
-            wait(futs)
-            holders = client.who_has(futs)
-            self._slots = {a: max(1, int(t)) for a, t in client.nthreads().items()}
-            self._holder = _place_chunks([e - s for s, e in self.bounds],
-                                         [holders.get(f.key, ()) for f in futs],
-                                         self._slots, move=False)
+            self._slots = _worker_threads(client)
+            self._holder = _placement(client, futs, self._block_sizes(), self._slots,
+                                      move=False)
         return self._holder
 
     def _map_by_worker(self, client, futs, fn, which, check, transform, rows, args_of):
@@ -431,7 +445,7 @@ class BlockSource:
                     runs.append((addr, [idx[p] for p in pos], (bundle, pos)))
         else:
             holder = self._workers(client, futs)
-            sizes = [e - s for s, e in self.bounds]
+            sizes = self._block_sizes()
             groups = {}
             for i in which:
                 groups.setdefault(holder[i], []).append(i)
@@ -480,24 +494,20 @@ class BlockSource:
             return self
         shift = np.asarray(shift, dtype=self.dtype)
         client, futs = _client(), self._chunk_futures()
-        slots = None if client is None or futs is None else {
-            a: max(1, int(t)) for a, t in client.nthreads().items()}
+        slots = None if client is None or futs is None else _worker_threads(client)
         if not slots:
             Xc = self.X.map_blocks(_centred_block, shift, self.dtype, dtype=self.dtype)
             return BlockSource(Xc.persist(), "dask", self.bounds, self.dtype, name=self.name,
                                checked=self.checked)
         # X held by a cluster: each centred chunk made on the worker chosen for it, rows
         # balanced over the worker threads (the passes then run where the chunks are)
-        from distributed import wait
-        wait(futs)
-        holders = client.who_has(futs)
-        place = _place_chunks([e - s for s, e in self.bounds],
-                              [holders.get(f.key, ()) for f in futs], slots, move=True)
+        sizes = self._block_sizes()
+        place = _placement(client, futs, sizes, slots, move=True)
         # one key per worker thread holds its centred blocks (a pass's task then has
         # one dependency, not one per block); the dask array's chunks are views of it
         import dask
         import dask.array as da
-        sizes = [e - s for s, e in self.bounds]
+        from distributed import wait
         groups = {}
         for i, a in enumerate(place):
             groups.setdefault(a, []).append(i)
@@ -664,7 +674,7 @@ class BlockSource:
             raise ValueError(f"a per-row array has {v.shape[0]} rows, X has {self.n_rows}.")
         if dtype is not None:
             v = v.astype(dtype)
-        chunks = (tuple(e - s for s, e in self.bounds),) + tuple((c,) for c in v.shape[1:])
+        chunks = (tuple(self._block_sizes()),) + tuple((c,) for c in v.shape[1:])
         v = v.rechunk(chunks)
         parts = dask.persist(*v.to_delayed().ravel())
         return RowArray(self, parts=list(parts), dtype=v.dtype,
