@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 __all__ = ["interleaved", "medians", "machine_header", "markdown_table", "markdown_row",
            "section_parser",
            "load_average", "measure_dgemm_rate", "measure_write_bandwidth",
-           "timed_call", "reset_peak_rss", "peak_rss_bytes", "run_json_child"]
+           "timed_call", "reset_peak_rss", "peak_rss_bytes", "run_json_child", "cpcm_data"]
 
 
 def interleaved(fns, repeats, *, warmup=True):
@@ -205,3 +205,13 @@ def run_json_child(cmd, *, timeout=None, env=None, cwd=None):
     if res.returncode != 0:
         return {"error": (res.stderr.strip().splitlines() or ["exit %d" % res.returncode])[-1]}
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def cpcm_data(n, p=20, K=5, seed=0):
+    """K Gaussian clusters in 4 dims + (p - 4) noise dims, mixed by a random p x p map."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, n)
+    centers = rng.standard_normal((K, 4)) * 3
+    Z = np.column_stack([centers[y] + rng.standard_normal((n, 4)),
+                         rng.standard_normal((n, p - 4))])
+    return np.ascontiguousarray(Z @ rng.standard_normal((p, p))), y

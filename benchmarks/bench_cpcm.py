@@ -35,16 +35,6 @@ DATA = Path(os.environ.get("METRICLUST_DATA",
                            Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
-def make_data(n, p=20, K=5, seed=0):
-    """K Gaussian clusters in 4 dims + (p - 4) noise dims, mixed by a random p x p map."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, K, n)
-    centers = rng.standard_normal((K, 4)) * 3
-    Z = np.column_stack([centers[y] + rng.standard_normal((n, 4)),
-                         rng.standard_normal((n, p - 4))])
-    return np.ascontiguousarray(Z @ rng.standard_normal((p, p))), y
-
-
 # ----------------------------------------------------------------- the peer
 
 def _blur_ratio(Zhat, labels, K):
@@ -81,7 +71,7 @@ def peer_cpcm(X, labels, K, max_iter=100, tol=1e-6):
 def section_peer(quick):
     n = 20_000 if quick else 100_000
     repeats = 2 if quick else 5
-    X, y = make_data(n)
+    X, y = _common.cpcm_data(n)
     K = 5
     rows = []
     for seed in range(2 if quick else 3):
@@ -106,7 +96,7 @@ def section_peer(quick):
 # ---------------------------------------------------------- large, subprocess
 
 def _child_large(n):
-    X, _ = make_data(n)
+    X, _ = _common.cpcm_data(n)
     import gc
 
     gc.collect()

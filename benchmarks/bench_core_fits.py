@@ -1,0 +1,109 @@
+"""The k-means core's gain inside whole fits: CPCM at N = 1e6, CPD-UML at N = 1e5.
+
+Issue #10 asks to report CPCM's N = 1e6 fit and CPD-UML's 1e5 fit before and
+after the core's work. Each installed version (one Python interpreter per
+version, given with ``--python``) runs each fit in a fresh child process; the
+versions take turns within every repeat and the table shows medians and the
+ratio to the first interpreter. The fits are spelled out in full, so that
+versions whose defaults differ run the same algorithm:
+
+- CPCM: ``CPCM(5, n_init=10, random_state=0)`` on ``_common.cpcm_data``, the data of
+  ``bench_cpcm.py`` (N = 1e6, p = 20, K = 5).
+- CPD-UML: ``CPDUML(2, sigma=0.8, lam=0.0025, kernel=None,
+  approximation="nystrom", n_components=100, random_state=0)`` on two moons
+  (N = 1e5): the wave-1 defaults, written out.
+
+A second child per version and fit runs the same fit under ``cProfile`` and
+reports the seconds spent in calls into ``metriclust._core.kmeans`` from
+outside it (the k-means core and its Python driver; present in every version),
+so the table says how much of each fit the core is.
+
+Usage: python benchmarks/bench_core_fits.py --python OLD/bin/python NEW/bin/python
+           [--repeats 3] [--fits cpcm cpduml]
+"""
+
+import _common  # noqa: F401  (first: OpenMP wait policy)
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+def make_fit(name):
+    """(X, estimator) of one of the two fits."""
+    if name == "cpcm":
+        from metriclust import CPCM
+
+        X, _ = _common.cpcm_data(1_000_000)
+        return X, CPCM(5, n_init=10, random_state=0)
+    from metriclust import CPDUML
+    from metriclust.datasets import make_moons
+
+    X, _ = make_moons(100_000, noise=0.1, random_state=0)
+    return X, CPDUML(2, sigma=0.8, lam=0.0025, kernel=None, approximation="nystrom",
+                     n_components=100, random_state=0)
+
+
+def child(name, profile):
+    X, est = make_fit(name)
+    if not profile:
+        wall, cpu, est = _common.timed_call(lambda: est.fit(X))
+        print(json.dumps({"wall": wall, "cpu": cpu,
+                          "labels": sorted(np.bincount(est.labels_).tolist())}))
+        return
+    import cProfile
+    import pstats
+
+    pr = cProfile.Profile()
+    pr.enable()
+    est.fit(X)
+    pr.disable()
+    st = pstats.Stats(pr)
+    mine = [k for k in st.stats if k[0].endswith(os.path.join("_core", "kmeans.py"))]
+    # Entries into the k-means module from outside it (cumulative: the C core and what the
+    # module's functions call), so nested calls are not counted twice.
+    core = sum(ct for k in mine for caller, (_, _, _, ct) in st.stats[k][4].items()
+               if caller not in mine)
+    print(json.dumps({"kmeans": core, "total": st.total_tt}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", nargs="+", default=[sys.executable])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fits", nargs="+", default=["cpcm", "cpduml"], choices=["cpcm", "cpduml"])
+    ap.add_argument("--child", nargs=2, metavar=("FIT", "PROFILE"))
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1] == "1")
+        return
+    n_threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count()))
+    for line in _common.machine_header("bench_core_fits.py", n_threads)[0]:
+        print(line)
+    for fit in args.fits:
+        runs = {py: [] for py in args.python}
+        prof = {}
+        for _ in range(args.repeats):
+            for py in args.python:
+                runs[py].append(_common.run_json_child([py, __file__, "--child", fit, "0"]))
+        for py in args.python:
+            prof[py] = _common.run_json_child([py, __file__, "--child", fit, "1"])
+        print(f"\n{fit}: medians of {args.repeats} fresh-process fits, versions interleaved\n")
+        print(_common.markdown_table(["interpreter", "fit wall s", "fit CPU s", "x first (wall)",
+                                      "k-means core s (profiled run)", "core share",
+                                      "cluster sizes"]))
+        first = None
+        for py in args.python:
+            w = float(np.median([r["wall"] for r in runs[py]]))
+            c = float(np.median([r["cpu"] for r in runs[py]]))
+            first = first or w
+            p = prof[py]
+            print(_common.markdown_row([py, f"{w:.2f}", f"{c:.2f}", f"{first / w:.2f}",
+                                        f"{p['kmeans']:.2f}", f"{p['kmeans'] / p['total']:.0%}",
+                                        runs[py][-1]["labels"]]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
