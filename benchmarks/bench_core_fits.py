@@ -8,7 +8,9 @@ ratio to the first interpreter. The fits are spelled out in full, so that
 versions whose defaults differ run the same algorithm:
 
 - CPCM: ``CPCM(5, n_init=10, random_state=0)`` on ``_common.cpcm_data``, the data of
-  ``bench_cpcm.py`` (N = 1e6, p = 20, K = 5).
+  ``bench_cpcm.py`` (N = 1e6, p = 20, K = 5). What ``init="auto"`` starts from
+  changed between versions; ``cpcm_kmeans`` (``init="kmeans"``: ten k-means++
+  runs on X, then the alternations) is the same algorithm in every version.
 - CPD-UML: ``CPDUML(2, sigma=0.8, lam=0.0025, kernel=None,
   approximation="nystrom", n_components=100, random_state=0)`` on two moons
   (N = 1e5): the wave-1 defaults, written out.
@@ -19,7 +21,7 @@ outside it (the k-means core and its Python driver; present in every version),
 so the table says how much of each fit the core is.
 
 Usage: python benchmarks/bench_core_fits.py --python OLD/bin/python NEW/bin/python
-           [--repeats 3] [--fits cpcm cpduml]
+           [--repeats 3] [--fits cpcm cpcm_kmeans cpduml]
 """
 
 import _common  # noqa: F401  (first: OpenMP wait policy)
@@ -33,11 +35,12 @@ import numpy as np
 
 def make_fit(name):
     """(X, estimator) of one of the two fits."""
-    if name == "cpcm":
+    if name.startswith("cpcm"):
         from metriclust import CPCM
 
         X, _ = _common.cpcm_data(1_000_000)
-        return X, CPCM(5, n_init=10, random_state=0)
+        init = "kmeans" if name == "cpcm_kmeans" else "auto"
+        return X, CPCM(5, n_init=10, init=init, random_state=0)
     from metriclust import CPDUML
     from metriclust.datasets import make_moons
 
@@ -73,7 +76,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", nargs="+", default=[sys.executable])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fits", nargs="+", default=["cpcm", "cpduml"], choices=["cpcm", "cpduml"])
+    fits = ["cpcm", "cpcm_kmeans", "cpduml"]
+    ap.add_argument("--fits", nargs="+", default=fits, choices=fits)
     ap.add_argument("--child", nargs=2, metavar=("FIT", "PROFILE"))
     args = ap.parse_args()
     if args.child:
