@@ -1,10 +1,12 @@
-"""Farthest-first ("least similar point") seeding in the k-means core and KMeans."""
+"""Seeding in the k-means core: farthest-first ("least similar point") and the row order
+that k-means++ and farthest-first draw over (value_order, its radix sort)."""
 
 import numpy as np
 import pytest
 
 from metriclust import KMeans
 from metriclust._core.kmeans import farthest_first, value_order
+from metriclust._kernels import _kmeans
 
 from _reference import sq_distances
 
@@ -45,3 +47,47 @@ def test_kmeans_farthest_init_finds_the_far_cluster():
         assert km.n_iter_ >= 1
     with pytest.raises(ValueError, match="init"):
         KMeans(3, init="farthest-first").fit(X)
+
+
+def _keys(kind, n, rng):
+    if kind == "uniform":
+        return rng.random(n)
+    if kind == "ties":            # few distinct values: the order of ties is the test
+        return np.floor(rng.random(n) * 7.0)
+    if kind == "wide":            # zeros, subnormals, huge values and +inf together
+        pool = np.array([0.0, 5e-324, 1e-310, 1e-300, 1.0, 1.0 + 2**-52, 1e300, np.inf])
+        return pool[rng.integers(pool.size, size=n)] * rng.integers(1, 3, size=n)
+    X = rng.normal(size=(n, 3)) * [1.0, 1e-3, 1e3]  # squared distances to the mean
+    dev = X - (X.mean(0) if n else 0.0)
+    return np.einsum("ij,ij->i", dev, dev)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "ties", "wide", "sqdist"])
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 200_001])
+def test_stable_order_is_numpys_stable_argsort(kind, n):
+    key = _keys(kind, n, np.random.default_rng(n))
+    want = np.argsort(key, kind="stable")
+    for threads in (1, 2, 3):   # 200_001 rows sort on several threads
+        got = _kmeans.stable_order(key, threads)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [[1.0, -1.0], [-0.0], [0.0, np.nan], [-np.inf]])
+def test_stable_order_rejects_what_it_cannot_order(bad):
+    with pytest.raises(ValueError, match="key must hold non-negative"):
+        _kmeans.stable_order(np.array(bad))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_value_order_is_the_argsort_of_the_distance_to_the_mean(weighted):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(70_000, 4)).astype(np.float32)
+    w = rng.random(70_000) if weighted else None
+    mean = np.average(X.astype(np.float64), axis=0, weights=w)
+    key = ((X.astype(np.float64) - mean) ** 2).sum(1)
+    got = value_order(X, w)
+    # the key here sums in another order than value_order's: compare the keys it orders
+    assert np.all(np.diff(key[got]) >= -1e-12 * key.max())
+    np.testing.assert_array_equal(np.sort(got), np.arange(70_000))
+    np.testing.assert_array_equal(got, value_order(X, w, n_threads=1))

@@ -117,7 +117,7 @@ def center_distances(X, centers, *, squared=False, block_rows=4096):
     return out
 
 
-def value_order(X, sample_weight=None, *, block_rows=65536):
+def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
     """A permutation of the rows of X that depends on their values only: by
     squared distance to the weighted mean of X, computed in float64 a block at
     a time (bounded extra memory), ties kept in their order in X.
@@ -136,7 +136,7 @@ def value_order(X, sample_weight=None, *, block_rows=65536):
     for b in blocks:
         dev = X[b].astype(np.float64) - mean
         key[b] = np.einsum("ij,ij->i", dev, dev)
-    return np.argsort(key, kind="stable")
+    return _k.stable_order(key, effective_n_threads(n_threads))
 
 
 def _draw(cum, order, u):
@@ -166,7 +166,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
     if order is None:
-        order = value_order(X, None if sample_weight is None else w)
+        order = value_order(X, None if sample_weight is None else w, n_threads=nt)
     w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
@@ -196,7 +196,7 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
     nt = effective_n_threads(n_threads)
     idx = np.empty(n_clusters, dtype=np.int64)
     if order is None:   # the first draw runs over it, as k-means++'s
-        order = value_order(X, None if sample_weight is None else w)
+        order = value_order(X, None if sample_weight is None else w, n_threads=nt)
     idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
     for c in range(1, n_clusters):
@@ -407,7 +407,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     with _blas_guard(p, n_clusters):
         order = None   # the seeding's row order: one sort for all n_init runs
         if n_init > 1 and isinstance(init, str) and init in ("k-means++", "farthest"):
-            order = value_order(Xc, None if w is None else np.asarray(w, dtype=np.float64))
+            order = value_order(Xc, None if w is None else np.asarray(w, dtype=np.float64),
+                                n_threads=nt)
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean

@@ -11,6 +11,7 @@ Public functions:
    assign             -- nearest center of each row (and its squared distance)
    assign_accumulate  -- one Lloyd block: labels, cluster sums and weights, inertia
    pp_step            -- one k-means++ step over candidate rows
+   stable_order       -- argsort(kind="stable") of non-negative float64 keys (radix)
    kernel, uses_gemm, prefers_pruning, simd_level
                       -- which path the C table picks, and the CPU's SIMD level
 
@@ -88,6 +89,10 @@ cdef extern from "kmeans.h" nogil:
                               Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
                               double *closest, Py_ssize_t *best, double *pot,
                               int n_threads)
+
+cdef extern from "order.h" nogil:
+    int ml_stable_order_nonneg(const double *key, Py_ssize_t n, int64_t *perm,
+                               int n_threads)
 
 # The signature of the Lloyd, Hamerly and online drivers.
 ctypedef int (*run_f64_fn)(const double *, const double *, Py_ssize_t, Py_ssize_t,
@@ -365,3 +370,18 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     interrupt_leave(entered, status)
     _raise(status, "kmeans++")
     return int(best), pot
+
+
+def stable_order(const double[::1] key, int n_threads=0):
+    """``np.argsort(key, kind="stable")`` (int64) for keys that are +0.0,
+    positive or +inf, by a radix sort of their bits: the same permutation,
+    ~10x faster at 1e6 keys. ValueError on a negative key, -0.0 or NaN."""
+    cdef Py_ssize_t n = key.shape[0]
+    perm = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] pv = perm
+    cdef int status = 0
+    if n:
+        with nogil:
+            status = ml_stable_order_nonneg(&key[0], n, &pv[0], n_threads)
+    _raise(status, "stable_order", "key must hold non-negative numbers (not -0.0, not NaN)")
+    return perm
