@@ -91,3 +91,57 @@ def test_value_order_is_the_argsort_of_the_distance_to_the_mean(weighted):
     assert np.all(np.diff(key[got]) >= -1e-12 * key.max())
     np.testing.assert_array_equal(np.sort(got), np.arange(70_000))
     np.testing.assert_array_equal(got, value_order(X, w, n_threads=1))
+
+
+def _pp_step_by_hand(X, w, cand, closest, block=2048):
+    """k-means++'s step as the C core defines it, one float64 operation at a time:
+    per row the squared distance summed in coordinate order, the min with closest,
+    the (weighted) potential summed in row order per block of 2048 rows, blocks in order."""
+    n = len(X)
+    rows = [[float(v) for v in r] for r in X]
+    cands = [rows[c] for c in cand]
+    pots = []
+    for c in cands:
+        pot = 0.0
+        for lo in range(0, n, block):
+            acc = 0.0
+            for i in range(lo, min(lo + block, n)):
+                s = 0.0
+                for xj, cj in zip(rows[i], c):
+                    u = xj - cj
+                    s += u * u
+                m = s if s < closest[i] else closest[i]
+                acc += float(w[i]) * m if w is not None else m
+            pot += acc
+        pots.append(pot)
+    best = min(range(len(cand)), key=lambda t: (pots[t], t))
+    new = closest.copy()
+    for i in range(n):
+        s = 0.0
+        for xj, cj in zip(rows[i], cands[best]):
+            u = xj - cj
+            s += u * u
+        new[i] = min(new[i], s)
+    return best, pots[best], new
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_cand", [1, 8, 11])
+def test_pp_step_is_the_sequential_arithmetic_bit_for_bit(dtype, weighted, n_cand):
+    """The candidates' scores run 8 to a vector (csrc/kmeans_impl.h, pp_block): each
+    lane must still do the one-candidate arithmetic in the same order, bit for bit."""
+    rng = np.random.default_rng(n_cand)
+    n, d = 4500, 5
+    X = (rng.normal(size=(n, d)) * [1e-3, 1.0, 10.0, 1e3, 3.0] + 7.0).astype(dtype)
+    w = rng.random(n).astype(dtype) if weighted else None
+    closest = np.full(n, np.inf)
+    _kmeans.pp_step(X, w, np.array([17], np.int64), closest, 1)
+    cand = rng.integers(n, size=n_cand).astype(np.int64)
+    want_best, want_pot, want_closest = _pp_step_by_hand(X, w, cand, closest)
+    for threads in (1, 2):
+        got_closest = closest.copy()
+        best, pot = _kmeans.pp_step(X, w, cand, got_closest, threads)
+        assert best == want_best
+        assert pot == want_pot    # exact
+        np.testing.assert_array_equal(got_closest, want_closest)
