@@ -122,3 +122,30 @@ int ml_stable_order_nonneg(const double *key, ptrdiff_t n, int64_t *perm,
     free(k); free(k2); free(p2); free(cnt);
     return st;
 }
+
+/* Clang contracts a * b + c inside one expression unless told not to (GCC
+ * does not in ISO C mode, MSVC not without /fp:contract). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+int ml_ordered_cumsum(const double *v, const double *w, const int64_t *order,
+                      ptrdiff_t n, double *cum)
+{
+    if (n < 0) return ML_ERR_ARG;
+    for (ptrdiff_t i = 0; i < n; ++i)
+        if (order[i] < 0 || order[i] >= n) return ML_ERR_ARG;
+    double s = 0;
+    if (w) {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            const double t = w[i] * v[order[i]];
+            s += t;
+            cum[i] = s;
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            s += v[order[i]];
+            cum[i] = s;
+        }
+    }
+    return ML_OK;
+}

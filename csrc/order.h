@@ -1,5 +1,5 @@
-/* A stable sort order of non-negative float64 keys (k-means seeding's row
- * order, _core.kmeans.value_order). */
+/* k-means seeding's row order (_core.kmeans.value_order) and the running
+ * sums its draws search. */
 #ifndef METRICLUST_ORDER_H
 #define METRICLUST_ORDER_H
 #include "common.h"
@@ -11,4 +11,11 @@
  * thread count.  ML_ERR_ALLOC when the 32 n bytes of scratch are not there. */
 int ml_stable_order_nonneg(const double *key, ptrdiff_t n, int64_t *perm,
                            int n_threads);
+
+/* cum[i] = sum over r <= i, in order, of w[r] * v[order[r]] (w NULL: of
+ * v[order[r]]), one multiplication and one addition per term and no
+ * contraction: what np.cumsum(w * v[order]) returns, bit for bit, without its
+ * temporaries.  ML_ERR_ARG if an order entry is outside [0, n). */
+int ml_ordered_cumsum(const double *v, const double *w, const int64_t *order,
+                      ptrdiff_t n, double *cum);
 #endif

@@ -145,3 +145,24 @@ def test_pp_step_is_the_sequential_arithmetic_bit_for_bit(dtype, weighted, n_can
         assert best == want_best
         assert pot == want_pot    # exact
         np.testing.assert_array_equal(got_closest, want_closest)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ordered_cumsum_is_numpys_cumsum_bit_for_bit(weighted):
+    rng = np.random.default_rng(5)
+    v = rng.random(30_000) * np.logspace(-300, 300, 30_000)
+    order = rng.permutation(30_000).astype(np.int64)
+    w = rng.random(30_000) if weighted else None
+    want = np.cumsum(v[order] if w is None else w * v[order])
+    got = _kmeans.ordered_cumsum(v, order, w)
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+def test_ordered_cumsum_checks_its_arguments():
+    v = np.ones(4)
+    with pytest.raises(ValueError, match="order must hold row indices"):
+        _kmeans.ordered_cumsum(v, np.array([0, 1, 2, 4], np.int64))
+    with pytest.raises(ValueError, match="order has 3 entries"):
+        _kmeans.ordered_cumsum(v, np.arange(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="weights has 2 entries"):
+        _kmeans.ordered_cumsum(v, np.arange(4, dtype=np.int64), np.ones(2))

@@ -167,13 +167,14 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
         n_local_trials = 2 + int(np.log(n_clusters))
     if order is None:
         order = value_order(X, None if sample_weight is None else w, n_threads=nt)
+    order = np.ascontiguousarray(order, dtype=np.int64)
     w_ordered = w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
     closest = np.full(n, np.inf)
     _k.pp_step(X, wk, idx[:1].copy(), closest, nt)
     for c in range(1, n_clusters):
-        cum = np.cumsum(w_ordered * closest[order])
+        cum = _k.ordered_cumsum(closest, order, None if sample_weight is None else w_ordered)
         if cum[-1] > 0:
             cand = _draw(cum, order, rng.uniform(size=n_local_trials)).astype(np.int64)
         else:  # every point coincides with a center already chosen

@@ -12,6 +12,7 @@ Public functions:
    assign_accumulate  -- one Lloyd block: labels, cluster sums and weights, inertia
    pp_step            -- one k-means++ step over candidate rows
    stable_order       -- argsort(kind="stable") of non-negative float64 keys (radix)
+   ordered_cumsum     -- np.cumsum(w * v[order]) without its temporaries
    kernel, uses_gemm, prefers_pruning, simd_level
                       -- which path the C table picks, and the CPU's SIMD level
 
@@ -93,6 +94,8 @@ cdef extern from "kmeans.h" nogil:
 cdef extern from "order.h" nogil:
     int ml_stable_order_nonneg(const double *key, Py_ssize_t n, int64_t *perm,
                                int n_threads)
+    int ml_ordered_cumsum(const double *v, const double *w, const int64_t *order,
+                          Py_ssize_t n, double *cum)
 
 # The signature of the Lloyd, Hamerly and online drivers.
 ctypedef int (*run_f64_fn)(const double *, const double *, Py_ssize_t, Py_ssize_t,
@@ -385,3 +388,27 @@ def stable_order(const double[::1] key, int n_threads=0):
             status = ml_stable_order_nonneg(&key[0], n, &pv[0], n_threads)
     _raise(status, "stable_order", "key must hold non-negative numbers (not -0.0, not NaN)")
     return perm
+
+
+def ordered_cumsum(const double[::1] values, const int64_t[::1] order, object weights=None):
+    """``np.cumsum(weights * values[order])`` (``weights`` None: of
+    ``values[order]``), the same bits, in one pass (k-means++'s draws)."""
+    cdef Py_ssize_t n = values.shape[0]
+    if order.shape[0] != n:
+        raise ValueError(f"order has {order.shape[0]} entries, values has {n}")
+    cdef const double[::1] wv
+    cdef const double *wp = NULL
+    if weights is not None:
+        wv = np.ascontiguousarray(weights, dtype=np.float64)
+        if wv.shape[0] != n:
+            raise ValueError(f"weights has {wv.shape[0]} entries, values has {n}")
+        if n:
+            wp = &wv[0]
+    cum = np.empty(n)
+    cdef double[::1] cv = cum
+    cdef int status = 0
+    if n:
+        with nogil:
+            status = ml_ordered_cumsum(&values[0], wp, &order[0], n, &cv[0])
+    _raise(status, "ordered_cumsum", "order must hold row indices in [0, n)")
+    return cum
