@@ -1334,6 +1334,33 @@ BRIDGE = {
                    " np.full(0, np.inf))", "raise"),
     "pp-cand-int32": ("result = km.pp_step(X, None, np.array([0], np.int32),"
                       " np.full(10, np.inf))", "raise"),
+    "order-ok": ("key = np.array([3.0, 0.0, np.inf, 1.0, 0.0])\n"
+                 "result = km.stable_order(key)\n"
+                 "assert (result == np.argsort(key, kind='stable')).all()", "ok"),
+    "order-empty": ("result = km.stable_order(np.empty(0))\nassert result.shape == (0,)", "ok"),
+    "order-big": ("key = np.random.default_rng(0).random(70000)\n"
+                  "result = km.stable_order(key, 0)\n"
+                  "assert (result == np.argsort(key, kind='stable')).all()", "ok"),
+    "order-negative": ("result = km.stable_order(np.array([1.0, -2.0]))", "raise"),
+    "order-minus-zero": ("result = km.stable_order(np.array([-0.0]))", "raise"),
+    "order-nan": ("result = km.stable_order(np.array([np.nan, 1.0]))", "raise"),
+    "order-f32": ("result = km.stable_order(np.ones(3, np.float32))", "raise"),
+    "order-noncontig": ("result = km.stable_order(nc(np.ones(6)))", "raise"),
+    "order-threads-huge": ("result = km.stable_order(np.ones(70000), 100000)", "either"),
+    "cumsum-ok": ("v = np.arange(5.0); o = np.array([4, 0, 3, 1, 2], np.int64)\n"
+                  "result = km.ordered_cumsum(v, o, np.ones(5))\n"
+                  "assert (result == np.cumsum(v[o])).all()", "ok"),
+    "cumsum-empty": ("result = km.ordered_cumsum(np.empty(0), np.empty(0, np.int64))", "ok"),
+    "cumsum-oob": ("result = km.ordered_cumsum(np.ones(3), np.array([0, 1, 3], np.int64))",
+                   "raise"),
+    "cumsum-neg": ("result = km.ordered_cumsum(np.ones(3), np.array([0, -1, 2], np.int64))",
+                   "raise"),
+    "cumsum-short-order": ("result = km.ordered_cumsum(np.ones(3), np.zeros(2, np.int64))",
+                           "raise"),
+    "cumsum-short-weights": ("result = km.ordered_cumsum(np.ones(3), np.zeros(3, np.int64),"
+                             " np.ones(2))", "raise"),
+    "cumsum-order-int32": ("result = km.ordered_cumsum(np.ones(3), np.zeros(3, np.int32))",
+                           "raise"),
     "uses_gemm-bogus": ("result = km.uses_gemm(3, 'bogus')", "raise"),
     "uses_gemm-neg": ("result = km.uses_gemm(-3)", "either"),
     # --- _pairwise -----------------------------------------------------------
