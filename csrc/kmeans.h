@@ -238,6 +238,9 @@
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_PREFETCH_BYTES
+#define ML_KM_SMALL_PREFETCH_BYTES 2048
+#endif
 #ifndef ML_KM_SMALL_CENTER_UNROLL
 #define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
 #endif

@@ -365,6 +365,23 @@ FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
     *kvp = kv;
 }
 
+/* The lines ML_KM_SMALL_PREFETCH_BYTES past the step's nvals values at xs
+ * asked for ahead of use (the stream is read once, in order; an address
+ * past the data is harmless: a prefetch never faults, and it is formed as
+ * an integer). */
+static ML_ALWAYS_INLINE void
+FN(small_prefetch)(const REAL *xs, const ptrdiff_t nvals)
+{
+#if ML_KM_SMALL_PREFETCH_BYTES > 0
+    const uintptr_t a = (uintptr_t)xs + ML_KM_SMALL_PREFETCH_BYTES;
+    for (ptrdiff_t o = 0; o < nvals * (ptrdiff_t)sizeof(REAL); o += 64)
+        ML_PREFETCH((const void *)(a + (uintptr_t)o));
+#else
+    (void)xs;
+    (void)nvals;
+#endif
+}
+
 static ML_ALWAYS_INLINE void
 FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
@@ -380,6 +397,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
+        FN(small_prefetch)(X + b0 * d, tp * d);
         FN(small_load)(X, b0, mt, d, nv, x);
         for (int v = 0; v < nv; ++v) {
             bs[v] = inf;
@@ -733,6 +751,64 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#if KM_HAVE_VEC
+#ifndef KM_V4DI_DEFINED
+#define KM_V4DI_DEFINED
+typedef int64_t km_v4di __attribute__((vector_size(32)));
+#endif
+#endif
+/* row += [x (times wb if weighted), wb, zeros] for one row x of d values;
+ * `wide`: the four values from x on lie in the chunk (d < 4: the row is
+ * read as one vector, converted whole, and its lanes past d replaced by
+ * [wb, 0, ...] with bit masks: the same values as the lane-by-lane form,
+ * without a scalar conversion and insert per coordinate). */
+static ML_ALWAYS_INLINE void
+FN(accum_packed_row)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x,
+                     const ptrdiff_t d, const double wb, const int weighted,
+                     const int wide)
+{
+#if KM_HAVE_VEC
+    if (d < 4 && wide) {
+        km_v4di keep, at_d;
+        for (int j = 0; j < 4; ++j) {
+            keep[j] = j < d ? -1 : 0;
+            at_d[j] = j == d ? -1 : 0;
+        }
+        FN(km_vr) xv;
+        memcpy(&xv, x, sizeof xv);
+        km_v4d t0 = __builtin_convertvector(xv, km_v4d);
+        if (weighted) t0 *= wb;
+        const km_v4d wv = wb - (km_v4d){0};
+        const km_v4d t = (km_v4d)(((km_v4di)t0 & keep) | ((km_v4di)wv & at_d));
+        km_v4d r;
+        memcpy(&r, row, sizeof r);
+        r += t;
+        memcpy(row, &r, sizeof r);
+        return;
+    }
+    const ptrdiff_t rs = KM_PACKED_RS(d);
+    km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
+    for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
+    for (ptrdiff_t j = 0; j < d; ++j)
+        t[j / 4][j % 4] = weighted ? wb * (double)x[j] : (double)x[j];
+    t[d / 4][d % 4] = wb;
+    for (ptrdiff_t q = 0; q < rs / 4; ++q) {
+        km_v4d r;
+        memcpy(&r, row + 4 * q, sizeof r);
+        r += t[q];
+        memcpy(row + 4 * q, &r, sizeof r);
+    }
+#else
+    (void)wide;
+    for (ptrdiff_t j = 0; j < d; ++j) row[j] += weighted ? wb * (double)x[j] : (double)x[j];
+    row[d] += wb;
+#endif
+}
+
+/* A whole chunk with ML_KM_COPIES copies is taken ML_KM_COPIES rows at a
+ * time (row b + u to copy u: the same rows, copies and order as the loop
+ * below, without a modulo and a multiply per row).  C harness, 1 thread,
+ * d = 2, K = 8, float64: see ML_KM_SMALL_PREFETCH_BYTES in kmeans.h. */
 static ML_ALWAYS_INLINE void
 FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                       ptrdiff_t m, const ptrdiff_t d,
@@ -740,47 +816,18 @@ FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                       ptrdiff_t copies, ptrdiff_t stride)
 {
     const ptrdiff_t rs = KM_PACKED_RS(d);
+    if (copies == ML_KM_COPIES && m == ML_KM_CHUNK) {
+        for (ptrdiff_t b = 0; b < m; b += ML_KM_COPIES)
+            for (ptrdiff_t u = 0; u < ML_KM_COPIES; ++u)
+                FN(accum_packed_row)(acc + u * stride + (ptrdiff_t)lab[b + u] * rs,
+                                     X + (b + u) * d, d, w ? (double)w[b + u] : 1.0,
+                                     w != NULL, (b + u) * d + 4 <= m * d);
+        return;
+    }
     for (ptrdiff_t b = 0; b < m; ++b) {
         const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
-        double *ML_RESTRICT row = acc + u * stride + (ptrdiff_t)lab[b] * rs;
-        const REAL *x = X + b * d;
-        const double wb = w ? (double)w[b] : 1.0;
-#if KM_HAVE_VEC
-        if (d == 3 && b * d + 4 <= m * d) {
-            /* d = 3: the row read as one vector (its fourth value belongs
-             * to the next row of the chunk), converted whole, its last lane
-             * set to the weight: the same values as below, without a scalar
-             * conversion and insert per coordinate (about half of the
-             * float32 pass went there).  C harness, N = 16384, 1 thread,
-             * 30 repeats, load 18, before / after, same labels and center
-             * bits: f32 1.52 (K = 8), 1.28 (K = 32); f64 1.00-1.02.  At
-             * d = 1, 2 (zeroed lanes) it was 0.91-0.98: not used there. */
-            FN(km_vr) xv;
-            memcpy(&xv, x, sizeof xv);
-            km_v4d t0 = __builtin_convertvector(xv, km_v4d);
-            if (w) t0 *= wb;
-            for (ptrdiff_t j = d; j < 4; ++j) t0[j] = j == d ? wb : 0;
-            km_v4d r;
-            memcpy(&r, row, sizeof r);
-            r += t0;
-            memcpy(row, &r, sizeof r);
-            continue;
-        }
-        km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
-        for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
-        for (ptrdiff_t j = 0; j < d; ++j)
-            t[j / 4][j % 4] = w ? wb * (double)x[j] : (double)x[j];
-        t[d / 4][d % 4] = wb;
-        for (ptrdiff_t q = 0; q < rs / 4; ++q) {
-            km_v4d r;
-            memcpy(&r, row + 4 * q, sizeof r);
-            r += t[q];
-            memcpy(row + 4 * q, &r, sizeof r);
-        }
-#else
-        for (ptrdiff_t j = 0; j < d; ++j) row[j] += w ? wb * (double)x[j] : (double)x[j];
-        row[d] += wb;
-#endif
+        FN(accum_packed_row)(acc + u * stride + (ptrdiff_t)lab[b] * rs, X + b * d, d,
+                             w ? (double)w[b] : 1.0, w != NULL, b * d + 4 <= m * d);
     }
 }
 #if defined(__GNUC__) && !defined(__clang__)
