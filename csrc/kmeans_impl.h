@@ -230,38 +230,80 @@ KM_TILE_FN(tile_any, d, d)
  * is not used.  Values are moved, never computed: the scores and labels
  * do not change. */
 #define KM_UNROLL_ALL _Pragma("GCC unroll 64")
+/* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
+ * __builtin_shufflevector; the halves are loaded straight into the two
+ * lanes of a register). */
+#if !defined(KM_F64_f64)
+#define KM_F64_f64 1
+#define KM_F64_f32 0
+#endif
+#if (defined(__clang__) || __GNUC__ >= 12) && ML_KM_VECTOR_BYTES == 32
+#define KM_HALF_JOIN 1
+static ML_ALWAYS_INLINE void
+FN(small_join)(FN(km_vt) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
+               const REAL *ML_RESTRICT hi)
+{
+    typedef REAL Vh __attribute__((vector_size(16)));
+    Vh a, b;
+    memcpy(&a, lo, sizeof a);
+    memcpy(&b, hi, sizeof b);
+#if KM_CAT(KM_F64, SFX)
+    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3);
+#else
+    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+#endif
+}
+#else
+#define KM_HALF_JOIN 0
+#endif
+#ifndef ML_KM_SMALL_HALF_TRANSPOSE
+#define ML_KM_SMALL_HALF_TRANSPOSE 1
+#endif
 static ML_ALWAYS_INLINE void
 FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
                     FN(km_vt) *ML_RESTRICT x)
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV };
+    enum { VL = (int)KM_TV, H = ML_KM_SMALL_HALF_TRANSPOSE && KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
+    /* lo/hi interleave the first/second halves of two vectors within each
+     * group of H lanes (H = VL: the whole vector). */
     VM lo, hi;
     KM_UNROLL_ALL
-    for (int t = 0; t < VL / 2; ++t) {
-        lo[2 * t] = t;
-        lo[2 * t + 1] = VL + t;
-        hi[2 * t] = VL / 2 + t;
-        hi[2 * t + 1] = VL + VL / 2 + t;
-    }
+    for (int g = 0; g < VL; g += H)
+        KM_UNROLL_ALL
+        for (int t = 0; t < H / 2; ++t) {
+            lo[g + 2 * t] = g + t;
+            lo[g + 2 * t + 1] = VL + g + t;
+            hi[g + 2 * t] = g + H / 2 + t;
+            hi[g + 2 * t + 1] = VL + g + H / 2 + t;
+        }
     KM_UNROLL_ALL
-    for (ptrdiff_t c = 0; c < d / VL; ++c) {
+    for (ptrdiff_t c = 0; c < d / H; ++c) {
+        /* r[p]: H values of rows p, p + H, ... (one group each). */
         V r[VL], nr[VL];
         KM_UNROLL_ALL
-        for (int p = 0; p < VL; ++p) memcpy(&r[p], Xs + p * d + c * VL, sizeof(V));
-        KM_UNROLL_ALL
-        for (int h = 1; h < VL; h *= 2) {
-            KM_UNROLL_ALL
-            for (int i = 0; i < VL / 2; ++i) {
-                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + VL / 2], lo);
-                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + VL / 2], hi);
+        for (int p = 0; p < H; ++p) {
+#if KM_HALF_JOIN
+            if (H < VL) {
+                FN(small_join)(&r[p], Xs + p * d + c * H, Xs + (p + H) * d + c * H);
+                continue;
             }
-            KM_UNROLL_ALL
-            for (int p = 0; p < VL; ++p) r[p] = nr[p];
+#endif
+            memcpy(&r[p], Xs + p * d + c * H, sizeof(V));
         }
         KM_UNROLL_ALL
-        for (int j = 0; j < VL; ++j) x[c * VL + j] = r[j];
+        for (int h = 1; h < H; h *= 2) {
+            KM_UNROLL_ALL
+            for (int i = 0; i < H / 2; ++i) {
+                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + H / 2], lo);
+                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + H / 2], hi);
+            }
+            KM_UNROLL_ALL
+            for (int p = 0; p < H; ++p) r[p] = nr[p];
+        }
+        KM_UNROLL_ALL
+        for (int j = 0; j < H; ++j) x[c * H + j] = r[j];
     }
 }
 #undef KM_UNROLL_ALL
