@@ -1283,7 +1283,11 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
         FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
-        for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
+        /* Counted in int32 (a chunk has ML_KM_CHUNK rows): the SSE2 loop
+         * then needs no widening of each comparison to 64 bits. */
+        int32_t chc = 0;
+        for (ptrdiff_t b = 0; b < m; ++b) chc += newlab[b] != L[b];
+        ch += chc;
         memcpy(L, newlab, (size_t)m * sizeof(int32_t));
         if (acc && ws->rs)
             ws->accum_packed(Xc, wc, m, newlab, acc, copies, ws->acc_stride);
