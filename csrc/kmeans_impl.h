@@ -228,7 +228,16 @@ KM_TILE_FN(tile_any, d, d)
  * d the same idea (each coordinate merged from the vectors that hold its
  * lanes) was slower, 0.51-0.95 at N = 2e5 except d = 5, f32 (1.15), and
  * is not used.  Values are moved, never computed: the scores and labels
- * do not change. */
+ * do not change.  Sixth round, float32 (KM_TV = 8): the rows are read as
+ * 16-byte halves, rows p and p + 4 joined in one register
+ * (small_join), then transposed within each 16-byte lane (2 rounds of
+ * in-lane interleaves instead of 3 rounds of cross-lane permutes).  C
+ * harness, 1 thread, 13:09-13:12 UTC, load 6.5-7.5, before / after, bits
+ * identical: d = 8, K = 8: 1.04-1.06 (N = 1e6), 1.05 (rows in L2); K = 32:
+ * 1.03; d = 16, K = 8: 1.00.  float64 (4 lanes: 2 joins and 2 in-lane
+ * rounds against 2 rounds of permutes, the same count) lost at d = 8,
+ * K = 32 (0.86-0.89, the center loop's registers), so it keeps the
+ * whole-vector form. */
 #define KM_UNROLL_ALL _Pragma("GCC unroll 64")
 /* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
  * __builtin_shufflevector; the halves are loaded straight into the two
@@ -803,7 +812,17 @@ typedef int64_t km_v4di __attribute__((vector_size(32)));
  * `wide`: the four values from x on lie in the chunk (d < 4: the row is
  * read as one vector, converted whole, and its lanes past d replaced by
  * [wb, 0, ...] with bit masks: the same values as the lane-by-lane form,
- * without a scalar conversion and insert per coordinate). */
+ * without a scalar conversion and insert per coordinate).  The d = 3 form
+ * (fifth round: C harness, N = 16384, f32 1.52 at K = 8, 1.28 at K = 32;
+ * f64 1.00-1.02) now serves d = 1 and 2 too: with lane sets it lost there
+ * (0.91-0.98), with the masks and the 4-row loop below it gains (sixth
+ * round, C harness, 1 thread, N = 1e6, main / this with no prefetch:
+ * d = 2 1.16, d = 3 1.13 (f64), 1.07 at d = 2 f32 with the rows in L2;
+ * perf: the sums were 25% of the samples at d = 2, the kernel 38%).
+ * The 4-row loop's gain at d = 8 is within noise (0.98-1.02).  Leaving
+ * the weight vector out of unweighted rows at d = 4, 8 (counting the
+ * labels per cluster instead, which gives the same exact integer weights)
+ * was tried: 0.94-0.99, not kept. */
 static ML_ALWAYS_INLINE void
 FN(accum_packed_row)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x,
                      const ptrdiff_t d, const double wb, const int weighted,
@@ -849,8 +868,7 @@ FN(accum_packed_row)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x,
 
 /* A whole chunk with ML_KM_COPIES copies is taken ML_KM_COPIES rows at a
  * time (row b + u to copy u: the same rows, copies and order as the loop
- * below, without a modulo and a multiply per row).  C harness, 1 thread,
- * d = 2, K = 8, float64: see ML_KM_SMALL_PREFETCH_BYTES in kmeans.h. */
+ * below, without a modulo and a multiply per row). */
 static ML_ALWAYS_INLINE void
 FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                       ptrdiff_t m, const ptrdiff_t d,
