@@ -265,16 +265,13 @@ FN(small_join)(FN(km_vt) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
 #else
 #define KM_HALF_JOIN 0
 #endif
-#ifndef ML_KM_SMALL_HALF_TRANSPOSE
-#define ML_KM_SMALL_HALF_TRANSPOSE 1
-#endif
 static ML_ALWAYS_INLINE void
 FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
                     FN(km_vt) *ML_RESTRICT x)
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV, H = ML_KM_SMALL_HALF_TRANSPOSE && KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
+    enum { VL = (int)KM_TV, H = KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
     /* lo/hi interleave the first/second halves of two vectors within each
      * group of H lanes (H = VL: the whole vector). */
     VM lo, hi;
