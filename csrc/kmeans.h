@@ -161,6 +161,20 @@
  *   kernel is kept (the scores-first order cost 3-9% at d = 2 and 3), and
  *   d = 3 stays at one center (two centers of four point vectors spill in
  *   float64).
+ * ML_KM_SMALL_PREFETCH_BYTES: the small-d kernel asks for the rows this
+ *   many bytes past the step it scores (small_prefetch in kmeans_impl.h;
+ *   0: none).  Sixth round (perf, C harness, main's code, d = 8, K = 8,
+ *   float64, 1 thread): with N = 1e6 39% of the kernel's samples sat in the
+ *   row loads and transposes, 18% with the rows in L2 (N = 16384): the
+ *   hardware prefetcher alone left the loads waiting.  Measured (C harness
+ *   -O3, 1 thread, N = 1e6, best of 5 x 3 interleaved rounds, 12:58 UTC,
+ *   load 2.3-2.9, main's time / this code's with 0 / 2048 / 4096, all
+ *   with the new sums of accum_packed_rows; labels and center bits
+ *   identical): d = 8, K = 8: 0.98 / 1.14 / 1.11 (f64), 1.05 / 1.07 /
+ *   1.05 (f32); d = 8, K = 32, f64: 1.01 / 1.04 / 1.03; d = 2: 1.16 /
+ *   1.19 / 1.16; d = 3: 1.13 / 1.12 / 1.14 (f64); rows in L2: 1.01-1.07
+ *   either way.  Not timed on other CPUs (a prefetch of lines already
+ *   cached costs one load-port slot per 64 bytes).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
@@ -238,6 +252,9 @@
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_PREFETCH_BYTES
+#define ML_KM_SMALL_PREFETCH_BYTES 2048
+#endif
 #ifndef ML_KM_SMALL_CENTER_UNROLL
 #define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
 #endif

@@ -228,40 +228,88 @@ KM_TILE_FN(tile_any, d, d)
  * d the same idea (each coordinate merged from the vectors that hold its
  * lanes) was slower, 0.51-0.95 at N = 2e5 except d = 5, f32 (1.15), and
  * is not used.  Values are moved, never computed: the scores and labels
- * do not change. */
+ * do not change.  Sixth round, float32 (KM_TV = 8): the rows are read as
+ * 16-byte halves, rows p and p + 4 joined in one register
+ * (small_join), then transposed within each 16-byte lane (2 rounds of
+ * in-lane interleaves instead of 3 rounds of cross-lane permutes).  C
+ * harness, 1 thread, 13:09-13:12 UTC, load 6.5-7.5, before / after, bits
+ * identical: d = 8, K = 8: 1.04-1.06 (N = 1e6), 1.05 (rows in L2); K = 32:
+ * 1.03; d = 16, K = 8: 1.00.  float64 (4 lanes: 2 joins and 2 in-lane
+ * rounds against 2 rounds of permutes, the same count) lost at d = 8,
+ * K = 32 (0.86-0.89, the center loop's registers), so it keeps the
+ * whole-vector form. */
 #define KM_UNROLL_ALL _Pragma("GCC unroll 64")
+/* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
+ * __builtin_shufflevector; the halves are loaded straight into the two
+ * lanes of a register). */
+#if !defined(KM_F64_f64)
+#define KM_F64_f64 1
+#define KM_F64_f32 0
+#endif
+#if (defined(__clang__) || __GNUC__ >= 12) && ML_KM_VECTOR_BYTES == 32
+#define KM_HALF_JOIN 1
+static ML_ALWAYS_INLINE void
+FN(small_join)(FN(km_vt) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
+               const REAL *ML_RESTRICT hi)
+{
+    typedef REAL Vh __attribute__((vector_size(16)));
+    Vh a, b;
+    memcpy(&a, lo, sizeof a);
+    memcpy(&b, hi, sizeof b);
+#if KM_CAT(KM_F64, SFX)
+    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3);
+#else
+    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+#endif
+}
+#else
+#define KM_HALF_JOIN 0
+#endif
 static ML_ALWAYS_INLINE void
 FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
                     FN(km_vt) *ML_RESTRICT x)
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV };
+    enum { VL = (int)KM_TV, H = KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
+    /* lo/hi interleave the first/second halves of two vectors within each
+     * group of H lanes (H = VL: the whole vector). */
     VM lo, hi;
     KM_UNROLL_ALL
-    for (int t = 0; t < VL / 2; ++t) {
-        lo[2 * t] = t;
-        lo[2 * t + 1] = VL + t;
-        hi[2 * t] = VL / 2 + t;
-        hi[2 * t + 1] = VL + VL / 2 + t;
-    }
+    for (int g = 0; g < VL; g += H)
+        KM_UNROLL_ALL
+        for (int t = 0; t < H / 2; ++t) {
+            lo[g + 2 * t] = g + t;
+            lo[g + 2 * t + 1] = VL + g + t;
+            hi[g + 2 * t] = g + H / 2 + t;
+            hi[g + 2 * t + 1] = VL + g + H / 2 + t;
+        }
     KM_UNROLL_ALL
-    for (ptrdiff_t c = 0; c < d / VL; ++c) {
+    for (ptrdiff_t c = 0; c < d / H; ++c) {
+        /* r[p]: H values of rows p, p + H, ... (one group each). */
         V r[VL], nr[VL];
         KM_UNROLL_ALL
-        for (int p = 0; p < VL; ++p) memcpy(&r[p], Xs + p * d + c * VL, sizeof(V));
-        KM_UNROLL_ALL
-        for (int h = 1; h < VL; h *= 2) {
-            KM_UNROLL_ALL
-            for (int i = 0; i < VL / 2; ++i) {
-                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + VL / 2], lo);
-                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + VL / 2], hi);
+        for (int p = 0; p < H; ++p) {
+#if KM_HALF_JOIN
+            if (H < VL) {
+                FN(small_join)(&r[p], Xs + p * d + c * H, Xs + (p + H) * d + c * H);
+                continue;
             }
-            KM_UNROLL_ALL
-            for (int p = 0; p < VL; ++p) r[p] = nr[p];
+#endif
+            memcpy(&r[p], Xs + p * d + c * H, sizeof(V));
         }
         KM_UNROLL_ALL
-        for (int j = 0; j < VL; ++j) x[c * VL + j] = r[j];
+        for (int h = 1; h < H; h *= 2) {
+            KM_UNROLL_ALL
+            for (int i = 0; i < H / 2; ++i) {
+                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + H / 2], lo);
+                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + H / 2], hi);
+            }
+            KM_UNROLL_ALL
+            for (int p = 0; p < H; ++p) r[p] = nr[p];
+        }
+        KM_UNROLL_ALL
+        for (int j = 0; j < H; ++j) x[c * H + j] = r[j];
     }
 }
 #undef KM_UNROLL_ALL
@@ -365,6 +413,23 @@ FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
     *kvp = kv;
 }
 
+/* The lines ML_KM_SMALL_PREFETCH_BYTES past the step's nvals values at xs
+ * asked for ahead of use (the stream is read once, in order; an address
+ * past the data is harmless: a prefetch never faults, and it is formed as
+ * an integer). */
+static ML_ALWAYS_INLINE void
+FN(small_prefetch)(const REAL *xs, const ptrdiff_t nvals)
+{
+#if ML_KM_SMALL_PREFETCH_BYTES > 0
+    const uintptr_t a = (uintptr_t)xs + ML_KM_SMALL_PREFETCH_BYTES;
+    for (ptrdiff_t o = 0; o < nvals * (ptrdiff_t)sizeof(REAL); o += 64)
+        ML_PREFETCH((const void *)(a + (uintptr_t)o));
+#else
+    (void)xs;
+    (void)nvals;
+#endif
+}
+
 static ML_ALWAYS_INLINE void
 FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
@@ -380,6 +445,7 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
         VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
+        FN(small_prefetch)(X + b0 * d, tp * d);
         FN(small_load)(X, b0, mt, d, nv, x);
         for (int v = 0; v < nv; ++v) {
             bs[v] = inf;
@@ -733,6 +799,73 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#if KM_HAVE_VEC
+#ifndef KM_V4DI_DEFINED
+#define KM_V4DI_DEFINED
+typedef int64_t km_v4di __attribute__((vector_size(32)));
+#endif
+#endif
+/* row += [x (times wb if weighted), wb, zeros] for one row x of d values;
+ * `wide`: the four values from x on lie in the chunk (d < 4: the row is
+ * read as one vector, converted whole, and its lanes past d replaced by
+ * [wb, 0, ...] with bit masks: the same values as the lane-by-lane form,
+ * without a scalar conversion and insert per coordinate).  The d = 3 form
+ * (fifth round: C harness, N = 16384, f32 1.52 at K = 8, 1.28 at K = 32;
+ * f64 1.00-1.02) now serves d = 1 and 2 too: with lane sets it lost there
+ * (0.91-0.98), with the masks and the 4-row loop below it gains (sixth
+ * round, C harness, 1 thread, N = 1e6, main / this with no prefetch:
+ * d = 2 1.16, d = 3 1.13 (f64), 1.07 at d = 2 f32 with the rows in L2;
+ * perf: the sums were 25% of the samples at d = 2, the kernel 38%).
+ * The 4-row loop's gain at d = 8 is within noise (0.98-1.02).  Leaving
+ * the weight vector out of unweighted rows at d = 4, 8 (counting the
+ * labels per cluster instead, which gives the same exact integer weights)
+ * was tried: 0.94-0.99, not kept. */
+static ML_ALWAYS_INLINE void
+FN(accum_packed_row)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x,
+                     const ptrdiff_t d, const double wb, const int weighted,
+                     const int wide)
+{
+#if KM_HAVE_VEC
+    if (d < 4 && wide) {
+        km_v4di keep, at_d;
+        for (int j = 0; j < 4; ++j) {
+            keep[j] = j < d ? -1 : 0;
+            at_d[j] = j == d ? -1 : 0;
+        }
+        FN(km_vr) xv;
+        memcpy(&xv, x, sizeof xv);
+        km_v4d t0 = __builtin_convertvector(xv, km_v4d);
+        if (weighted) t0 *= wb;
+        const km_v4d wv = wb - (km_v4d){0};
+        const km_v4d t = (km_v4d)(((km_v4di)t0 & keep) | ((km_v4di)wv & at_d));
+        km_v4d r;
+        memcpy(&r, row, sizeof r);
+        r += t;
+        memcpy(row, &r, sizeof r);
+        return;
+    }
+    const ptrdiff_t rs = KM_PACKED_RS(d);
+    km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
+    for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
+    for (ptrdiff_t j = 0; j < d; ++j)
+        t[j / 4][j % 4] = weighted ? wb * (double)x[j] : (double)x[j];
+    t[d / 4][d % 4] = wb;
+    for (ptrdiff_t q = 0; q < rs / 4; ++q) {
+        km_v4d r;
+        memcpy(&r, row + 4 * q, sizeof r);
+        r += t[q];
+        memcpy(row + 4 * q, &r, sizeof r);
+    }
+#else
+    (void)wide;
+    for (ptrdiff_t j = 0; j < d; ++j) row[j] += weighted ? wb * (double)x[j] : (double)x[j];
+    row[d] += wb;
+#endif
+}
+
+/* A whole chunk with ML_KM_COPIES copies is taken ML_KM_COPIES rows at a
+ * time (row b + u to copy u: the same rows, copies and order as the loop
+ * below, without a modulo and a multiply per row). */
 static ML_ALWAYS_INLINE void
 FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                       ptrdiff_t m, const ptrdiff_t d,
@@ -740,47 +873,18 @@ FN(accum_packed_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
                       ptrdiff_t copies, ptrdiff_t stride)
 {
     const ptrdiff_t rs = KM_PACKED_RS(d);
+    if (copies == ML_KM_COPIES && m == ML_KM_CHUNK) {
+        for (ptrdiff_t b = 0; b < m; b += ML_KM_COPIES)
+            for (ptrdiff_t u = 0; u < ML_KM_COPIES; ++u)
+                FN(accum_packed_row)(acc + u * stride + (ptrdiff_t)lab[b + u] * rs,
+                                     X + (b + u) * d, d, w ? (double)w[b + u] : 1.0,
+                                     w != NULL, (b + u) * d + 4 <= m * d);
+        return;
+    }
     for (ptrdiff_t b = 0; b < m; ++b) {
         const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
-        double *ML_RESTRICT row = acc + u * stride + (ptrdiff_t)lab[b] * rs;
-        const REAL *x = X + b * d;
-        const double wb = w ? (double)w[b] : 1.0;
-#if KM_HAVE_VEC
-        if (d == 3 && b * d + 4 <= m * d) {
-            /* d = 3: the row read as one vector (its fourth value belongs
-             * to the next row of the chunk), converted whole, its last lane
-             * set to the weight: the same values as below, without a scalar
-             * conversion and insert per coordinate (about half of the
-             * float32 pass went there).  C harness, N = 16384, 1 thread,
-             * 30 repeats, load 18, before / after, same labels and center
-             * bits: f32 1.52 (K = 8), 1.28 (K = 32); f64 1.00-1.02.  At
-             * d = 1, 2 (zeroed lanes) it was 0.91-0.98: not used there. */
-            FN(km_vr) xv;
-            memcpy(&xv, x, sizeof xv);
-            km_v4d t0 = __builtin_convertvector(xv, km_v4d);
-            if (w) t0 *= wb;
-            for (ptrdiff_t j = d; j < 4; ++j) t0[j] = j == d ? wb : 0;
-            km_v4d r;
-            memcpy(&r, row, sizeof r);
-            r += t0;
-            memcpy(row, &r, sizeof r);
-            continue;
-        }
-        km_v4d t[KM_PACKED_RS(ML_KM_SMALL_KERNEL_D) / 4];
-        for (ptrdiff_t q = 0; q < rs / 4; ++q) t[q] = (km_v4d){0};
-        for (ptrdiff_t j = 0; j < d; ++j)
-            t[j / 4][j % 4] = w ? wb * (double)x[j] : (double)x[j];
-        t[d / 4][d % 4] = wb;
-        for (ptrdiff_t q = 0; q < rs / 4; ++q) {
-            km_v4d r;
-            memcpy(&r, row + 4 * q, sizeof r);
-            r += t[q];
-            memcpy(row + 4 * q, &r, sizeof r);
-        }
-#else
-        for (ptrdiff_t j = 0; j < d; ++j) row[j] += w ? wb * (double)x[j] : (double)x[j];
-        row[d] += wb;
-#endif
+        FN(accum_packed_row)(acc + u * stride + (ptrdiff_t)lab[b] * rs, X + b * d, d,
+                             w ? (double)w[b] : 1.0, w != NULL, b * d + 4 <= m * d);
     }
 }
 #if defined(__GNUC__) && !defined(__clang__)
@@ -1194,7 +1298,11 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
         FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
-        for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
+        /* Counted in int32 (a chunk has ML_KM_CHUNK rows): the SSE2 loop
+         * then needs no widening of each comparison to 64 bits. */
+        int32_t chc = 0;
+        for (ptrdiff_t b = 0; b < m; ++b) chc += newlab[b] != L[b];
+        ch += chc;
         memcpy(L, newlab, (size_t)m * sizeof(int32_t));
         if (acc && ws->rs)
             ws->accum_packed(Xc, wc, m, newlab, acc, copies, ws->acc_stride);
