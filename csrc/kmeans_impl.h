@@ -449,7 +449,9 @@ KM_SMALL_FN(16)
  * values -2 c_kj (0 for padding).  Each point's coordinates are broadcast
  * from the row-major X (no transpose of X, no packing of X, no BLAS), P
  * points share each load of a center row, and the argmin is reduced across
- * the lanes once per point (kmeans_cv_impl.h).  The score of a (point,
+ * the lanes once per point (kmeans_cv_impl.h); when the centers fit one
+ * vector (K <= its lanes) the scores of a vector's width of points are
+ * transposed and compared center by center instead (cv_body1).  The score of a (point,
  * center) pair is the tile's, term for term (norm, then x_j (-2 c_kj) in
  * j order, fused the same way), and ties go to the lowest index: the
  * labels are the tile's bit for bit.  Compiled per ISA level with its own
@@ -461,6 +463,7 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
 #ifndef KM_CV_MAXP
 #define KM_CV_MAXP 8
 #define KM_CV_MAXQ 4
+#define KM_CV1_MAXP 16
 #endif
 #define CV_VB 16
 #include "kmeans_cv_impl.h"
@@ -492,6 +495,21 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(1), 1)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(2), 2)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
 #undef KM_CV_FN
+/* The one-vector form (K <= the lanes of one vector: cv_body1). */
+#define KM_CV1_FN(TGT, ISA, VB, PP)                                            \
+    TGT static void FN(lanes1_##ISA)(const REAL *X, ptrdiff_t m, ptrdiff_t d,  \
+                                     const REAL *ct, ptrdiff_t nb,             \
+                                     int32_t *lab)                             \
+    {                                                                          \
+        (void)nb;                                                              \
+        KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, m, d, ct, lab, PP);               \
+    }
+#if ML_HAVE_CLONES
+KM_CV1_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES1_P32)
+KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
+#endif
+KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
+#undef KM_CV1_FN
 #define KM_LANES_VB(level) \
     (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
 #else
@@ -529,13 +547,16 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
     FN(km_lanes_fn) f;
 #if ML_HAVE_CLONES
-    if (level >= 4)
+    if (K <= VL)
+        f = level >= 4 ? FN(lanes1_v4) : level == 3 ? FN(lanes1_v3) : FN(lanes1_base);
+    else if (level >= 4)
         f = Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
     else if (level == 3)
         f = Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
     else
 #endif
-        f = Q == 1 ? FN(lanes_base_q1) : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
+        f = K <= VL ? FN(lanes1_base) : Q == 1 ? FN(lanes_base_q1)
+            : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
 #else
     const int Q = 1;
     FN(km_lanes_fn) f = FN(lanes_scalar);
@@ -612,16 +633,21 @@ FN(row_add)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x, const ptrdiff_t 
 {
     ptrdiff_t j = 0;
 #if KM_HAVE_VEC
+    /* The four values converted one by one into the vector: GCC 12 makes
+     * that one whole-register conversion from memory (vcvtps2pd ymm), while
+     * its __builtin_convertvector from 4 floats converts two lanes at a time
+     * and inserts (C harness, d = 16, K = 8, float32, rows in L2: the sums
+     * took a quarter of the pass). */
     if (d % 4 == 0)
         for (; j < d; j += 4) {
-            FN(km_vr) xv;
+            const km_v4d xv = {(double)x[j], (double)x[j + 1], (double)x[j + 2],
+                               (double)x[j + 3]};
             km_v4d rv;
-            memcpy(&xv, x + j, sizeof xv);
             memcpy(&rv, row + j, sizeof rv);
             if (weighted)
-                rv += wb * __builtin_convertvector(xv, km_v4d);
+                rv += wb * xv;
             else
-                rv += __builtin_convertvector(xv, km_v4d);
+                rv += xv;
             memcpy(row + j, &rv, sizeof rv);
         }
 #endif
