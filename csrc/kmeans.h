@@ -207,7 +207,16 @@
  *   (64); d = 16, K = 5, f32: 1.42; d = 16, K = 4, f64: 1.18; N = 1e6, d =
  *   16, K = 8, f32: 1.34.  16 points per step on AVX-512 against 8: 0.93
  *   (d = 16, K = 4, f64), 0.94 (64, 8, f32), 0.92 (N = 1e6, d = 16, K = 8,
- *   f32), 1.00 elsewhere: 8.
+ *   f32), 1.00 elsewhere: 8.  The same form adds the rows to the sums as
+ *   it labels them, one step behind (the per-cluster sums' additions then
+ *   overlap the next step's multiply-adds and the rows are read from memory
+ *   once): C harness, 1 thread, 13:31 UTC, load 5, 3 rounds, main / this
+ *   form with the sums as a second pass / with them fused: N = 1e6: d = 16,
+ *   K = 8, f32: 1.13 / 1.27 (2 threads, CPU time: 1.10 / 1.31); d = 12,
+ *   K = 8, f32: 1.36 / 1.50; d = 16, K = 4, f64: 1.05 / 1.19.  With the
+ *   rows in L2 (N = 16384) the fused form is 6% slower than the second
+ *   pass (d = 16 and 12, K = 8, f32), but the passes that matter stream
+ *   their rows from memory.  Labels and center bits identical throughout.
  * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
  *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
  *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),

@@ -191,12 +191,21 @@ CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
 
 /* cv_body for one block of one vector (K <= CV_VL, nb = 1): the same
  * scores, the labels from cv_batch_argmin, CV_VL points at a time (P a
- * multiple of CV_VL). */
+ * multiple of CV_VL).  With `sums`, the rows are also added to their
+ * clusters' sums in sacc (accum_row: the rows in order, each to the copy
+ * and with the operations accum gives it, so the sums are accum's bit for
+ * bit), each step's rows after the next step's scores: their labels are
+ * known by then, and the additions overlap that step's reduction and the
+ * multiply-adds after it instead of making a second pass over the chunk. */
 static ML_ALWAYS_INLINE void
-CVN(cv_body1)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
-              const REAL *ML_RESTRICT ct, int32_t *ML_RESTRICT lab, const int P)
+CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
+              ptrdiff_t m, const ptrdiff_t d, const REAL *ML_RESTRICT ct,
+              int32_t *ML_RESTRICT lab, double *ML_RESTRICT sacc,
+              const ptrdiff_t copies, const ptrdiff_t stride, const ptrdiff_t K,
+              const int P, const int sums)
 {
     typedef CVN(km_cv) V;
+    ptrdiff_t done = 0;  /* rows summed so far */
     for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
         const ptrdiff_t np = m - b0 < P ? m - b0 : P;
         const REAL *xp[KM_CV1_MAXP];
@@ -214,7 +223,13 @@ CVN(cv_body1)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             for (int i = 0; i < CV_VL; ++i) a[i] = acc[g + i][0];
             CVN(cv_batch_argmin)(a, np - g < CV_VL ? np - g : CV_VL, lab + b0 + g);
         }
+        if (sums)
+            for (; done < b0; ++done)
+                FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
     }
+    if (sums)
+        for (; done < m; ++done)
+            FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
 }
 
 static ML_ALWAYS_INLINE void

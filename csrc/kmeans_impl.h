@@ -451,14 +451,23 @@ KM_SMALL_FN(16)
  * points share each load of a center row, and the argmin is reduced across
  * the lanes once per point (kmeans_cv_impl.h); when the centers fit one
  * vector (K <= its lanes) the scores of a vector's width of points are
- * transposed and compared center by center instead (cv_body1).  The score of a (point,
- * center) pair is the tile's, term for term (norm, then x_j (-2 c_kj) in
- * j order, fused the same way), and ties go to the lowest index: the
- * labels are the tile's bit for bit.  Compiled per ISA level with its own
+ * transposed and compared center by center instead, and Lloyd's pass adds
+ * the rows to the sums in the same kernel (cv_body1).  The score of a
+ * (point, center) pair is the tile's, term for term (norm, then x_j
+ * (-2 c_kj) in j order, fused the same way), and ties go to the lowest
+ * index: the labels are the tile's bit for bit.  Compiled per ISA level with its own
  * blocking (AVX-512: 32 registers; AVX2 and the SSE2 baseline: 16).
  * ------------------------------------------------------------------------- */
 typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
                                 const REAL *, ptrdiff_t, int32_t *);
+/* The one-vector form with the chunk's sums (cv_body1 with sums). */
+typedef void (*FN(km_lanes_sums_fn))(const REAL *, const REAL *, ptrdiff_t,
+                                     ptrdiff_t, const REAL *, int32_t *,
+                                     double *, ptrdiff_t, ptrdiff_t, ptrdiff_t);
+static ML_ALWAYS_INLINE void
+FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
+              const ptrdiff_t d, ptrdiff_t k, double *ML_RESTRICT acc,
+              ptrdiff_t copies, ptrdiff_t stride, ptrdiff_t K);
 #if KM_HAVE_VEC
 #ifndef KM_CV_MAXP
 #define KM_CV_MAXP 8
@@ -502,7 +511,24 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
                                      int32_t *lab)                             \
     {                                                                          \
         (void)nb;                                                              \
-        KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, m, d, ct, lab, PP);               \
+        KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, d, ct, lab, NULL, 0, 0,  \
+                                          0, PP, 0);                           \
+    }                                                                          \
+    TGT static void FN(lanes1s_##ISA)(const REAL *X, const REAL *w,            \
+                                      ptrdiff_t m, ptrdiff_t d,                \
+                                      const REAL *ct, int32_t *lab,            \
+                                      double *acc, ptrdiff_t copies,           \
+                                      ptrdiff_t stride, ptrdiff_t K)           \
+    {                                                                          \
+        if (w)                                                                 \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, w, m, d, ct, lab, acc,        \
+                                              copies, stride, K, PP, 1);       \
+        else if (d == 16)                                                      \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, 16, ct, lab, acc,    \
+                                              copies, stride, K, PP, 1);       \
+        else                                                                   \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, d, ct, lab, acc,     \
+                                              copies, stride, K, PP, 1);       \
     }
 #if ML_HAVE_CLONES
 KM_CV1_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES1_P32)
@@ -564,6 +590,25 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
     *W = Q * VL;
     *nb = (K + *W - 1) / *W;
     return f;
+}
+
+/* The one-vector form with sums for K centers on this CPU, NULL where
+ * the centers do not fit one vector (or there are no vector kernels). */
+static FN(km_lanes_sums_fn) FN(lanes_sums_for)(ptrdiff_t K)
+{
+#if KM_HAVE_VEC
+    const int level = ml_simd_level();
+    (void)level;
+    if (K > KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL)) return NULL;
+#if ML_HAVE_CLONES
+    if (level >= 4) return FN(lanes1s_v4);
+    if (level == 3) return FN(lanes1s_v3);
+#endif
+    return FN(lanes1s_base);
+#else
+    (void)K;
+    return NULL;
+#endif
 }
 
 typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
@@ -654,6 +699,20 @@ FN(row_add)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x, const ptrdiff_t 
     for (; j < d; ++j) row[j] += weighted ? wb * (double)x[j] : (double)x[j];
 }
 
+/* Row b of a chunk added to cluster k's sums in copy b mod `copies` (copy
+ * 0 when copies is 1): the row first, then its weight (without weights the
+ * row as it is: the same sums as with weight 1.0, whose products are exact). */
+static ML_ALWAYS_INLINE void
+FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
+              const ptrdiff_t d, ptrdiff_t k, double *ML_RESTRICT acc,
+              ptrdiff_t copies, ptrdiff_t stride, ptrdiff_t K)
+{
+    const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
+    const double wb = w ? (double)w[b] : 1.0;
+    FN(row_add)(acc + u * stride + k * d, X + b * d, d, wb, w != NULL);
+    acc[u * stride + K * d + k] += wb;
+}
+
 /* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
  * accumulator copy b mod `copies` (copies is 1 or ML_KM_COPIES = 4):
  * consecutive rows of the same cluster then do not wait on each other's
@@ -681,15 +740,8 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
             }
         return;
     }
-    for (ptrdiff_t b = 0; b < m; ++b) {
-        const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
-        const ptrdiff_t k = lab[b];
-        const REAL *x = X + b * d;
-        double *row = acc + u * stride + k * d;
-        const double wb = w ? (double)w[b] : 1.0;
-        wacc[u * stride + k] += wb;
-        for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
-    }
+    for (ptrdiff_t b = 0; b < m; ++b)
+        FN(accum_row)(X, w, b, d, lab[b], acc, copies, stride, K);
 }
 
 /* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
@@ -863,6 +915,7 @@ typedef struct {
     FN(km_tile_fn) tile;
     FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
     FN(km_lanes_fn) lanes; /* centers-across-lanes kernel, or NULL */
+    FN(km_lanes_sums_fn) lanes_sums; /* its one-vector form with sums, or NULL */
     ptrdiff_t lw, lnb;     /* its block width and block count */
     REAL *ct;              /* lnb x (d + 1) x lw packed centers (lanes) */
     FN(km_accum_packed_fn) accum_packed; /* with small: row-packed sums */
@@ -953,6 +1006,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->tile = FN(tile_for)(d);
     ws->small = kernel == ML_KM_KERNEL_SMALL ? FN(small_for)(d) : NULL;
     ws->lanes = kernel == ML_KM_KERNEL_LANES ? FN(lanes_for)(K, &ws->lw, &ws->lnb) : NULL;
+    ws->lanes_sums = ws->lanes ? FN(lanes_sums_for)(K) : NULL;
     ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
@@ -1219,9 +1273,17 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
-        FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
+        /* The one-vector lanes kernel adds the sums as it labels. */
+        const int fused = acc && !hs && ws->lanes_sums;
+        if (fused)
+            ws->lanes_sums(Xc, wc, m, d, ws->ct, newlab, acc, copies,
+                           ws->acc_stride, ws->K);
+        else
+            FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
         for (ptrdiff_t b = 0; b < m; ++b) ch += newlab[b] != L[b];
         memcpy(L, newlab, (size_t)m * sizeof(int32_t));
+        if (fused)
+            continue;
         if (acc && ws->rs)
             ws->accum_packed(Xc, wc, m, newlab, acc, copies, ws->acc_stride);
         else if (acc)
