@@ -678,16 +678,22 @@ FN(row_add)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x, const ptrdiff_t 
 {
     ptrdiff_t j = 0;
 #if KM_HAVE_VEC
-    /* The four values converted one by one into the vector: GCC 12 makes
-     * that one whole-register conversion from memory (vcvtps2pd ymm), while
-     * its __builtin_convertvector from 4 floats converts two lanes at a time
-     * and inserts (C harness, d = 16, K = 8, float32, rows in L2: the sums
-     * took a quarter of the pass). */
     if (d % 4 == 0)
         for (; j < d; j += 4) {
-            const km_v4d xv = {(double)x[j], (double)x[j + 1], (double)x[j + 2],
-                               (double)x[j + 3]};
-            km_v4d rv;
+            km_v4d xv, rv;
+            if (sizeof(REAL) == 8) {
+                memcpy(&xv, x + j, sizeof xv);
+            } else {
+                /* float32: the four values converted one by one into the
+                 * vector, which GCC 12 makes one whole-register conversion
+                 * from memory (vcvtps2pd ymm); its __builtin_convertvector
+                 * from 4 floats converts two lanes at a time and inserts
+                 * (C harness, d = 16, K = 8, f32, rows in L2: the sums took
+                 * a quarter of the pass). */
+                const km_v4d t = {(double)x[j], (double)x[j + 1], (double)x[j + 2],
+                                  (double)x[j + 3]};
+                xv = t;
+            }
             memcpy(&rv, row + j, sizeof rv);
             if (weighted)
                 rv += wb * xv;
@@ -740,8 +746,15 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
             }
         return;
     }
-    for (ptrdiff_t b = 0; b < m; ++b)
-        FN(accum_row)(X, w, b, d, lab[b], acc, copies, stride, K);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
+        const ptrdiff_t k = lab[b];
+        const REAL *x = X + b * d;
+        double *row = acc + u * stride + k * d;
+        const double wb = w ? (double)w[b] : 1.0;
+        wacc[u * stride + k] += wb;
+        for (ptrdiff_t j = 0; j < d; ++j) row[j] += wb * (double)x[j];
+    }
 }
 
 /* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
