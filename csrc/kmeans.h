@@ -135,7 +135,12 @@
  *   f32), 1.16 (16, f64), 0.90 (32, f32); N = 16384 (the rows in L2, 30
  *   repeats, load 16): 0.89 (K = 8, f32), 1.14 (8, f64), 1.08 (4, f64).
  *   float64 gains nothing (its K = 8 lanes kernel reduces 4 lanes per
- *   point).  Other d in 9..15 are not compiled (not measured).
+ *   point).  Other d in 9..15 are not compiled (not measured).  Sixth
+ *   round: the lanes kernel's one-vector form (ML_KM_LANES1_P32 below) is
+ *   faster than this instance at d = 16, K <= 8, float32 (C harness, 1
+ *   thread, N = 16384, 12:57 UTC, load 3, small / lanes: 1.16 at K = 8,
+ *   same labels and center bits), so MAX_K_AT_EXTRA_D is 0: the instance
+ *   serves only method="small".
  * ML_KM_SMALL_CENTER_UNROLL(d), ML_KM_SMALL_MAX_UNROLL: the small-d kernel
  *   scores this many centers at once (small_centers in kmeans_impl.h: their
  *   multiply-add chains interleaved, the same scores and the same order of
@@ -205,6 +210,27 @@
  *   and with 16 (AVX2, SSE2): P Q accumulators, Q center vectors and P
  *   running minima and indices fill the register file.  Set by the register
  *   count.
+ * ML_KM_LANES1_P32, ML_KM_LANES1_P16: points per step of that kernel's
+ *   one-vector form (K <= the lanes of one vector: cv_body1 in
+ *   kmeans_cv_impl.h), whose labels come from the scores of a vector's
+ *   width of points at once (transposed, then compared center by center)
+ *   instead of two lane reductions per point; a multiple of the vector
+ *   width.  Measured (C harness, 1 thread, N = 16384, 12:57-13:01 UTC, load
+ *   2-5, main's lanes kernel / this form, labels and center bits
+ *   identical): float32 K = 8: 1.90 (d = 16), 1.45 (12), 1.42 (20), 1.18
+ *   (64); d = 16, K = 5, f32: 1.42; d = 16, K = 4, f64: 1.18; N = 1e6, d =
+ *   16, K = 8, f32: 1.34.  16 points per step on AVX-512 against 8: 0.93
+ *   (d = 16, K = 4, f64), 0.94 (64, 8, f32), 0.92 (N = 1e6, d = 16, K = 8,
+ *   f32), 1.00 elsewhere: 8.  The same form adds the rows to the sums as
+ *   it labels them, one step behind (the per-cluster sums' additions then
+ *   overlap the next step's multiply-adds and the rows are read from memory
+ *   once): C harness, 1 thread, 13:31 UTC, load 5, 3 rounds, main / this
+ *   form with the sums as a second pass / with them fused: N = 1e6: d = 16,
+ *   K = 8, f32: 1.13 / 1.27 (2 threads, CPU time: 1.10 / 1.31); d = 12,
+ *   K = 8, f32: 1.36 / 1.50; d = 16, K = 4, f64: 1.05 / 1.19.  With the
+ *   rows in L2 (N = 16384) the fused form is 6% slower than the second
+ *   pass (d = 16 and 12, K = 8, f32), but the passes that matter stream
+ *   their rows from memory.  Labels and center bits identical throughout.
  * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
  *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
  *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),
@@ -246,7 +272,7 @@
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 64
 #define ML_KM_SMALL_KERNEL_D 8
 #define ML_KM_SMALL_EXTRA_D 16
-#define ML_KM_SMALL_MAX_K_AT_EXTRA_D 8
+#define ML_KM_SMALL_MAX_K_AT_EXTRA_D 0
 #define ML_KM_SMALL_EXTRA_ITEMSIZE 4
 #define ML_KM_SMALL_WIDE_D 4
 #define ML_KM_SMALL_STEP_VECTORS(d) \
@@ -263,6 +289,10 @@
 #endif
 #define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
 #define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
+#ifndef ML_KM_LANES1_P32
+#define ML_KM_LANES1_P32 8
+#endif
+#define ML_KM_LANES1_P16 8
 #define ML_KM_TILE_CENTERS 6
 #define ML_KM_VECTOR_BYTES 32
 #define ML_KM_COPIES 4

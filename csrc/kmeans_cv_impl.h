@@ -125,6 +125,113 @@ CVN(cv_lane_argmin)(const CVN(km_cv) *bsp, const CVN(km_cvi) *bkp,
     return (int32_t)k[0];
 }
 
+/* t[k] lane p = a[p] lane k for CV_VL vectors: log2 CV_VL rounds of
+ * two-source interleaves (constant patterns), in registers. */
+static ML_ALWAYS_INLINE void
+CVN(cv_transpose)(const CVN(km_cv) *ML_RESTRICT a, CVN(km_cv) *ML_RESTRICT t)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    VI lo, hi;
+    CV_UNROLL
+    for (int i = 0; i < CV_VL / 2; ++i) {
+        lo[2 * i] = i;
+        lo[2 * i + 1] = CV_VL + i;
+        hi[2 * i] = CV_VL / 2 + i;
+        hi[2 * i + 1] = CV_VL + CV_VL / 2 + i;
+    }
+    V r[CV_VL], nr[CV_VL];
+    CV_UNROLL
+    for (int p = 0; p < CV_VL; ++p) r[p] = a[p];
+    CV_UNROLL
+    for (int h = 1; h < CV_VL; h *= 2) {
+        CV_UNROLL
+        for (int i = 0; i < CV_VL / 2; ++i) {
+            nr[2 * i] = ML_SHUFFLE2(r[i], r[i + CV_VL / 2], lo);
+            nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + CV_VL / 2], hi);
+        }
+        CV_UNROLL
+        for (int p = 0; p < CV_VL; ++p) r[p] = nr[p];
+    }
+    CV_UNROLL
+    for (int k = 0; k < CV_VL; ++k) t[k] = r[k];
+}
+
+/* Labels of CV_VL points at once when the centers are one vector (K <=
+ * CV_VL, center k in lane k; a[p]: point p's scores): the scores
+ * transposed (lane p of t[k]: point p, center k), then the centers compared
+ * in increasing k with a strict <, as the tile does: each point's first
+ * minimum, the label cv_lane_argmin gives, for CV_VL points in CV_VL - 1
+ * compare-and-selects instead of two lane reductions per point.  The n
+ * labels (n <= CV_VL) go to lab. */
+static ML_ALWAYS_INLINE void
+CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
+                     int32_t *ML_RESTRICT lab)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    typedef int32_t VL32 __attribute__((vector_size(CV_VL * 4)));
+    V t[CV_VL];
+    CVN(cv_transpose)(a, t);
+    V bs = t[0];
+    VI bk = (VI){0};
+    CV_UNROLL
+    for (int k = 1; k < CV_VL; ++k) {
+        const VI lt = (VI)(t[k] < bs);
+        bs = (V)((lt & (VI)t[k]) | (~lt & (VI)bs));
+        bk = (lt & (REAL_INT)k) | (~lt & bk);
+    }
+    const VL32 l = __builtin_convertvector(bk, VL32);
+    if (n == CV_VL) {
+        memcpy(lab, &l, sizeof l);
+        return;
+    }
+    for (ptrdiff_t p = 0; p < n; ++p) lab[p] = l[p];
+}
+
+/* cv_body for one block of one vector (K <= CV_VL, nb = 1): the same
+ * scores, the labels from cv_batch_argmin, CV_VL points at a time (P a
+ * multiple of CV_VL).  With `sums`, the rows are also added to their
+ * clusters' sums in sacc (accum_row: the rows in order, each to the copy
+ * and with the operations accum gives it, so the sums are accum's bit for
+ * bit), each step's rows after the next step's scores: their labels are
+ * known by then, and the additions overlap that step's reduction and the
+ * multiply-adds after it instead of making a second pass over the chunk. */
+static ML_ALWAYS_INLINE void
+CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
+              ptrdiff_t m, const ptrdiff_t d, const REAL *ML_RESTRICT ct,
+              int32_t *ML_RESTRICT lab, double *ML_RESTRICT sacc,
+              const ptrdiff_t copies, const ptrdiff_t stride, const ptrdiff_t K,
+              const int P, const int sums)
+{
+    typedef CVN(km_cv) V;
+    ptrdiff_t done = 0;  /* rows summed so far */
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
+        const ptrdiff_t np = m - b0 < P ? m - b0 : P;
+        const REAL *xp[KM_CV1_MAXP];
+        /* Rows past the chunk's end repeat its row b0 (labels discarded). */
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
+        V acc[KM_CV1_MAXP][KM_CV_MAXQ];
+        CVN(cv_acc_init)(acc, ct, P, 1);
+        CVN(cv_acc_dot)(acc, xp, ct + CV_VL, d, CV_VL, P, 1);
+        CV_UNROLL
+        for (int g = 0; g < P; g += CV_VL) {
+            if (g >= np) break;
+            V a[CV_VL];
+            CV_UNROLL
+            for (int i = 0; i < CV_VL; ++i) a[i] = acc[g + i][0];
+            CVN(cv_batch_argmin)(a, np - g < CV_VL ? np - g : CV_VL, lab + b0 + g);
+        }
+        if (sums)
+            for (; done < b0; ++done)
+                FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
+    }
+    if (sums)
+        for (; done < m; ++done)
+            FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
+}
+
 static ML_ALWAYS_INLINE void
 CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
              const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,

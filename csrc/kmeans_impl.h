@@ -515,18 +515,30 @@ KM_SMALL_FN(16)
  * values -2 c_kj (0 for padding).  Each point's coordinates are broadcast
  * from the row-major X (no transpose of X, no packing of X, no BLAS), P
  * points share each load of a center row, and the argmin is reduced across
- * the lanes once per point (kmeans_cv_impl.h).  The score of a (point,
- * center) pair is the tile's, term for term (norm, then x_j (-2 c_kj) in
- * j order, fused the same way), and ties go to the lowest index: the
- * labels are the tile's bit for bit.  Compiled per ISA level with its own
+ * the lanes once per point (kmeans_cv_impl.h); when the centers fit one
+ * vector (K <= its lanes) the scores of a vector's width of points are
+ * transposed and compared center by center instead, and Lloyd's pass adds
+ * the rows to the sums in the same kernel (cv_body1).  The score of a
+ * (point, center) pair is the tile's, term for term (norm, then x_j
+ * (-2 c_kj) in j order, fused the same way), and ties go to the lowest
+ * index: the labels are the tile's bit for bit.  Compiled per ISA level with its own
  * blocking (AVX-512: 32 registers; AVX2 and the SSE2 baseline: 16).
  * ------------------------------------------------------------------------- */
 typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
                                 const REAL *, ptrdiff_t, int32_t *);
+/* The one-vector form with the chunk's sums (cv_body1 with sums). */
+typedef void (*FN(km_lanes_sums_fn))(const REAL *, const REAL *, ptrdiff_t,
+                                     ptrdiff_t, const REAL *, int32_t *,
+                                     double *, ptrdiff_t, ptrdiff_t, ptrdiff_t);
+static ML_ALWAYS_INLINE void
+FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
+              const ptrdiff_t d, ptrdiff_t k, double *ML_RESTRICT acc,
+              ptrdiff_t copies, ptrdiff_t stride, ptrdiff_t K);
 #if KM_HAVE_VEC
 #ifndef KM_CV_MAXP
 #define KM_CV_MAXP 8
 #define KM_CV_MAXQ 4
+#define KM_CV1_MAXP 16
 #endif
 #define CV_VB 16
 #include "kmeans_cv_impl.h"
@@ -558,6 +570,38 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(1), 1)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(2), 2)
 KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
 #undef KM_CV_FN
+/* The one-vector form (K <= the lanes of one vector: cv_body1). */
+#define KM_CV1_FN(TGT, ISA, VB, PP)                                            \
+    TGT static void FN(lanes1_##ISA)(const REAL *X, ptrdiff_t m, ptrdiff_t d,  \
+                                     const REAL *ct, ptrdiff_t nb,             \
+                                     int32_t *lab)                             \
+    {                                                                          \
+        (void)nb;                                                              \
+        KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, d, ct, lab, NULL, 0, 0,  \
+                                          0, PP, 0);                           \
+    }                                                                          \
+    TGT static void FN(lanes1s_##ISA)(const REAL *X, const REAL *w,            \
+                                      ptrdiff_t m, ptrdiff_t d,                \
+                                      const REAL *ct, int32_t *lab,            \
+                                      double *acc, ptrdiff_t copies,           \
+                                      ptrdiff_t stride, ptrdiff_t K)           \
+    {                                                                          \
+        if (w)                                                                 \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, w, m, d, ct, lab, acc,        \
+                                              copies, stride, K, PP, 1);       \
+        else if (d == 16)                                                      \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, 16, ct, lab, acc,    \
+                                              copies, stride, K, PP, 1);       \
+        else                                                                   \
+            KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, d, ct, lab, acc,     \
+                                              copies, stride, K, PP, 1);       \
+    }
+#if ML_HAVE_CLONES
+KM_CV1_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES1_P32)
+KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
+#endif
+KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
+#undef KM_CV1_FN
 #define KM_LANES_VB(level) \
     (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
 #else
@@ -595,13 +639,16 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
     FN(km_lanes_fn) f;
 #if ML_HAVE_CLONES
-    if (level >= 4)
+    if (K <= VL)
+        f = level >= 4 ? FN(lanes1_v4) : level == 3 ? FN(lanes1_v3) : FN(lanes1_base);
+    else if (level >= 4)
         f = Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
     else if (level == 3)
         f = Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
     else
 #endif
-        f = Q == 1 ? FN(lanes_base_q1) : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
+        f = K <= VL ? FN(lanes1_base) : Q == 1 ? FN(lanes_base_q1)
+            : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
 #else
     const int Q = 1;
     FN(km_lanes_fn) f = FN(lanes_scalar);
@@ -609,6 +656,25 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
     *W = Q * VL;
     *nb = (K + *W - 1) / *W;
     return f;
+}
+
+/* The one-vector form with sums for K centers on this CPU, NULL where
+ * the centers do not fit one vector (or there are no vector kernels). */
+static FN(km_lanes_sums_fn) FN(lanes_sums_for)(ptrdiff_t K)
+{
+#if KM_HAVE_VEC
+    const int level = ml_simd_level();
+    (void)level;
+    if (K > KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL)) return NULL;
+#if ML_HAVE_CLONES
+    if (level >= 4) return FN(lanes1s_v4);
+    if (level == 3) return FN(lanes1s_v3);
+#endif
+    return FN(lanes1s_base);
+#else
+    (void)K;
+    return NULL;
+#endif
 }
 
 typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
@@ -680,18 +746,43 @@ FN(row_add)(double *ML_RESTRICT row, const REAL *ML_RESTRICT x, const ptrdiff_t 
 #if KM_HAVE_VEC
     if (d % 4 == 0)
         for (; j < d; j += 4) {
-            FN(km_vr) xv;
-            km_v4d rv;
-            memcpy(&xv, x + j, sizeof xv);
+            km_v4d xv, rv;
+            if (sizeof(REAL) == 8) {
+                memcpy(&xv, x + j, sizeof xv);
+            } else {
+                /* float32: the four values converted one by one into the
+                 * vector, which GCC 12 makes one whole-register conversion
+                 * from memory (vcvtps2pd ymm); its __builtin_convertvector
+                 * from 4 floats converts two lanes at a time and inserts
+                 * (C harness, d = 16, K = 8, f32, rows in L2: the sums took
+                 * a quarter of the pass). */
+                const km_v4d t = {(double)x[j], (double)x[j + 1], (double)x[j + 2],
+                                  (double)x[j + 3]};
+                xv = t;
+            }
             memcpy(&rv, row + j, sizeof rv);
             if (weighted)
-                rv += wb * __builtin_convertvector(xv, km_v4d);
+                rv += wb * xv;
             else
-                rv += __builtin_convertvector(xv, km_v4d);
+                rv += xv;
             memcpy(row + j, &rv, sizeof rv);
         }
 #endif
     for (; j < d; ++j) row[j] += weighted ? wb * (double)x[j] : (double)x[j];
+}
+
+/* Row b of a chunk added to cluster k's sums in copy b mod `copies` (copy
+ * 0 when copies is 1): the row first, then its weight (without weights the
+ * row as it is: the same sums as with weight 1.0, whose products are exact). */
+static ML_ALWAYS_INLINE void
+FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
+              const ptrdiff_t d, ptrdiff_t k, double *ML_RESTRICT acc,
+              ptrdiff_t copies, ptrdiff_t stride, ptrdiff_t K)
+{
+    const ptrdiff_t u = copies == ML_KM_COPIES ? b % ML_KM_COPIES : 0;
+    const double wb = w ? (double)w[b] : 1.0;
+    FN(row_add)(acc + u * stride + k * d, X + b * d, d, wb, w != NULL);
+    acc[u * stride + K * d + k] += wb;
 }
 
 /* Weighted per-cluster sums of one chunk, in float64.  Row b goes to the
@@ -941,6 +1032,7 @@ typedef struct {
     FN(km_tile_fn) tile;
     FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
     FN(km_lanes_fn) lanes; /* centers-across-lanes kernel, or NULL */
+    FN(km_lanes_sums_fn) lanes_sums; /* its one-vector form with sums, or NULL */
     ptrdiff_t lw, lnb;     /* its block width and block count */
     REAL *ct;              /* lnb x (d + 1) x lw packed centers (lanes) */
     FN(km_accum_packed_fn) accum_packed; /* with small: row-packed sums */
@@ -1031,6 +1123,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->tile = FN(tile_for)(d);
     ws->small = kernel == ML_KM_KERNEL_SMALL ? FN(small_for)(d) : NULL;
     ws->lanes = kernel == ML_KM_KERNEL_LANES ? FN(lanes_for)(K, &ws->lw, &ws->lnb) : NULL;
+    ws->lanes_sums = ws->lanes ? FN(lanes_sums_for)(K) : NULL;
     ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
@@ -1297,13 +1390,21 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
-        FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
+        /* The one-vector lanes kernel adds the sums as it labels. */
+        const int fused = acc && !hs && ws->lanes_sums;
+        if (fused)
+            ws->lanes_sums(Xc, wc, m, d, ws->ct, newlab, acc, copies,
+                           ws->acc_stride, ws->K);
+        else
+            FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
         /* Counted in int32 (a chunk has ML_KM_CHUNK rows): the SSE2 loop
          * then needs no widening of each comparison to 64 bits. */
         int32_t chc = 0;
         for (ptrdiff_t b = 0; b < m; ++b) chc += newlab[b] != L[b];
         ch += chc;
         memcpy(L, newlab, (size_t)m * sizeof(int32_t));
+        if (fused)
+            continue;
         if (acc && ws->rs)
             ws->accum_packed(Xc, wc, m, newlab, acc, copies, ws->acc_stride);
         else if (acc)
