@@ -8,11 +8,15 @@
  *       -o /tmp/harness
  *   /tmp/harness N d K f32|f64 [method [reps [threads]]]
  *
- * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes (the
- * ML_KM_* codes of kmeans.h; a build without a code runs auto).  Prints one
- * line: the arguments, ms per iteration, a label checksum and a checksum of
- * the final centers' bits (two builds that agree on both ran the same
- * arithmetic). */
+ * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes, 6
+ * the same behind the float32 screen (float64 data; the ML_KM_* codes of
+ * kmeans.h; a build without a code runs auto).  Prints one line: the
+ * arguments, ms per iteration, a label checksum and a checksum of the final
+ * centers' bits (two builds that agree on both ran the same arithmetic).
+ * Built with -DML_KM_SCREEN_STATS (and a core that has the screen) it also
+ * prints the screen's counters over all its runs: the fraction of screened
+ * rows re-scored in float64 one by one, of screened chunks taken whole by
+ * the float64 kernel, and of chunks that skipped the screen. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,10 @@
 
 #include "kmeans.h"
 #include "../tools/test_points.h"
+
+#ifdef ML_KM_SCREEN_STATS
+void ml_kmeans_screen_stats(long long out[5], int reset);
+#endif
 
 static double cpu_now(void)
 {
@@ -74,5 +82,14 @@ int main(int argc, char **argv)
     printf("N=%td d=%td K=%td %s method=%d: %.4f ms/it  check=%llx centers=%llx\n", N, d,
            K, f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
            (unsigned long long)check, ccheck);
+#ifdef ML_KM_SCREEN_STATS
+    long long sst[5];
+    ml_kmeans_screen_stats(sst, 1);
+    const double ch = (double)(sst[0] + sst[4]);
+    printf("  screen: %lld chunks screened, %lld skipped; rows re-scored %.4f, "
+           "chunks whole %.4f, skipped %.4f\n", sst[0], sst[4],
+           sst[1] ? (double)sst[2] / (double)sst[1] : 0.0,
+           sst[0] ? (double)sst[3] / (double)sst[0] : 0.0, ch > 0 ? (double)sst[4] / ch : 0.0);
+#endif
     return 0;
 }

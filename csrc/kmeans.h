@@ -37,6 +37,9 @@
 #define ML_KM_TILE 3
 #define ML_KM_SMALL 4
 #define ML_KM_LANES 5
+/* The centers-across-lanes kernel for float64 data behind the float32 screen
+ * (ml_kmeans_screens), at any (d, K); float32 data: ML_KM_LANES. */
+#define ML_KM_SCREEN 6
 
 /* The kernel that serves Lloyd's passes (ml_kmeans_kernel). */
 #define ML_KM_KERNEL_TILE 0
@@ -211,6 +214,27 @@
  *   for their own float64 rounding (a few ulps would do; 1e-12 is far above
  *   and far below any gap the bounds can exploit).  Not timed: it only has
  *   to be safe.
+ * ML_KM_SCREEN_MIN_D, ML_KM_SCREEN_MIN_K: float64 data whose passes the
+ *   lanes kernel serves (ml_kmeans_kernel) are screened in float32 when
+ *   d >= SCREEN_MIN_D and K >= SCREEN_MIN_K (ml_kmeans_screens in kmeans.c;
+ *   method="screen" forces it at any d and K): each chunk's rows are rounded
+ *   to float32 and scored against float32 copies of the packed centers by
+ *   the float32 lanes kernel keeping the best and second-best score; a
+ *   row's float32 label is kept where the gap between the two exceeds twice
+ *   a proven bound on the difference between its float32 and float64
+ *   scores, and every other row is re-scored by the float64 lanes kernel
+ *   (screen_rows in kmeans_impl.h, with the bound's derivation).  The labels
+ *   are the float64 kernel's bit for bit; only the time changes.
+ *   MEASURED: see below (filled in by the screen6 measurements).
+ * ML_KM_SCREEN_MAX_OPEN, ML_KM_SCREEN_MAX_SKIP: a chunk whose fraction of
+ *   re-scored rows exceeds MAX_OPEN (data far from the origin, where the
+ *   expanded score cancels in float32, or out of float32's range) is taken
+ *   by the float64 kernel whole, and that thread then skips the screen for
+ *   its next 1, 3, 7, ... chunks (doubling at each failed screen, at most
+ *   MAX_SKIP; reset by a chunk that passes), so that data the screen cannot
+ *   serve costs about one screened chunk in MAX_SKIP + 1 more than the plain
+ *   float64 pass.  Set by the cost model (a screened chunk costs about half
+ *   a float64 one, a re-scored row a float64 row), not by a result.
  * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
  *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
@@ -251,6 +275,10 @@
 #define ML_KM_COPIES 4
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
+#define ML_KM_SCREEN_MIN_D 16
+#define ML_KM_SCREEN_MIN_K 8
+#define ML_KM_SCREEN_MAX_OPEN 0.375
+#define ML_KM_SCREEN_MAX_SKIP 63
 
 /* The kernel that serves the unpruned assignment of (d, K) under `method`
  * for data of `itemsize` bytes per value (8: float64, 4: float32)
@@ -265,6 +293,21 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
  * whether a gemm is supplied).  The one place BLAS is chosen (ml_kmeans_kernel
  * and the pruned pass both ask it). */
 int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
+
+/* Whether the float64 passes of (d, K) under `method` are screened in
+ * float32 (itemsize 8 only; the lanes kernel serves them, see
+ * ML_KM_SCREEN_MIN_D): labels identical, fewer float64 scores. */
+int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
+                      int itemsize);
+
+/* Tests only: the float32 screen of one assignment pass of float64 data at
+ * any (d, K) (ML_KM_SCREEN): labels[i] the float32 kernel's label of row i
+ * (-1 where the centers are out of float32's range), settled[i] 1 where the
+ * bound proves it is the float64 kernel's label, 0 where the row would be
+ * re-scored in float64.  One thread. */
+int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
+                               const double *centers, ptrdiff_t K,
+                               int64_t *labels, unsigned char *settled);
 
 /* Whether algorithm="auto" should prune (ml_kmeans_hamerly) for (d, K). */
 int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K);

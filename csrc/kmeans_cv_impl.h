@@ -155,6 +155,104 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
     }
 }
+/* The screen's variant (kmeans_impl.h, screen_rows): each lane also keeps
+ * its second-best score (s2: the smallest score that is not its running
+ * minimum, strict < as above: an equal score goes to s2), so that the
+ * lanes give the two smallest scores of the point; the kernel above is
+ * unchanged for its callers. */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                 CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
+                 CVN(km_cvi) bk[KM_CV_MAXP], const CVN(km_cvi) *lane,
+                 const ptrdiff_t blk, const ptrdiff_t W, const int P, const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    CV_UNROLL
+    for (int p = 0; p < P; ++p) {
+        int q0 = 0;
+        if (blk == 0) {
+            bs[p] = acc[p][0];
+            bk[p] = *lane;
+            s2[p] = (REAL)INFINITY - (V){0};
+            q0 = 1;
+        }
+        CV_UNROLL
+        for (int q = q0; q < Q; ++q) {
+            const V a = acc[p][q];
+            const VI lt = (VI)(a < bs[p]);
+            const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
+            const V hi = (V)((lt & (VI)bs[p]) | (~lt & (VI)a));
+            const VI l2 = (VI)(hi < s2[p]);
+            s2[p] = (V)((l2 & (VI)hi) | (~l2 & (VI)s2[p]));
+            bs[p] = (V)((lt & (VI)a) | (~lt & (VI)bs[p]));
+            bk[p] = (lt & kv) | (~lt & bk[p]);
+        }
+    }
+}
+
+/* The two smallest scores of one point from its lanes' (best, second)
+ * pairs, merged pairwise: (b1, s1) and (b2, s2) give min(b1, b2) and
+ * min(max(b1, b2), s1, s2), exactly (an equal best in two lanes makes the
+ * second equal to the best). */
+static ML_ALWAYS_INLINE void
+CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
+                  const CVN(km_cvi) *lanep, REAL *best, REAL *second)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const VI lane = *lanep;
+    V b = *bsp, s = *s2p;
+    CV_UNROLL
+    for (int sh = CV_VL / 2; sh >= 1; sh /= 2) {
+        const V tb = ML_SHUFFLE(b, lane ^ sh), ts = ML_SHUFFLE(s, lane ^ sh);
+        const VI lb = (VI)(tb < b), ls = (VI)(ts < s);
+        const V lo = (V)((lb & (VI)tb) | (~lb & (VI)b));
+        const V hi = (V)((lb & (VI)b) | (~lb & (VI)tb));
+        const V sm = (V)((ls & (VI)ts) | (~ls & (VI)s));
+        const VI lh = (VI)(hi < sm);
+        s = (V)((lh & (VI)hi) | (~lh & (VI)sm));
+        b = lo;
+    }
+    *best = b[0];
+    *second = s[0];
+}
+
+/* cv_body with each point's best and second-best score (best[], second[])
+ * beside its label. */
+static ML_ALWAYS_INLINE void
+CVN(cv_body2)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+              const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
+              REAL *ML_RESTRICT best, REAL *ML_RESTRICT second, const int P,
+              const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const ptrdiff_t W = (ptrdiff_t)Q * CV_VL, bstride = (d + 1) * W;
+    VI lane;
+    CV_UNROLL
+    for (int l = 0; l < CV_VL; ++l) lane[l] = l;
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
+        const ptrdiff_t np = m - b0 < P ? m - b0 : P;
+        const REAL *xp[KM_CV_MAXP];
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
+        V bs[KM_CV_MAXP], s2[KM_CV_MAXP];
+        VI bk[KM_CV_MAXP];
+        for (ptrdiff_t blk = 0; blk < nb; ++blk) {
+            const REAL *cb = ct + blk * bstride;
+            V acc[KM_CV_MAXP][KM_CV_MAXQ];
+            CVN(cv_acc_init)(acc, cb, P, Q);
+            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q);
+            CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+        }
+        CV_UNROLL
+        for (int p = 0; p < np; ++p) {
+            lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
+            CVN(cv_lane_min2)(&bs[p], &s2[p], &lane, best + b0 + p, second + b0 + p);
+        }
+    }
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
