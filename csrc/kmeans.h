@@ -302,7 +302,8 @@ int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
 
 /* Tests only: the float32 screen of one assignment pass of float64 data at
  * any (d, K) (ML_KM_SCREEN): labels[i] the float32 kernel's label of row i
- * (-1 where the centers are out of float32's range), settled[i] 1 where the
+ * (-1 where the centers are out of float32's range; meaningful where
+ * settled), settled[i] 1 where the
  * bound proves it is the float64 kernel's label, 0 where the row would be
  * re-scored in float64.  One thread. */
 int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,

@@ -462,6 +462,9 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
 #define KM_CV_MAXP 8
 #define KM_CV_MAXQ 4
 #endif
+#ifndef KM_CV_PREFETCH
+#define KM_CV_PREFETCH 2
+#endif
 #define CV_VB 16
 #include "kmeans_cv_impl.h"
 #undef CV_VB
@@ -497,11 +500,12 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
  * blocking of the kernel above. */
 #define KM_CV2_FN(TGT, ISA, VB, PP, Q)                                         \
     TGT static void FN(lanes2_##ISA##_q##Q)(                                   \
-        const REAL *X, ptrdiff_t m, ptrdiff_t d, const REAL *ct, ptrdiff_t nb, \
-        int32_t *lab, REAL *best, REAL *second)                                \
+        const double *X, ptrdiff_t m, ptrdiff_t d, const REAL *ct,             \
+        ptrdiff_t nb, REAL *x32, int32_t *lab, REAL *best, REAL *second,       \
+        double *xn)                                                            \
     {                                                                          \
-        KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, m, d, ct, nb, lab, best, second,  \
-                                          PP, Q);                              \
+        KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, m, d, ct, nb, x32, lab, best,     \
+                                          second, xn, PP, Q);                  \
     }
 #if ML_HAVE_CLONES
 KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
@@ -540,14 +544,21 @@ static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
 }
 #if defined(KM_LANES2) && KM_LANES2
 /* The screen's kernel, portable form: best and second best as well. */
-static void FN(lanes2_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
+static void FN(lanes2_scalar)(const double *ML_RESTRICT X, ptrdiff_t m,
                               ptrdiff_t d, const REAL *ML_RESTRICT ct,
-                              ptrdiff_t nb, int32_t *ML_RESTRICT lab,
-                              REAL *ML_RESTRICT best, REAL *ML_RESTRICT second)
+                              ptrdiff_t nb, REAL *ML_RESTRICT x32,
+                              int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
+                              REAL *ML_RESTRICT second, double *ML_RESTRICT xn)
 {
     const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
     for (ptrdiff_t b = 0; b < m; ++b) {
-        const REAL *x = X + b * d;
+        REAL *x = x32 + b * d;
+        double q = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            q += X[b * d + j] * X[b * d + j];
+            x[j] = (REAL)X[b * d + j];
+        }
+        xn[b] = q;
         REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
         int32_t bk = 0;
         for (ptrdiff_t k = 0; k < nb * W; ++k) {
@@ -1022,6 +1033,25 @@ typedef struct { int skip, fails; } km_screen_state;
 #define KM_SX_BYTES(d) (KM_SX_GX(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(double)))
 #endif
 
+#if KM_SCREEN
+/* The screen's kernel, its centers and per-thread scratch (screen_rows). */
+static int FN(screen_init)(FN(km_work) *ws)
+{
+    const ptrdiff_t d = ws->d;
+    ws->screen = lanes2_for_f32(ws->K, &ws->sw, &ws->snb);
+    ws->ct32 = malloc((size_t)(ws->snb * (d + 1) * ws->sw) * sizeof(float));
+    ws->s_per = (ptrdiff_t)KM_SX_BYTES(d);
+    /* calloc: every thread's backoff state starts at zero. */
+    ws->sbuf = calloc((size_t)ws->nt * (size_t)ws->s_per + 64, 1);
+    if (!ws->ct32 || !ws->sbuf) return ML_ERR_ALLOC;
+    /* gamma_{d+3}(u32) + gamma_{d+1}(u64) (screen_rows). */
+    const double u32 = 0x1p-24, u64 = 0x1p-53;
+    ws->s_g = (double)(d + 3) * u32 / (1 - (double)(d + 3) * u32) +
+              (double)(d + 1) * u64 / (1 - (double)(d + 1) * u64);
+    return ML_OK;
+}
+#endif
+
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
                          int with_sums, int pruned)
@@ -1077,20 +1107,10 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     }
 #if KM_SCREEN
     if (!pruned && ws->lanes &&
-        ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL))) {
-        ws->screen = lanes2_for_f32(K, &ws->sw, &ws->snb);
-        ws->ct32 = malloc((size_t)(ws->snb * (d + 1) * ws->sw) * sizeof(float));
-        ws->s_per = (ptrdiff_t)KM_SX_BYTES(d);
-        /* calloc: every thread's backoff state starts at zero. */
-        ws->sbuf = calloc((size_t)ws->nt * (size_t)ws->s_per + 64, 1);
-        if (!ws->ct32 || !ws->sbuf) {
-            FN(work_free)(ws);
-            return ML_ERR_ALLOC;
-        }
-        /* gamma_{d+3}(u32) + gamma_{d+1}(u64) (screen_rows). */
-        const double u32 = 0x1p-24, u64 = 0x1p-53;
-        ws->s_g = (double)(d + 3) * u32 / (1 - (double)(d + 3) * u32) +
-                  (double)(d + 1) * u64 / (1 - (double)(d + 1) * u64);
+        ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL)) &&
+        FN(screen_init)(ws) != ML_OK) {
+        FN(work_free)(ws);
+        return ML_ERR_ALLOC;
     }
 #endif
     return ML_OK;
@@ -1393,42 +1413,6 @@ static long long km_screen_stats[5];
 #define KM_SCREEN_COUNT(i, v) ((void)0)
 #endif
 
-/* The m rows at X rounded to float32 (x32) and their squared norms (xn,
- * float64; summed in 4 lanes: any order is within the bound's slack). */
-ML_CLONES static void FN(screen_load)(const REAL *ML_RESTRICT X, ptrdiff_t m,
-                                      ptrdiff_t d, float *ML_RESTRICT x32,
-                                      double *ML_RESTRICT xn)
-{
-    for (ptrdiff_t b = 0; b < m; ++b) {
-        const REAL *x = X + b * d;
-        float *y = x32 + b * d;
-        double s = 0;
-        ptrdiff_t j = 0;
-#if KM_HAVE_VEC
-        typedef float km_v4f __attribute__((vector_size(16)));
-        km_v4d a0 = {0}, a1 = {0};
-        for (; j + 8 <= d; j += 8) {
-            km_v4d v0, v1;
-            memcpy(&v0, x + j, sizeof v0);
-            memcpy(&v1, x + j + 4, sizeof v1);
-            a0 += v0 * v0;
-            a1 += v1 * v1;
-            const km_v4f f0 = __builtin_convertvector(v0, km_v4f);
-            const km_v4f f1 = __builtin_convertvector(v1, km_v4f);
-            memcpy(y + j, &f0, sizeof f0);
-            memcpy(y + j + 4, &f1, sizeof f1);
-        }
-        a0 += a1;
-        s = (a0[0] + a0[1]) + (a0[2] + a0[3]);
-#endif
-        for (; j < d; ++j) {
-            s += (double)x[j] * (double)x[j];
-            y[j] = (float)x[j];
-        }
-        xn[b] = s;
-    }
-}
-
 /* The screen of one chunk: float32 labels of its m rows in newlab, and the
  * rows whose label the bound does not settle (indices into the chunk) in
  * open[], their count returned. */
@@ -1440,8 +1424,7 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     float *x32 = (float *)(sx + KM_SX_X32(d));
     float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
     double *xn = (double *)(sx + KM_SX_XN(d));
-    FN(screen_load)(Xc, m, d, x32, xn);
-    ws->screen(x32, m, d, ws->ct32, ws->snb, newlab, b32, s32);
+    ws->screen(Xc, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, xn);
     const double N = ws->s_N, M2 = ws->s_M2, g = ws->s_g, slack = 1 + 0x1p-30;
     const double a0 = (double)d * ws->s_M + (double)(2 * d + 5), rd = sqrt((double)d);
     ptrdiff_t no = 0;
