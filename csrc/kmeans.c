@@ -45,7 +45,8 @@ int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
         return 0;
     if (method == ML_KM_SCREEN) return 1;
     if (method != ML_KM_AUTO && method != ML_KM_DIRECT) return 0;
-    return d >= ML_KM_SCREEN_MIN_D && K >= ML_KM_SCREEN_MIN_K;
+    return (d >= ML_KM_SCREEN_MIN_D && K >= ML_KM_SCREEN_MIN_K) ||
+           (d >= 16 && K >= ML_KM_SCREEN_MIN_K_LOW_D);
 }
 
 int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K)

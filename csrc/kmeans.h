@@ -214,9 +214,11 @@
  *   for their own float64 rounding (a few ulps would do; 1e-12 is far above
  *   and far below any gap the bounds can exploit).  Not timed: it only has
  *   to be safe.
- * ML_KM_SCREEN_MIN_D, ML_KM_SCREEN_MIN_K: float64 data whose passes the
- *   lanes kernel serves (ml_kmeans_kernel) are screened in float32 when
- *   d >= SCREEN_MIN_D and K >= SCREEN_MIN_K (ml_kmeans_screens in kmeans.c;
+ * ML_KM_SCREEN_MIN_D, ML_KM_SCREEN_MIN_K, ML_KM_SCREEN_MIN_K_LOW_D: float64
+ *   data whose passes the lanes kernel serves (ml_kmeans_kernel) are
+ *   screened in float32 when d >= SCREEN_MIN_D and K >= SCREEN_MIN_K, or
+ *   when 16 <= d < SCREEN_MIN_D and K >= SCREEN_MIN_K_LOW_D
+ *   (ml_kmeans_screens in kmeans.c;
  *   method="screen" forces it at any d and K): each chunk's rows are rounded
  *   to float32 and scored against float32 copies of the packed centers by
  *   the float32 lanes kernel keeping the best and second-best score; a
@@ -275,8 +277,9 @@
 #define ML_KM_COPIES 4
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
-#define ML_KM_SCREEN_MIN_D 16
+#define ML_KM_SCREEN_MIN_D 32
 #define ML_KM_SCREEN_MIN_K 8
+#define ML_KM_SCREEN_MIN_K_LOW_D 64
 #define ML_KM_SCREEN_MAX_OPEN 0.375
 #define ML_KM_SCREEN_MAX_SKIP 63
 

@@ -1413,6 +1413,25 @@ static long long km_screen_stats[5];
 #define KM_SCREEN_COUNT(i, v) ((void)0)
 #endif
 
+/* ok[b] = whether row b is settled: second - best > 2 E in float32's range
+ * (the bound above; compiled per ISA level, vectorized over the rows). */
+ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
+                                         const float *ML_RESTRICT b32,
+                                         const float *ML_RESTRICT s32,
+                                         const double *ML_RESTRICT xn, double N,
+                                         double M2, double M, double g,
+                                         int64_t *ML_RESTRICT ok)
+{
+    const double slack = 1 + 0x1p-30, rd = sqrt((double)d);
+    const double a0 = (double)d * M + (double)(2 * d + 5);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const double xl = sqrt(xn[b]) * slack + 0x1p-500;
+        const double E = (g * (N + xl * M2) + 0x1p-149 * (rd * xl + a0)) * slack;
+        const double gap = (double)s32[b] - (double)b32[b];
+        ok[b] = (N + xl * (M2 + 1) < 0x1p120) & (gap > 2 * E);
+    }
+}
+
 /* The screen of one chunk: float32 labels of its m rows in newlab, and the
  * rows whose label the bound does not settle (indices into the chunk) in
  * open[], their count returned. */
@@ -1425,15 +1444,12 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
     double *xn = (double *)(sx + KM_SX_XN(d));
     ws->screen(Xc, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, xn);
-    const double N = ws->s_N, M2 = ws->s_M2, g = ws->s_g, slack = 1 + 0x1p-30;
-    const double a0 = (double)d * ws->s_M + (double)(2 * d + 5), rd = sqrt((double)d);
+    int64_t ok[ML_KM_CHUNK];
+    FN(screen_settled)(m, d, b32, s32, xn, ws->s_N, ws->s_M2, ws->s_M, ws->s_g, ok);
     ptrdiff_t no = 0;
     for (ptrdiff_t b = 0; b < m; ++b) {
-        const double xl = sqrt(xn[b]) * slack + 0x1p-500;
-        const double B = N + xl * M2;
-        const double E = (g * B + 0x1p-149 * (rd * xl + a0)) * slack;
-        const double gap = (double)s32[b] - (double)b32[b];
-        if (!(N + xl * (M2 + 1) < 0x1p120 && gap > 2 * E)) open[no++] = b;
+        open[no] = b;
+        no += !ok[b];
     }
     return no;
 }
