@@ -6,7 +6,7 @@
  *   gcc -O2 -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
  *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
  *       -o /tmp/harness
- *   /tmp/harness N d K f32|f64 [method [reps [threads]]]
+ *   /tmp/harness N d K f32|f64 [method [reps [threads [offset]]]]
  *
  * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes, 6
  * the same behind the float32 screen (float64 data; the ML_KM_* codes of
@@ -38,16 +38,23 @@ static double cpu_now(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads]\n"); return 2; }
+    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads offset]\n"); return 2; }
     const ptrdiff_t N = atol(argv[1]), d = atol(argv[2]), K = atol(argv[3]);
     const int f32 = !strcmp(argv[4], "f32");
     const int method = argc > 5 ? atoi(argv[5]) : 0;
     const int reps = argc > 6 ? atoi(argv[6]) : 3;
     const int nt = argc > 7 ? atoi(argv[7]) : 1;
+    const double offset = argc > 8 ? atof(argv[8]) : 0.0;
     double *X = malloc(N * d * sizeof(double));
     float *Xf = malloc(N * d * sizeof(float));
     int64_t *lab = malloc(N * sizeof(int64_t));
     ml_test_points(X, Xf, N * d);
+    /* Data far from the origin (the float32 screen's worst case): every
+     * coordinate moved by the same offset. */
+    for (ptrdiff_t t = 0; offset != 0.0 && t < N * d; ++t) {
+        X[t] += offset;
+        Xf[t] = (float)X[t];
+    }
     double best[2] = {1e30, 1e30};
     long long check = 0;
     unsigned long long ccheck = 0;

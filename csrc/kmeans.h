@@ -227,7 +227,31 @@
  *   scores, and every other row is re-scored by the float64 lanes kernel
  *   (screen_rows in kmeans_impl.h, with the bound's derivation).  The labels
  *   are the float64 kernel's bit for bit; only the time changes.
- *   MEASURED: see below (filled in by the screen6 measurements).
+ *   Measured (C harness benchmarks/harness_kmeans.c, -O3, N = 2e5 uniform,
+ *   1 thread, 13:19 UTC, load 6-9 (other sessions' nice-19 builds), main's
+ *   kernel / the screened one, 2 alternating rounds, labels and center
+ *   bits identical): d = 16: 0.72 (K = 8), 1.00 (32), 1.22 (64); d = 32:
+ *   1.41 (8), 1.15 (32), 1.55 (64); d = 64: 1.6-1.9 (8), 2.0 (32), 2.0
+ *   (64); d = 128: 1.4 (8), 2.0 (32), 1.85 (64).  Below d = 32 the
+ *   per-row work the screen adds (rounding the row, its norm, the best and
+ *   second best across the lanes, the bound) outweighs the halved
+ *   multiply-adds unless K is large; with K < 8 the float64 kernel fills
+ *   no more vectors than the float32 one (not screened, not measured).
+ *   Rows re-scored: 0.2% (uniform, d = 64, K = 32).
+ * ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(Q): vector width and points per
+ *   step of the screen's kernel on the AVX-512 instance (the lanes
+ *   kernel's).  Same harness, d = 64, K = 32 / d = 128, K = 64 / d = 32,
+ *   K = 64, ms per iteration: P = 4 (Q = 4): 12.2-13.6 / 45.7-48.1 /
+ *   11.1-11.3; P = 5: 14.3-14.7 / 46.2-46.5 / 12.0-13.8; P = 6: 16.5-19.2 /
+ *   45.2-48.5 / 11.8-11.9; zmm: 17.0 / 44.1-47.2 / 12.1-12.3.  The second
+ *   best and its lanes need registers P = 4 leaves free.
+ *   KM_CV_PREFETCH (kmeans_impl.h): the screen's kernel reads its float64
+ *   rows itself and prefetches those this many steps ahead, a cache line
+ *   per coordinate of the first block (the rows' first touch otherwise
+ *   stalled the rounding: 16-27% of its samples).  d = 64, K = 32: no
+ *   prefetch 15.1-15.3 ms, 1 step 15.6, 2 steps 13.0-14.5, 3 13.2-14.0,
+ *   4 14.3-15.6, 8 14.4-15.9; into L2 only (locality 1) 4 or 8 steps
+ *   ahead: 15.7-17.0.
  * ML_KM_SCREEN_MAX_OPEN, ML_KM_SCREEN_MAX_SKIP: a chunk whose fraction of
  *   re-scored rows exceeds MAX_OPEN (data far from the origin, where the
  *   expanded score cancels in float32, or out of float32's range) is taken
@@ -237,6 +261,14 @@
  *   serve costs about one screened chunk in MAX_SKIP + 1 more than the plain
  *   float64 pass.  Set by the cost model (a screened chunk costs about half
  *   a float64 one, a re-scored row a float64 row), not by a result.
+ *   Checked (same harness, every coordinate offset by 1e4 or 1e8, where
+ *   98% of the chunks then skip the screen; screened / plain lanes kernel,
+ *   2 rounds, 13:47 UTC, load 5-6): d = 64, K = 32: 0.93-1.00; d = 32,
+ *   K = 8: 0.77-1.07; d = 128, K = 64: 0.91-1.05.  At an offset of 10
+ *   (d = 64, K = 32) the bound, which grows with ||c||^2 and ||x|| ||c||,
+ *   leaves 22% of the screened rows open and most chunks skip the screen:
+ *   uncentered data gains little (translating rows and centers by the
+ *   centers' mean would fix that; its rounding is not in the bound yet).
  * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
  *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
@@ -271,6 +303,12 @@
 #define ML_KM_LANES_V4_BYTES 32
 #endif
 #define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
+#ifndef ML_KM_SCREEN_V4_BYTES
+#define ML_KM_SCREEN_V4_BYTES ML_KM_LANES_V4_BYTES
+#endif
+#ifndef ML_KM_SCREEN_P32
+#define ML_KM_SCREEN_P32(Q) ML_KM_LANES_P32(Q)
+#endif
 #define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
 #define ML_KM_TILE_CENTERS 6
 #define ML_KM_VECTOR_BYTES 32

@@ -508,9 +508,9 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
                                           second, xn, PP, Q);                  \
     }
 #if ML_HAVE_CLONES
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(1), 1)
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(2), 2)
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(4), 4)
 KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
 KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
 KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
@@ -611,7 +611,9 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 static km_screen_fn FN(lanes2_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 {
     const int level = ml_simd_level();
-    const ptrdiff_t VL = KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL);
+    const ptrdiff_t VL = (ML_HAVE_CLONES && level >= 4 ? ML_KM_SCREEN_V4_BYTES
+                                                       : KM_LANES_VB(level)) /
+                         (ptrdiff_t)sizeof(REAL);
     (void)level;
 #if KM_HAVE_VEC
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
