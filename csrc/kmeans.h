@@ -235,7 +235,11 @@
  *   (64); d = 128: 1.4 (8), 2.0 (32), 1.85 (64).  Below d = 32 the
  *   per-row work the screen adds (rounding the row, its norm, the best and
  *   second best across the lanes, the bound) outweighs the halved
- *   multiply-adds unless K is large; with K < 8 the float64 kernel fills
+ *   multiply-adds unless K is large (13:49 UTC, load 5.5-6.3, after the
+ *   settled test was vectorized: d = 16: 0.70-0.76 (K = 8), 1.08-1.14 (32),
+ *   1.28-1.31 (64); d = 32: 1.46-1.62, 1.29-1.32, 1.58-1.60; d = 64:
+ *   1.49-1.75, 2.1-2.12, 2.02-2.05; d = 128: 1.30-1.33, 2.0-2.04,
+ *   1.91-1.95: MIN_K_LOW_D = 32); with K < 8 the float64 kernel fills
  *   no more vectors than the float32 one (not screened, not measured).
  *   Rows re-scored: 0.2% (uniform, d = 64, K = 32).
  * ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(Q): vector width and points per
@@ -317,7 +321,7 @@
 #define ML_KM_POLL_ROWS 4096
 #define ML_KM_SCREEN_MIN_D 32
 #define ML_KM_SCREEN_MIN_K 8
-#define ML_KM_SCREEN_MIN_K_LOW_D 64
+#define ML_KM_SCREEN_MIN_K_LOW_D 32
 #define ML_KM_SCREEN_MAX_OPEN 0.375
 #define ML_KM_SCREEN_MAX_SKIP 63
 

@@ -60,14 +60,14 @@ def _same_run(a, b):
 
 def test_screen_table():
     """The screen serves float64 passes of the lanes kernel from the table's
-    crossover (kmeans.h: ML_KM_SCREEN_MIN_D, ML_KM_SCREEN_MIN_K); never float32
+    crossover (kmeans.h: d >= 32 and K >= 8, or d >= 16 and K >= 32); never float32
     data, the small-d kernel, BLAS, a forced "lanes" or "tile"; "screen"
     forces it at any shape the lanes kernel serves."""
-    for d in (16, 64, 128):
+    for d in (16, 24, 32, 64, 128):
         for K in (8, 32, 64):
             assert _k.kernel(d, K) == "lanes"
-            assert _k.screens(d, K)
-            assert _k.screens(d, K, "direct")
+            assert _k.screens(d, K) == (d >= 32 or K >= 32)
+            assert _k.screens(d, K, "direct") == _k.screens(d, K)
             assert not _k.screens(d, K, dtype=np.float32)
             assert not _k.screens(d, K, "lanes") and not _k.screens(d, K, "tile")
     assert not _k.screens(8, 32) and not _k.screens(3, 8)  # small-d kernel
@@ -214,7 +214,7 @@ def test_screen_thread_invariance_and_auto(d, K):
     X = mu[rng.integers(K, size=20000)] + rng.normal(size=(20000, d))
     w = rng.uniform(0.5, 2.0, len(X))
     C = X[rng.choice(len(X), K, replace=False)].copy()
-    assert _k.screens(d, K) == (d >= 16)
+    assert _k.screens(d, K) == (d >= 32)
     runs = [_lloyd(X, C, m, nt, max_iter=8, w=w) for m, nt in
             (("auto", 1), ("auto", 2), ("screen", 2), ("lanes", 2))]
     for r in runs[1:]:
