@@ -236,7 +236,7 @@
  *   per-row work the screen adds (rounding the row, its norm, the best and
  *   second best across the lanes, the bound) outweighs the halved
  *   multiply-adds unless K is large (13:49 UTC, load 5.5-6.3, after the
- *   settled test was vectorized: d = 16: 0.70-0.76 (K = 8), 1.08-1.14 (32),
+ *   settled test was vectorized: d = 16: 0.76-0.82 (K = 8), 1.08-1.14 (32),
  *   1.28-1.31 (64); d = 32: 1.46-1.62, 1.29-1.32, 1.58-1.60; d = 64:
  *   1.49-1.75, 2.1-2.12, 2.02-2.05; d = 128: 1.30-1.33, 2.0-2.04,
  *   1.91-1.95: MIN_K_LOW_D = 32); with K < 8 the float64 kernel fills
