@@ -196,7 +196,10 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
                        + ([f">= {ftarget:g}x faiss"] if ftarget and "faiss" in wall else []))
         auto = "pruned" if pruned else "lloyd (same pass)"
         auto_cpu = cpu["ours auto"] if pruned else cpu["ours"]
-        say(f"| {N:.0e} | {d} | {K} | {dt} | {_kmeans.kernel(d, K, 'auto', dt)} | {auto} | "
+        kern = _kmeans.kernel(d, K, 'auto', dt)
+        if getattr(_kmeans, "screens", None) and _kmeans.screens(d, K, "auto", dt):
+            kern += " + f32 screen"
+        say(f"| {N:.0e} | {d} | {K} | {dt} | {kern} | {auto} | "
             f"{wall['ours'] * 1e3:.2f} | "
             f"{wall['sklearn'] * 1e3:.2f} | {ratio:.2f} | {cpu['sklearn'] / cpu['ours']:.2f} | "
             f"{cpu['sklearn'] / auto_cpu:.2f} | "

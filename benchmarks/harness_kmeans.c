@@ -6,13 +6,17 @@
  *   gcc -O2 -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
  *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
  *       -o /tmp/harness
- *   /tmp/harness N d K f32|f64 [method [reps [threads]]]
+ *   /tmp/harness N d K f32|f64 [method [reps [threads [offset]]]]
  *
- * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes (the
- * ML_KM_* codes of kmeans.h; a build without a code runs auto).  Prints one
- * line: the arguments, ms per iteration, a label checksum and a checksum of
- * the final centers' bits (two builds that agree on both ran the same
- * arithmetic). */
+ * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes, 6
+ * the same behind the float32 screen (float64 data; the ML_KM_* codes of
+ * kmeans.h; a build without a code runs auto).  Prints one line: the
+ * arguments, ms per iteration, a label checksum and a checksum of the final
+ * centers' bits (two builds that agree on both ran the same arithmetic).
+ * Built with -DML_KM_SCREEN_STATS (and a core that has the screen) it also
+ * prints the screen's counters over all its runs: the fraction of screened
+ * rows re-scored in float64 one by one, of screened chunks taken whole by
+ * the float64 kernel, and of chunks that skipped the screen. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,10 @@
 
 #include "kmeans.h"
 #include "../tools/test_points.h"
+
+#ifdef ML_KM_SCREEN_STATS
+void ml_kmeans_screen_stats(long long out[5], int reset);
+#endif
 
 static double cpu_now(void)
 {
@@ -30,16 +38,23 @@ static double cpu_now(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads]\n"); return 2; }
+    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads offset]\n"); return 2; }
     const ptrdiff_t N = atol(argv[1]), d = atol(argv[2]), K = atol(argv[3]);
     const int f32 = !strcmp(argv[4], "f32");
     const int method = argc > 5 ? atoi(argv[5]) : 0;
     const int reps = argc > 6 ? atoi(argv[6]) : 3;
     const int nt = argc > 7 ? atoi(argv[7]) : 1;
+    const double offset = argc > 8 ? atof(argv[8]) : 0.0;
     double *X = malloc(N * d * sizeof(double));
     float *Xf = malloc(N * d * sizeof(float));
     int64_t *lab = malloc(N * sizeof(int64_t));
     ml_test_points(X, Xf, N * d);
+    /* Data far from the origin (the float32 screen's worst case): every
+     * coordinate moved by the same offset. */
+    for (ptrdiff_t t = 0; offset != 0.0 && t < N * d; ++t) {
+        X[t] += offset;
+        Xf[t] = (float)X[t];
+    }
     double best[2] = {1e30, 1e30};
     long long check = 0;
     unsigned long long ccheck = 0;
@@ -74,5 +89,14 @@ int main(int argc, char **argv)
     printf("N=%td d=%td K=%td %s method=%d: %.4f ms/it  check=%llx centers=%llx\n", N, d,
            K, f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
            (unsigned long long)check, ccheck);
+#ifdef ML_KM_SCREEN_STATS
+    long long sst[5];
+    ml_kmeans_screen_stats(sst, 1);
+    const double ch = (double)(sst[0] + sst[4]);
+    printf("  screen: %lld chunks screened, %lld skipped; rows re-scored %.4f, "
+           "chunks whole %.4f, skipped %.4f\n", sst[0], sst[4],
+           sst[1] ? (double)sst[2] / (double)sst[1] : 0.0,
+           sst[0] ? (double)sst[3] / (double)sst[0] : 0.0, ch > 0 ? (double)sst[4] / ch : 0.0);
+#endif
     return 0;
 }

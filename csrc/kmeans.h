@@ -37,6 +37,9 @@
 #define ML_KM_TILE 3
 #define ML_KM_SMALL 4
 #define ML_KM_LANES 5
+/* The centers-across-lanes kernel for float64 data behind the float32 screen
+ * (ml_kmeans_screens), at any (d, K); float32 data: ML_KM_LANES. */
+#define ML_KM_SCREEN 6
 
 /* The kernel that serves Lloyd's passes (ml_kmeans_kernel). */
 #define ML_KM_KERNEL_TILE 0
@@ -251,6 +254,65 @@
  *   for their own float64 rounding (a few ulps would do; 1e-12 is far above
  *   and far below any gap the bounds can exploit).  Not timed: it only has
  *   to be safe.
+ * ML_KM_SCREEN_MIN_D, ML_KM_SCREEN_MIN_K, ML_KM_SCREEN_MIN_K_LOW_D: float64
+ *   data whose passes the lanes kernel serves (ml_kmeans_kernel) are
+ *   screened in float32 when d >= SCREEN_MIN_D and K >= SCREEN_MIN_K, or
+ *   when 16 <= d < SCREEN_MIN_D and K >= SCREEN_MIN_K_LOW_D
+ *   (ml_kmeans_screens in kmeans.c;
+ *   method="screen" forces it at any d and K): each chunk's rows are rounded
+ *   to float32 and scored against float32 copies of the packed centers by
+ *   the float32 lanes kernel keeping the best and second-best score; a
+ *   row's float32 label is kept where the gap between the two exceeds twice
+ *   a proven bound on the difference between its float32 and float64
+ *   scores, and every other row is re-scored by the float64 lanes kernel
+ *   (screen_rows in kmeans_impl.h, with the bound's derivation).  The labels
+ *   are the float64 kernel's bit for bit; only the time changes.
+ *   Measured (C harness benchmarks/harness_kmeans.c, -O3, N = 2e5 uniform,
+ *   1 thread, 13:19 UTC, load 6-9 (other sessions' nice-19 builds), main's
+ *   kernel / the screened one, 2 alternating rounds, labels and center
+ *   bits identical): d = 16: 0.72 (K = 8), 1.00 (32), 1.22 (64); d = 32:
+ *   1.41 (8), 1.15 (32), 1.55 (64); d = 64: 1.6-1.9 (8), 2.0 (32), 2.0
+ *   (64); d = 128: 1.4 (8), 2.0 (32), 1.85 (64).  Below d = 32 the
+ *   per-row work the screen adds (rounding the row, its norm, the best and
+ *   second best across the lanes, the bound) outweighs the halved
+ *   multiply-adds unless K is large (13:49 UTC, load 5.5-6.3, after the
+ *   settled test was vectorized: d = 16: 0.76-0.82 (K = 8), 1.08-1.14 (32),
+ *   1.28-1.31 (64); d = 32: 1.46-1.62, 1.29-1.32, 1.58-1.60; d = 64:
+ *   1.49-1.75, 2.1-2.12, 2.02-2.05; d = 128: 1.30-1.33, 2.0-2.04,
+ *   1.91-1.95: MIN_K_LOW_D = 32); with K < 8 the float64 kernel fills
+ *   no more vectors than the float32 one (not screened, not measured).
+ *   Rows re-scored: 0.2% (uniform, d = 64, K = 32).
+ * ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(Q): vector width and points per
+ *   step of the screen's kernel on the AVX-512 instance (the lanes
+ *   kernel's).  Same harness, d = 64, K = 32 / d = 128, K = 64 / d = 32,
+ *   K = 64, ms per iteration: P = 4 (Q = 4): 12.2-13.6 / 45.7-48.1 /
+ *   11.1-11.3; P = 5: 14.3-14.7 / 46.2-46.5 / 12.0-13.8; P = 6: 16.5-19.2 /
+ *   45.2-48.5 / 11.8-11.9; zmm: 17.0 / 44.1-47.2 / 12.1-12.3.  The second
+ *   best and its lanes need registers P = 4 leaves free.
+ *   KM_CV_PREFETCH (kmeans_impl.h): the screen's kernel reads its float64
+ *   rows itself and prefetches those this many steps ahead, a cache line
+ *   per coordinate of the first block (the rows' first touch otherwise
+ *   stalled the rounding: 16-27% of its samples).  d = 64, K = 32: no
+ *   prefetch 15.1-15.3 ms, 1 step 15.6, 2 steps 13.0-14.5, 3 13.2-14.0,
+ *   4 14.3-15.6, 8 14.4-15.9; into L2 only (locality 1) 4 or 8 steps
+ *   ahead: 15.7-17.0.
+ * ML_KM_SCREEN_MAX_OPEN, ML_KM_SCREEN_MAX_SKIP: a chunk whose fraction of
+ *   re-scored rows exceeds MAX_OPEN (data far from the origin, where the
+ *   expanded score cancels in float32, or out of float32's range) is taken
+ *   by the float64 kernel whole, and that thread then skips the screen for
+ *   its next 1, 3, 7, ... chunks (doubling at each failed screen, at most
+ *   MAX_SKIP; reset by a chunk that passes), so that data the screen cannot
+ *   serve costs about one screened chunk in MAX_SKIP + 1 more than the plain
+ *   float64 pass.  Set by the cost model (a screened chunk costs about half
+ *   a float64 one, a re-scored row a float64 row), not by a result.
+ *   Checked (same harness, every coordinate offset by 1e4 or 1e8, where
+ *   98% of the chunks then skip the screen; screened / plain lanes kernel,
+ *   2 rounds, 13:47 UTC, load 5-6): d = 64, K = 32: 0.93-1.00; d = 32,
+ *   K = 8: 0.77-1.07; d = 128, K = 64: 0.91-1.05.  At an offset of 10
+ *   (d = 64, K = 32) the bound, which grows with ||c||^2 and ||x|| ||c||,
+ *   leaves 22% of the screened rows open and most chunks skip the screen:
+ *   uncentered data gains little (translating rows and centers by the
+ *   centers' mean would fix that; its rounding is not in the bound yet).
  * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
  *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
@@ -288,6 +350,12 @@
 #define ML_KM_LANES_V4_BYTES 32
 #endif
 #define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
+#ifndef ML_KM_SCREEN_V4_BYTES
+#define ML_KM_SCREEN_V4_BYTES ML_KM_LANES_V4_BYTES
+#endif
+#ifndef ML_KM_SCREEN_P32
+#define ML_KM_SCREEN_P32(Q) ML_KM_LANES_P32(Q)
+#endif
 #define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
 #ifndef ML_KM_LANES1_P32
 #define ML_KM_LANES1_P32 8
@@ -298,6 +366,11 @@
 #define ML_KM_COPIES 4
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
+#define ML_KM_SCREEN_MIN_D 32
+#define ML_KM_SCREEN_MIN_K 8
+#define ML_KM_SCREEN_MIN_K_LOW_D 32
+#define ML_KM_SCREEN_MAX_OPEN 0.375
+#define ML_KM_SCREEN_MAX_SKIP 63
 
 /* The kernel that serves the unpruned assignment of (d, K) under `method`
  * for data of `itemsize` bytes per value (8: float64, 4: float32)
@@ -312,6 +385,22 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
  * whether a gemm is supplied).  The one place BLAS is chosen (ml_kmeans_kernel
  * and the pruned pass both ask it). */
 int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
+
+/* Whether the float64 passes of (d, K) under `method` are screened in
+ * float32 (itemsize 8 only; the lanes kernel serves them, see
+ * ML_KM_SCREEN_MIN_D): labels identical, fewer float64 scores. */
+int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
+                      int itemsize);
+
+/* Tests only: the float32 screen of one assignment pass of float64 data at
+ * any (d, K) (ML_KM_SCREEN): labels[i] the float32 kernel's label of row i
+ * (-1 where the centers are out of float32's range; meaningful where
+ * settled), settled[i] 1 where the
+ * bound proves it is the float64 kernel's label, 0 where the row would be
+ * re-scored in float64.  One thread. */
+int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
+                               const double *centers, ptrdiff_t K,
+                               int64_t *labels, unsigned char *settled);
 
 /* Whether algorithm="auto" should prune (ml_kmeans_hamerly) for (d, K). */
 int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K);

@@ -262,6 +262,176 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
     }
 }
+/* cv_acc_dot, prefetching the cache line pf + 64 j at coordinate j < npf
+ * (the screen's kernel: its rows come from memory in float64). */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_dot2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                 const REAL *xp[KM_CV_MAXP], const REAL *ML_RESTRICT cj,
+                 const ptrdiff_t d, const ptrdiff_t W, const int P, const int Q,
+                 const char *pf, const ptrdiff_t npf)
+{
+    typedef CVN(km_cv) V;
+    for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
+        if (j < npf) ML_PREFETCH(pf + 64 * j);
+        V c[KM_CV_MAXQ];
+        CV_UNROLL
+        for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) {
+            const V xb = xp[p][j] - (V){0};
+            CV_UNROLL
+            for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
+        }
+    }
+    if (npf > d)
+        for (ptrdiff_t t = d; t < npf; ++t) ML_PREFETCH(pf + 64 * t);
+}
+
+/* The screen's variant (kmeans_impl.h, screen_rows): each lane also keeps
+ * its second-best score (s2: the smallest score that is not its running
+ * minimum, strict < as above: an equal score goes to s2), so that the
+ * lanes give the two smallest scores of the point; the kernel above is
+ * unchanged for its callers. */
+static ML_ALWAYS_INLINE void
+CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                 CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
+                 CVN(km_cvi) bk[KM_CV_MAXP], const CVN(km_cvi) *lane,
+                 const ptrdiff_t blk, const ptrdiff_t W, const int P, const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    CV_UNROLL
+    for (int p = 0; p < P; ++p) {
+        int q0 = 0;
+        if (blk == 0) {
+            bs[p] = acc[p][0];
+            bk[p] = *lane;
+            s2[p] = (REAL)INFINITY - (V){0};
+            q0 = 1;
+        }
+        CV_UNROLL
+        for (int q = q0; q < Q; ++q) {
+            const V a = acc[p][q];
+            const VI lt = (VI)(a < bs[p]);
+            const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
+            const V hi = (V)((lt & (VI)bs[p]) | (~lt & (VI)a));
+            const VI l2 = (VI)(hi < s2[p]);
+            s2[p] = (V)((l2 & (VI)hi) | (~l2 & (VI)s2[p]));
+            bs[p] = (V)((lt & (VI)a) | (~lt & (VI)bs[p]));
+            bk[p] = (lt & kv) | (~lt & bk[p]);
+        }
+    }
+}
+
+/* The two smallest scores of one point from its lanes' (best, second,
+ * index) triples, merged pairwise: (b1, s1) and (b2, s2) give min(b1, b2)
+ * and min(max(b1, b2), s1, s2), exactly (an equal best in two lanes makes
+ * the second equal to the best), and the index of the lane whose best is
+ * the smaller.  The label is that of a center with the smallest score; it
+ * is the float64 kernel's only where the screen settles the row, and there
+ * the smallest score is unique (second > best), so no tie rule is needed. */
+static ML_ALWAYS_INLINE int32_t
+CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
+                  const CVN(km_cvi) *bkp, const CVN(km_cvi) *lanep,
+                  REAL *best, REAL *second)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const VI lane = *lanep;
+    V b = *bsp, s = *s2p;
+    VI k = *bkp;
+    CV_UNROLL
+    for (int sh = CV_VL / 2; sh >= 1; sh /= 2) {
+        const V tb = ML_SHUFFLE(b, lane ^ sh), ts = ML_SHUFFLE(s, lane ^ sh);
+        const VI tk = ML_SHUFFLE(k, lane ^ sh);
+        const VI lb = (VI)(tb < b), ls = (VI)(ts < s);
+        const V lo = (V)((lb & (VI)tb) | (~lb & (VI)b));
+        const V hi = (V)((lb & (VI)b) | (~lb & (VI)tb));
+        const V sm = (V)((ls & (VI)ts) | (~ls & (VI)s));
+        const VI lh = (VI)(hi < sm);
+        s = (V)((lh & (VI)hi) | (~lh & (VI)sm));
+        k = (lb & tk) | (~lb & k);
+        b = lo;
+    }
+    *best = b[0];
+    *second = s[0];
+    return (int32_t)k[0];
+}
+
+/* One float64 row x rounded to REAL into y, and its squared norm in float64
+ * (summed in 8 lanes: the screen's bound allows any order). */
+static ML_ALWAYS_INLINE double
+CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t d)
+{
+    typedef double D4 __attribute__((vector_size(32)));
+    typedef REAL R4 __attribute__((vector_size(4 * sizeof(REAL))));
+    D4 a0 = {0}, a1 = {0};
+    ptrdiff_t j = 0;
+    for (; j + 8 <= d; j += 8) {
+        D4 v0, v1;
+        memcpy(&v0, x + j, sizeof v0);
+        memcpy(&v1, x + j + 4, sizeof v1);
+        a0 += v0 * v0;
+        a1 += v1 * v1;
+        const R4 f0 = __builtin_convertvector(v0, R4), f1 = __builtin_convertvector(v1, R4);
+        memcpy(y + j, &f0, sizeof f0);
+        memcpy(y + j + 4, &f1, sizeof f1);
+    }
+    a0 += a1;
+    double s = (a0[0] + a0[1]) + (a0[2] + a0[3]);
+    for (; j < d; ++j) {
+        s += x[j] * x[j];
+        y[j] = (REAL)x[j];
+    }
+    return s;
+}
+
+/* The screen's kernel: cv_body for float64 rows X scored in REAL.  Each step
+ * first rounds its rows into x32 (m x d, the chunk's rows in REAL) and takes
+ * their squared norms (xn, float64), so that the rows' reads from memory
+ * stay interleaved with the multiply-adds as in cv_body; each point's best
+ * and second-best score go to best[] and second[] beside its label. */
+static ML_ALWAYS_INLINE void
+CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+              const REAL *ML_RESTRICT ct, ptrdiff_t nb, REAL *ML_RESTRICT x32,
+              int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
+              REAL *ML_RESTRICT second, double *ML_RESTRICT xn, const int P,
+              const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+    const ptrdiff_t W = (ptrdiff_t)Q * CV_VL, bstride = (d + 1) * W;
+    VI lane;
+    CV_UNROLL
+    for (int l = 0; l < CV_VL; ++l) lane[l] = l;
+    for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
+        const ptrdiff_t np = m - b0 < P ? m - b0 : P;
+        for (ptrdiff_t p = 0; p < np; ++p)
+            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + (b0 + p) * d, d);
+        /* The rows KM_CV_PREFETCH steps ahead (past m: the next chunk's,
+         * which follow in memory; a prefetch never faults), one cache line
+         * per coordinate of the first block (cv_acc_dot2). */
+        const char *pf = (const char *)(X + (b0 + KM_CV_PREFETCH * P) * d);
+        const ptrdiff_t npf = (ptrdiff_t)(P * d * sizeof(double) / 64);
+        const REAL *xp[KM_CV_MAXP];
+        CV_UNROLL
+        for (int p = 0; p < P; ++p) xp[p] = x32 + (b0 + (p < np ? p : 0)) * d;
+        V bs[KM_CV_MAXP], s2[KM_CV_MAXP];
+        VI bk[KM_CV_MAXP];
+        for (ptrdiff_t blk = 0; blk < nb; ++blk) {
+            const REAL *cb = ct + blk * bstride;
+            V acc[KM_CV_MAXP][KM_CV_MAXQ];
+            CVN(cv_acc_init)(acc, cb, P, Q);
+            CVN(cv_acc_dot2)(acc, xp, cb + W, d, W, P, Q, pf, blk == 0 ? npf : 0);
+            CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+        }
+        CV_UNROLL
+        for (int p = 0; p < np; ++p) {
+            lab[b0 + p] = CVN(cv_lane_min2)(&bs[p], &s2[p], &bk[p], &lane, best + b0 + p,
+                                            second + b0 + p);
+        }
+    }
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -540,6 +540,9 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
 #define KM_CV_MAXQ 4
 #define KM_CV1_MAXP 16
 #endif
+#ifndef KM_CV_PREFETCH
+#define KM_CV_PREFETCH 2
+#endif
 #define CV_VB 16
 #include "kmeans_cv_impl.h"
 #undef CV_VB
@@ -602,6 +605,31 @@ KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
 #endif
 KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
 #undef KM_CV1_FN
+#if defined(KM_LANES2) && KM_LANES2
+/* The float32 screen's kernel (best and second best; screen_rows), with the
+ * blocking of the kernel above. */
+#define KM_CV2_FN(TGT, ISA, VB, PP, Q)                                         \
+    TGT static void FN(lanes2_##ISA##_q##Q)(                                   \
+        const double *X, ptrdiff_t m, ptrdiff_t d, const REAL *ct,             \
+        ptrdiff_t nb, REAL *x32, int32_t *lab, REAL *best, REAL *second,       \
+        double *xn)                                                            \
+    {                                                                          \
+        KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, m, d, ct, nb, x32, lab, best,     \
+                                          second, xn, PP, Q);                  \
+    }
+#if ML_HAVE_CLONES
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(1), 1)
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(2), 2)
+KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(4), 4)
+KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
+KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
+KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
+#endif
+KM_CV2_FN(, base, 16, ML_KM_LANES_P16(1), 1)
+KM_CV2_FN(, base, 16, ML_KM_LANES_P16(2), 2)
+KM_CV2_FN(, base, 16, ML_KM_LANES_P16(4), 4)
+#undef KM_CV2_FN
+#endif
 #define KM_LANES_VB(level) \
     (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
 #else
@@ -624,6 +652,39 @@ static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
         lab[b] = bk;
     }
 }
+#if defined(KM_LANES2) && KM_LANES2
+/* The screen's kernel, portable form: best and second best as well. */
+static void FN(lanes2_scalar)(const double *ML_RESTRICT X, ptrdiff_t m,
+                              ptrdiff_t d, const REAL *ML_RESTRICT ct,
+                              ptrdiff_t nb, REAL *ML_RESTRICT x32,
+                              int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
+                              REAL *ML_RESTRICT second, double *ML_RESTRICT xn)
+{
+    const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        REAL *x = x32 + b * d;
+        double q = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            q += X[b * d + j] * X[b * d + j];
+            x[j] = (REAL)X[b * d + j];
+        }
+        xn[b] = q;
+        REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < nb * W; ++k) {
+            const REAL *cb = ct + (k / W) * (d + 1) * W + k % W;
+            REAL a = cb[0];
+            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[(1 + j) * W];
+            const REAL hi = a < bs ? bs : a;
+            s2 = hi < s2 ? hi : s2;
+            if (a < bs) { bs = a; bk = (int32_t)k; }
+        }
+        lab[b] = bk;
+        best[b] = bs;
+        second[b] = s2;
+    }
+}
+#endif
 #define KM_LANES_VB(level) ML_KM_VECTOR_BYTES
 #endif
 ML_FP_CONTRACT_END
@@ -676,6 +737,35 @@ static FN(km_lanes_sums_fn) FN(lanes_sums_for)(ptrdiff_t K)
     return NULL;
 #endif
 }
+#if defined(KM_LANES2) && KM_LANES2
+/* The screen's kernel for K centers (lanes_for's choice of blocking). */
+static km_screen_fn FN(lanes2_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+{
+    const int level = ml_simd_level();
+    const ptrdiff_t VL = (ML_HAVE_CLONES && level >= 4 ? ML_KM_SCREEN_V4_BYTES
+                                                       : KM_LANES_VB(level)) /
+                         (ptrdiff_t)sizeof(REAL);
+    (void)level;
+#if KM_HAVE_VEC
+    const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
+    km_screen_fn f;
+#if ML_HAVE_CLONES
+    if (level >= 4)
+        f = Q == 1 ? FN(lanes2_v4_q1) : Q == 2 ? FN(lanes2_v4_q2) : FN(lanes2_v4_q4);
+    else if (level == 3)
+        f = Q == 1 ? FN(lanes2_v3_q1) : Q == 2 ? FN(lanes2_v3_q2) : FN(lanes2_v3_q4);
+    else
+#endif
+        f = Q == 1 ? FN(lanes2_base_q1) : Q == 2 ? FN(lanes2_base_q2) : FN(lanes2_base_q4);
+#else
+    const int Q = 1;
+    km_screen_fn f = FN(lanes2_scalar);
+#endif
+    *W = Q * VL;
+    *nb = (K + *W - 1) / *W;
+    return f;
+}
+#endif
 
 typedef void (*FN(km_tile_fn))(const REAL *, ptrdiff_t, ptrdiff_t, const REAL *,
                                const REAL *, ptrdiff_t, REAL *, REAL *, REAL *,
@@ -1022,6 +1112,9 @@ typedef struct {
     REAL *best2;  /* ML_KM_CHUNK: second best scores (pruned pass) */
     REAL *P;      /* ML_KM_CHUNK x K: -2 X C^T (GEMM path) */
     REAL *gx;     /* ML_KM_CHUNK x d: rows the bounds left open (pruned pass) */
+#if KM_SCREEN
+    unsigned char *sx; /* this thread's screen scratch (screen_rows), or NULL */
+#endif
 } FN(km_scratch);
 
 /* Workspace shared by the Lloyd and online drivers and assignment. */
@@ -1045,6 +1138,16 @@ typedef struct {
     int64_t *seg_changed; /* S */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
+#if KM_SCREEN
+    /* The float32 screen of the unpruned passes (ml_kmeans_screens). */
+    km_screen_fn screen;  /* its kernel, or NULL: no screen */
+    ptrdiff_t sw, snb;    /* its block width and block count */
+    float *ct32;          /* snb x (d + 1) x sw: the packed centers, float32 */
+    double s_g, s_N, s_M2, s_M; /* the bound's constants (center_prep) */
+    int s_on;             /* this pass is screened (centers in range) */
+    unsigned char *sbuf;  /* nt x s_per bytes: per-thread screen scratch */
+    ptrdiff_t s_per;
+#endif
 } FN(km_work);
 
 /* Nearest centers of the m rows of X: int32 labels in lab, and when best2
@@ -1107,7 +1210,44 @@ static void FN(work_free)(FN(km_work) *ws)
 {
     free(ws->cn); free(ws->cpk); free(ws->ct); free(ws->cblk); free(ws->cnb); free(ws->seg);
     free(ws->seg_changed); free(ws->scratch);
+#if KM_SCREEN
+    free(ws->ct32); free(ws->sbuf);
+#endif
 }
+
+#if KM_SCREEN
+/* Per-thread screen scratch, in bytes (each part 64-byte aligned): the
+ * backoff state, the chunk's rows in float32 (B x d), their float32 best and
+ * second-best scores (B each), ||x||^2 (B doubles), the rows to re-score
+ * gathered (B x d doubles). */
+typedef struct { int skip, fails; } km_screen_state;
+#define KM_SX_ALIGN(b) (((b) + 63) / 64 * 64)
+#define KM_SX_X32(d) KM_SX_ALIGN(sizeof(km_screen_state))
+#define KM_SX_B32(d) (KM_SX_X32(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(float)))
+#define KM_SX_S32(d) (KM_SX_B32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
+#define KM_SX_XN(d) (KM_SX_S32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
+#define KM_SX_GX(d) (KM_SX_XN(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(double)))
+#define KM_SX_BYTES(d) (KM_SX_GX(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(double)))
+#endif
+
+#if KM_SCREEN
+/* The screen's kernel, its centers and per-thread scratch (screen_rows). */
+static int FN(screen_init)(FN(km_work) *ws)
+{
+    const ptrdiff_t d = ws->d;
+    ws->screen = lanes2_for_f32(ws->K, &ws->sw, &ws->snb);
+    ws->ct32 = malloc((size_t)(ws->snb * (d + 1) * ws->sw) * sizeof(float));
+    ws->s_per = (ptrdiff_t)KM_SX_BYTES(d);
+    /* calloc: every thread's backoff state starts at zero. */
+    ws->sbuf = calloc((size_t)ws->nt * (size_t)ws->s_per + 64, 1);
+    if (!ws->ct32 || !ws->sbuf) return ML_ERR_ALLOC;
+    /* gamma_{d+3}(u32) + gamma_{d+1}(u64) (screen_rows). */
+    const double u32 = 0x1p-24, u64 = 0x1p-53;
+    ws->s_g = (double)(d + 3) * u32 / (1 - (double)(d + 3) * u32) +
+              (double)(d + 1) * u64 / (1 - (double)(d + 1) * u64);
+    return ML_OK;
+}
+#endif
 
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
@@ -1163,6 +1303,14 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
+#if KM_SCREEN
+    if (!pruned && ws->lanes &&
+        ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL)) &&
+        FN(screen_init)(ws) != ML_OK) {
+        FN(work_free)(ws);
+        return ML_ERR_ALLOC;
+    }
+#endif
     return ML_OK;
 }
 
@@ -1176,6 +1324,14 @@ static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
     sc->best2 = sc->bestk + B;
     sc->P = sc->best2 + B;
     sc->gx = sc->P + (ws->use_gemm ? B * ws->K : 0);
+#if KM_SCREEN
+    /* 64-byte aligned parts (the buffer itself from malloc: 16-aligned). */
+    sc->sx = NULL;
+    if (ws->sbuf) {
+        unsigned char *b0 = ws->sbuf + (64 - (uintptr_t)ws->sbuf % 64) % 64;
+        sc->sx = b0 + (ptrdiff_t)tid * ws->s_per;
+    }
+#endif
 }
 
 /* ||c_k||^2 and -2 C in the tile's blocks (padding: norm +inf, zeros). */
@@ -1209,6 +1365,39 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
                 cb[(1 + j) * W] = k < K ? -2 * C[k * d + j] : 0;
         }
     }
+#if KM_SCREEN
+    if (ws->screen) {
+        /* The screen's centers: the float64 kernel's norm and -2 c rounded
+         * to float32, packed as for the lanes kernel; the bound's constants
+         * N = max_k ||c_k||^2 (the norms the float64 kernel starts from),
+         * M2 >= max_k ||2 c_k||_2 and M = max_kj |2 c_kj| (screen_rows).
+         * A center outside float32's range (or not finite: the comparisons
+         * fail on NaN) turns the screen off for this pass. */
+        const ptrdiff_t W = ws->sw;
+        double N = 0, M2 = 0, M = 0;
+        for (ptrdiff_t k = 0; k < K; ++k) {
+            double q = 0;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double v = 2 * (double)C[k * d + j];
+                q += v * v;
+                if (!(fabs(v) <= M)) M = fabs(v);
+            }
+            if (!(sqrt(q) <= M2)) M2 = sqrt(q);
+            if (!((double)ws->cn[k] <= N)) N = (double)ws->cn[k];
+        }
+        ws->s_on = N < 0x1p100 && M2 < 0x1p100 && M < 0x1p100;
+        ws->s_N = N;
+        ws->s_M = M;
+        ws->s_M2 = M2 * (1 + 0x1p-30) + 0x1p-500;
+        if (ws->s_on)
+            for (ptrdiff_t k = 0; k < ws->snb * W; ++k) {
+                float *cb = ws->ct32 + (k / W) * (d + 1) * W + k % W;
+                cb[0] = k < K ? (float)ws->cn[k] : INFINITY;
+                for (ptrdiff_t j = 0; j < d; ++j)
+                    cb[(1 + j) * W] = k < K ? (float)(-2 * C[k * d + j]) : 0.0f;
+            }
+    }
+#endif
 }
 
 /* Bounds for the pruned assignment (Hamerly 2010): per row an upper bound u
@@ -1366,6 +1555,146 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
     }
 }
 
+#if KM_SCREEN
+/* ---------------------------------------------------------------------------
+ * The float32 screen of a float64 pass (ml_kmeans_screens; the float64
+ * lanes kernel serves the pass).  A chunk's rows are rounded to float32 and
+ * scored by the float32 lanes kernel against the float64 kernel's packed
+ * centers rounded to float32 (twice the lanes per vector), which also keeps
+ * each row's second-best score.  A row keeps the float32 label when
+ * second - best > 2 E (E below); every other row is re-scored by the
+ * float64 lanes kernel (gathered, as assign_rows gathers the open rows: a
+ * row's scores do not depend on the rows beside it).  The labels are
+ * therefore the float64 kernel's, bit for bit, on every row.
+ *
+ * The bound.  u = 2^-24, v = 2^-53, gamma_n(u) = n u / (1 - n u) (Higham,
+ * Accuracy and Stability of Numerical Algorithms, 2002, section 3.1).  For
+ * a row x and center k let m_j = -2 c_kj (exact in float64), N_k the float64
+ * norm the float64 kernel starts from, S_k = N_k + sum_j x_j m_j (exact) and
+ * T_k = sum_j |x_j| |m_j|.
+ * - The float64 kernel adds the d products to N_k in j order, fused or not:
+ *   each term carries at most d + 1 roundings, |s64_k - S_k| <=
+ *   gamma_{d+1}(v) (N_k + T_k).
+ * - The screen rounds x_j, m_j and N_k to float32 (one relative rounding
+ *   each), then runs the same recurrence in float32: at most d + 3
+ *   roundings per term, |s32_k - S_k| <= gamma_{d+3}(u) (N_k + T_k).
+ * - Underflow: each float32 rounding may instead add an absolute error up
+ *   to 2^-150 (float64: 2^-1075); x_j's and m_j's then reach the score
+ *   multiplied by |m_j| or |x_j|, and the at most 2 d + 3 roundings of the
+ *   recurrence add one each, all magnified by less than 2: in all below
+ *   A = 2^-149 (||x||_1 + d M + 2 d + 5), M = max_kj |m_kj|, ||x||_1 <=
+ *   sqrt(d) ||x||_2.
+ * - N_k <= N = max_k N_k, T_k <= ||x||_2 ||m_k||_2 <= ||x||_2 M2 (Cauchy-
+ *   Schwarz), so |s32_k - s64_k| <= E = (gamma_{d+3}(u) + gamma_{d+1}(v))
+ *   (N + ||x||_2 M2) + A for every k.
+ * If k' is the screen's argmin and second - best > 2 E, then for k != k':
+ * s64_k >= s32_k - E >= second - E > best + E >= s64_k': k' is the float64
+ * kernel's unique minimum, hence its label (no tie to break).
+ * - Range: with N, M2, M < 2^100 (else the pass is not screened: center_prep)
+ *   and N + ||x||_2 (M2 + 1) < 2^120, every float32 value (x_j, the
+ *   products, the partial sums: < (1 + gamma)(N + T_k)) is finite; a row
+ *   outside it, or not finite (the comparison fails on NaN), is re-scored.
+ * - E, ||x||_2 and the gap are evaluated in float64 (at most d + 8
+ *   roundings of relative size v, d < 2^20: below 2^-32), ||x||_2^2 perhaps
+ *   short by d 2^-1074 from underflow: ||x||_2 is enlarged to
+ *   sqrt(s)(1 + 2^-30) + 2^-500, M2 likewise (center_prep), E by 1 + 2^-30.
+ * A chunk with more than ML_KM_SCREEN_MAX_OPEN of its rows open is taken by
+ * the float64 kernel whole, and the thread skips the screen for its next
+ * chunks (kmeans.h: ML_KM_SCREEN_MAX_SKIP).
+ * ------------------------------------------------------------------------- */
+#ifdef ML_KM_SCREEN_STATS
+/* Counters for the C harness (never in the wheel): chunks screened, rows
+ * screened, rows re-scored (gathered), chunks taken whole, chunks skipped. */
+static long long km_screen_stats[5];
+#define KM_SCREEN_COUNT(i, v) do { _Pragma("omp atomic") km_screen_stats[i] += (v); } while (0)
+#else
+#define KM_SCREEN_COUNT(i, v) ((void)0)
+#endif
+
+/* ok[b] = whether row b is settled: second - best > 2 E in float32's range
+ * (the bound above; compiled per ISA level, vectorized over the rows). */
+ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
+                                         const float *ML_RESTRICT b32,
+                                         const float *ML_RESTRICT s32,
+                                         const double *ML_RESTRICT xn, double N,
+                                         double M2, double M, double g,
+                                         int64_t *ML_RESTRICT ok)
+{
+    const double slack = 1 + 0x1p-30, rd = sqrt((double)d);
+    const double a0 = (double)d * M + (double)(2 * d + 5);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const double xl = sqrt(xn[b]) * slack + 0x1p-500;
+        const double E = (g * (N + xl * M2) + 0x1p-149 * (rd * xl + a0)) * slack;
+        const double gap = (double)s32[b] - (double)b32[b];
+        ok[b] = (N + xl * (M2 + 1) < 0x1p120) & (gap > 2 * E);
+    }
+}
+
+/* The screen of one chunk: float32 labels of its m rows in newlab, and the
+ * rows whose label the bound does not settle (indices into the chunk) in
+ * open[], their count returned. */
+static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
+                                 ptrdiff_t m, unsigned char *sx,
+                                 int32_t *newlab, ptrdiff_t *open)
+{
+    const ptrdiff_t d = ws->d;
+    float *x32 = (float *)(sx + KM_SX_X32(d));
+    float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
+    double *xn = (double *)(sx + KM_SX_XN(d));
+    ws->screen(Xc, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, xn);
+    int64_t ok[ML_KM_CHUNK];
+    FN(screen_settled)(m, d, b32, s32, xn, ws->s_N, ws->s_M2, ws->s_M, ws->s_g, ok);
+    ptrdiff_t no = 0;
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        open[no] = b;
+        no += !ok[b];
+    }
+    return no;
+}
+
+/* Labels of one chunk through the screen (the float64 kernel's, bit for
+ * bit). */
+static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
+                            const REAL *C, FN(km_scratch) *sc, int32_t *newlab)
+{
+    const ptrdiff_t d = ws->d;
+    unsigned char *sx = sc->sx;
+    km_screen_state *st = (km_screen_state *)sx;
+    if (st->skip > 0) {
+        --st->skip;
+        KM_SCREEN_COUNT(4, 1);
+        FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
+        return;
+    }
+    REAL *gx = (REAL *)(sx + KM_SX_GX(d));
+    ptrdiff_t open[ML_KM_CHUNK];
+    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open);
+    KM_SCREEN_COUNT(0, 1);
+    KM_SCREEN_COUNT(1, m);
+    if (no == 0) {
+        st->fails = 0;
+        return;
+    }
+    if ((double)no > ML_KM_SCREEN_MAX_OPEN * (double)m) {
+        /* The screen does not pay here: the float64 kernel takes the chunk,
+         * and the next 2^fails - 1 chunks of this thread skip the screen. */
+        st->fails = st->fails < 30 ? st->fails + 1 : 30;
+        const long sk = (1L << st->fails) - 1;
+        st->skip = (int)(sk < ML_KM_SCREEN_MAX_SKIP ? sk : ML_KM_SCREEN_MAX_SKIP);
+        KM_SCREEN_COUNT(3, 1);
+        FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
+        return;
+    }
+    st->fails = 0;
+    KM_SCREEN_COUNT(2, no);
+    for (ptrdiff_t t = 0; t < no; ++t)
+        memcpy(gx + t * d, Xc + open[t] * d, (size_t)d * sizeof(REAL));
+    int32_t glab[ML_KM_CHUNK];
+    FN(assign_chunk)(ws, gx, no, C, sc, glab, NULL);
+    for (ptrdiff_t t = 0; t < no; ++t) newlab[open[t]] = glab[t];
+}
+#endif
+
 /* One pass over the rows: labels of the nearest centers of C (lab, int32,
  * in/out: the number of changed labels is returned in *changed) and, when
  * sums != NULL, the weighted per-cluster sums (K x d) and weights (K).  With
@@ -1395,6 +1724,10 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         if (fused)
             ws->lanes_sums(Xc, wc, m, d, ws->ct, newlab, acc, copies,
                            ws->acc_stride, ws->K);
+#if KM_SCREEN
+        else if (!hs && ws->screen && ws->s_on && sc->sx)
+            FN(screen_rows)(ws, Xc, m, C, sc, newlab);
+#endif
         else
             FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
         /* Counted in int32 (a chunk has ML_KM_CHUNK rows): the SSE2 loop
@@ -1856,6 +2189,36 @@ done:
     FN(work_free)(&ws);
     return st;
 }
+
+#if KM_SCREEN
+int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
+                               const double *centers, ptrdiff_t K,
+                               int64_t *labels, unsigned char *settled)
+{
+    if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
+    FN(km_work) ws;
+    int st = FN(work_init)(&ws, n, d, K, NULL, ML_KM_SCREEN, 1, 0, 0);
+    if (st != ML_OK) return st;
+    if (!ws.screen) { FN(work_free)(&ws); return ML_ERR_ARG; }
+    FN(center_prep)(&ws, centers);
+    FN(km_scratch) sc;
+    FN(scratch_of)(&ws, 0, &sc);
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += ML_KM_CHUNK) {
+        const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
+        int32_t lab[ML_KM_CHUNK];
+        ptrdiff_t open[ML_KM_CHUNK], no = m;
+        for (ptrdiff_t b = 0; b < m; ++b) { lab[b] = -1; open[b] = b; }
+        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open);
+        for (ptrdiff_t b = 0; b < m; ++b) {
+            labels[i0 + b] = lab[b];
+            settled[i0 + b] = 1;
+        }
+        for (ptrdiff_t t = 0; t < no; ++t) settled[i0 + open[t]] = 0;
+    }
+    FN(work_free)(&ws);
+    return ML_OK;
+}
+#endif
 
 /* One block of Lloyd: labels of the rows (nearest center), the block's
  * weighted per-cluster sums (K x d, float64) and weights (K), and its inertia

@@ -33,6 +33,10 @@ cdef extern from "kmeans.h" nogil:
     int ml_kmeans_prefers_pruning(Py_ssize_t d, Py_ssize_t K)
     int ml_kmeans_uses_gemm(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm)
     int ml_kmeans_kernel(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm, int itemsize)
+    int ml_kmeans_screens(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm, int itemsize)
+    int ml_kmeans_screen_probe_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
+                                   const double *centers, Py_ssize_t K, int64_t *labels,
+                                   unsigned char *settled)
     int ml_kmeans_simd_level()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, Py_ssize_t K, double *centers,
@@ -107,8 +111,11 @@ ctypedef int (*run_f32_fn)(const float *, const float *, Py_ssize_t, Py_ssize_t,
 
 # "auto": the table in csrc/kmeans.h; "direct": the same without BLAS; "gemm":
 # BLAS; "tile", "small", "lanes": force one no-BLAS kernel (tests, crossover
-# benchmarks; "small" serves d <= 8 only, the tile above).
-_METHODS = {"auto": 0, "direct": 1, "gemm": 2, "tile": 3, "small": 4, "lanes": 5}
+# benchmarks; "small" serves d <= 8 only, the tile above; "lanes" is never
+# screened); "screen": the lanes kernel behind the float32 screen for float64
+# data at any shape (the same labels; float32 data: "lanes").
+_METHODS = {"auto": 0, "direct": 1, "gemm": 2, "tile": 3, "small": 4, "lanes": 5,
+            "screen": 6}
 _KERNELS = ("tile", "small", "lanes", "gemm")
 
 
@@ -135,6 +142,17 @@ def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np
     if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise ValueError(f"dtype must be float64 or float32, got {dt}")
     return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1, dt.itemsize)]
+
+
+def screens(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np.float64):
+    """Whether Lloyd's unpruned passes for this shape and dtype run behind the
+    float32 screen (float64 data on the lanes kernel; the table in
+    csrc/kmeans.h): the same labels, most rows scored in float32."""
+    code = _method_code(method)
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dt}")
+    return bool(ml_kmeans_screens(n_features, n_clusters, code, 1, dt.itemsize))
 
 
 def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
@@ -272,6 +290,30 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
     interrupt_leave(entered, status)
     _raise(status, "assign")
     return labels, dist
+
+
+def screen_probe(const double[:, ::1] X, const double[:, ::1] centers):
+    """Tests only: the float32 screen of one assignment of float64 rows, at any
+    shape. Returns ``(labels int64, settled bool)``: the float32 kernel's label
+    of each row (-1 where the centers are out of float32's range) and whether
+    the screen's bound proves it is the float64 kernel's (else the row is
+    re-scored in float64)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
+    if n < 1 or d < 1:
+        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
+    if centers.shape[1] != d:
+        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
+    if K < 1:
+        raise ValueError("at least one center is required")
+    labels = np.empty(n, dtype=np.int64)
+    settled = np.empty(n, dtype=np.uint8)
+    cdef int64_t[::1] lv = labels
+    cdef unsigned char[::1] sv = settled
+    cdef int status
+    with nogil:
+        status = ml_kmeans_screen_probe_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], &sv[0])
+    _raise(status, "screen_probe")
+    return labels, settled.astype(bool)
 
 
 def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, ::1] centers,
