@@ -48,14 +48,18 @@ CVN(cv_acc_init)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
 }
 
 /* acc[p][q] += x_pj (-2 c_.j) for j = 0..d-1 in order, the Q vectors of row
- * 1 + j of the block (cj: row 1) shared by the P points. */
+ * 1 + j of the block (cj: row 1) shared by the P points; the cache lines
+ * pf + 64 t, t < npf, are prefetched one per coordinate (the screen's kernel,
+ * whose rows come from memory in float64; npf = 0: none). */
 static ML_ALWAYS_INLINE void
 CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                 const REAL *xp[KM_CV_MAXP], const REAL *ML_RESTRICT cj,
-                const ptrdiff_t d, const ptrdiff_t W, const int P, const int Q)
+                const ptrdiff_t d, const ptrdiff_t W, const int P, const int Q,
+                const char *pf, const ptrdiff_t npf)
 {
     typedef CVN(km_cv) V;
     for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
+        if (j < npf) ML_PREFETCH(pf + 64 * j);
         V c[KM_CV_MAXQ];
         CV_UNROLL
         for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
@@ -66,6 +70,8 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
             for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
         }
     }
+    if (npf > 0)
+        for (ptrdiff_t t = d; t < npf; ++t) ML_PREFETCH(pf + 64 * t);
 }
 
 /* Each lane's running minimum and center index take block blk's scores
@@ -214,7 +220,7 @@ CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
         for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
         V acc[KM_CV1_MAXP][KM_CV_MAXQ];
         CVN(cv_acc_init)(acc, ct, P, 1);
-        CVN(cv_acc_dot)(acc, xp, ct + CV_VL, d, CV_VL, P, 1);
+        CVN(cv_acc_dot)(acc, xp, ct + CV_VL, d, CV_VL, P, 1, NULL, 0);
         CV_UNROLL
         for (int g = 0; g < P; g += CV_VL) {
             if (g >= np) break;
@@ -255,38 +261,13 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             const REAL *cb = ct + blk * bstride;
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
-            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q);
+            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, NULL, 0);
             CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q);
         }
         CV_UNROLL
         for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
     }
 }
-/* cv_acc_dot, prefetching the cache line pf + 64 j at coordinate j < npf
- * (the screen's kernel: its rows come from memory in float64). */
-static ML_ALWAYS_INLINE void
-CVN(cv_acc_dot2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
-                 const REAL *xp[KM_CV_MAXP], const REAL *ML_RESTRICT cj,
-                 const ptrdiff_t d, const ptrdiff_t W, const int P, const int Q,
-                 const char *pf, const ptrdiff_t npf)
-{
-    typedef CVN(km_cv) V;
-    for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
-        if (j < npf) ML_PREFETCH(pf + 64 * j);
-        V c[KM_CV_MAXQ];
-        CV_UNROLL
-        for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
-        CV_UNROLL
-        for (int p = 0; p < P; ++p) {
-            const V xb = xp[p][j] - (V){0};
-            CV_UNROLL
-            for (int q = 0; q < Q; ++q) acc[p][q] += xb * c[q];
-        }
-    }
-    if (npf > d)
-        for (ptrdiff_t t = d; t < npf; ++t) ML_PREFETCH(pf + 64 * t);
-}
-
 /* The screen's variant (kmeans_impl.h, screen_rows): each lane also keeps
  * its second-best score (s2: the smallest score that is not its running
  * minimum, strict < as above: an equal score goes to s2), so that the
@@ -410,7 +391,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + (b0 + p) * d, d);
         /* The rows KM_CV_PREFETCH steps ahead (past m: the next chunk's,
          * which follow in memory; a prefetch never faults), one cache line
-         * per coordinate of the first block (cv_acc_dot2). */
+         * per coordinate of the first block (cv_acc_dot). */
         const char *pf = (const char *)(X + (b0 + KM_CV_PREFETCH * P) * d);
         const ptrdiff_t npf = (ptrdiff_t)(P * d * sizeof(double) / 64);
         const REAL *xp[KM_CV_MAXP];
@@ -422,7 +403,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             const REAL *cb = ct + blk * bstride;
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
-            CVN(cv_acc_dot2)(acc, xp, cb + W, d, W, P, Q, pf, blk == 0 ? npf : 0);
+            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, pf, blk == 0 ? npf : 0);
             CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
         }
         CV_UNROLL
