@@ -183,6 +183,18 @@ cdef enum:
     _HAMERLY = 2
 
 
+cdef int _check_rows_centers(Py_ssize_t n, Py_ssize_t d, Py_ssize_t center_d,
+                             Py_ssize_t K) except -1:
+    """Non-empty X, centers with X's features, at least one center."""
+    if n < 1 or d < 1:
+        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
+    if center_d != d:
+        raise ValueError(f"centers have {center_d} features, X has {d}")
+    if K < 1:
+        raise ValueError("at least one center is required")
+    return 0
+
+
 def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] centers,
          int max_iter, double tol, method, int n_threads):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
@@ -299,12 +311,7 @@ def screen_probe(const double[:, ::1] X, const double[:, ::1] centers):
     the screen's bound proves it is the float64 kernel's (else the row is
     re-scored in float64)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
-    if n < 1 or d < 1:
-        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
-    if centers.shape[1] != d:
-        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
-    if K < 1:
-        raise ValueError("at least one center is required")
+    _check_rows_centers(n, d, centers.shape[1], K)
     labels = np.empty(n, dtype=np.int64)
     settled = np.empty(n, dtype=np.uint8)
     cdef int64_t[::1] lv = labels
@@ -334,12 +341,7 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     cdef int code = _method_code(method)
-    if n < 1 or d < 1:
-        raise ValueError(f"X must be non-empty, got shape ({n}, {d})")
-    if centers.shape[1] != d:
-        raise ValueError(f"centers have {centers.shape[1]} features, X has {d}")
-    if K < 1:
-        raise ValueError("at least one center is required")
+    _check_rows_centers(n, d, centers.shape[1], K)
     if real is float and K > 16777216:
         raise ValueError("float32 k-means supports at most 2**24 clusters")
     if sums_out.shape[0] != K or sums_out.shape[1] != d:
