@@ -6,7 +6,7 @@
  *   gcc -O2 -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
  *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
  *       -o /tmp/harness
- *   /tmp/harness N d K f32|f64 [method [reps [threads [offset]]]]
+ *   /tmp/harness N d K f32|f64 [method [reps [threads [offset [wall]]]]]
  *
  * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes, 6
  * the same behind the float32 screen (float64 data; the ML_KM_* codes of
@@ -16,7 +16,9 @@
  * Built with -DML_KM_SCREEN_STATS (and a core that has the screen) it also
  * prints the screen's counters over all its runs: the fraction of screened
  * rows re-scored in float64 one by one, of screened chunks taken whole by
- * the float64 kernel, and of chunks that skipped the screen. */
+ * the float64 kernel, and of chunks that skipped the screen.  wall = 1:
+ * wall-clock instead of CPU time (the 2-thread split: with
+ * OMP_WAIT_POLICY=PASSIVE the CPU time of 2 threads hides their waits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +31,25 @@
 void ml_kmeans_screen_stats(long long out[5], int reset);
 #endif
 
+static int use_wall;
+
 static double cpu_now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    clock_gettime(use_wall ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads offset]\n"); return 2; }
+    if (argc < 5) { fprintf(stderr, "usage: N d K f32|f64 [method reps threads offset wall]\n"); return 2; }
     const ptrdiff_t N = atol(argv[1]), d = atol(argv[2]), K = atol(argv[3]);
     const int f32 = !strcmp(argv[4], "f32");
     const int method = argc > 5 ? atoi(argv[5]) : 0;
     const int reps = argc > 6 ? atoi(argv[6]) : 3;
     const int nt = argc > 7 ? atoi(argv[7]) : 1;
     const double offset = argc > 8 ? atof(argv[8]) : 0.0;
+    use_wall = argc > 9 && atoi(argv[9]) != 0;
     double *X = malloc(N * d * sizeof(double));
     float *Xf = malloc(N * d * sizeof(float));
     int64_t *lab = malloc(N * sizeof(int64_t));
