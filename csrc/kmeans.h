@@ -183,6 +183,23 @@
  *   1.19 / 1.16; d = 3: 1.13 / 1.12 / 1.14 (f64); rows in L2: 1.01-1.07
  *   either way.  Not timed on other CPUs (a prefetch of lines already
  *   cached costs one load-port slot per 64 bytes).
+ *   Seventh round, d <= 3, K = 8, float64 (C harness, N = 1e6, 1 thread,
+ *   16:02-16:14 UTC, load 2-4, main / variant, labels identical), tried
+ *   and not kept: the chunk's sums fused into the small-d kernel (each
+ *   step's rows added as the step is labelled, the same additions in the
+ *   same order, center bits identical): 0.80-0.88 (d = 1, 2, 3); one step
+ *   behind (the previous step's rows while this one is scored): 0.95-1.09,
+ *   d = 2 0.95.  The sums' per-cluster K x (d + 1) partials kept in
+ *   registers with masked adds (a new summation order) were not built:
+ *   they add K (d + 2) vector operations per point vector to a kernel
+ *   whose own cost is about K x 5 (two multiply-adds, a compare, two
+ *   blends), where the row-packed sums cost one read-modify-write per
+ *   row on the load/store ports.  Unrolling the center loop by 2: 1.00.
+ *   64-byte vectors (ML_KM_VECTOR_BYTES = 64 in a copy of the tree, so
+ *   8 float64 points per vector on the AVX-512 clone): d = 1 1.25, d = 2
+ *   1.10, d = 3 1.01; 2 threads (wall, PASSIVE) d = 2 1.09, d = 3 1.17;
+ *   not made: it needs a per-ISA copy of the small-d kernel (the
+ *   vector type is shared by the clones).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16

@@ -1699,10 +1699,15 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
  * changed (counted in int32: a chunk has ML_KM_CHUNK rows).  One loop, in
  * each ISA's vectors (the pass itself is not cloned: its count ran in
  * SSE2, then a memcpy), and the next chunk's labels asked for ahead of use
- * (perf, C harness, d = 2: the count's loads of L waited on memory).
- * Writing only the 16-label blocks where a label changed, so that lines
- * of L stay clean, was tried: 0.75-0.87 at d = 1, 2, 3 (a branch per
- * block, mispredicted while many labels move). */
+ * (perf, main's code, C harness, d = 2, K = 8, f64, 1 thread: 10% of
+ * the pass in pass_segment, most of it on the loads of the old labels).
+ * Seventh round, C harness, N = 1e6, K = 8, f64, main / this, labels and
+ * center bits identical: 1 thread 1.02-1.03 (d = 1, 2, 3), 1.11 (d = 3,
+ * K = 2); 2 threads (wall, OMP_WAIT_POLICY=PASSIVE) 1.01-1.03 in a
+ * quieter run, 1.05-1.12 in a loaded one.  Writing only the 16-label
+ * blocks where a label changed, so that lines of L stay clean, was tried:
+ * 0.75-0.87 at d = 1, 2, 3 (a branch per block, mispredicted while many
+ * labels move; GCC 12 does not make the conditional store a masked one). */
 ML_CLONES static int32_t FN(lab_update)(const int32_t *ML_RESTRICT nl,
                                         int32_t *ML_RESTRICT L, ptrdiff_t m)
 {
