@@ -194,7 +194,7 @@
  *   they add K (d + 2) vector operations per point vector to a kernel
  *   whose own cost is about K x 5 (two multiply-adds, a compare, two
  *   blends), where the row-packed sums cost one read-modify-write per
- *   row on the load/store ports.  Unrolling the center loop by 2: 1.00.
+ *   row on the load/store ports.  Unrolling the center loop by 2: 0.98-1.02.
  *   64-byte vectors (ML_KM_VECTOR_BYTES = 64 in a copy of the tree, so
  *   8 float64 points per vector on the AVX-512 clone): d = 1 1.25, d = 2
  *   1.10, d = 3 1.01; 2 threads (wall, PASSIVE) d = 2 1.09, d = 3 1.17;
