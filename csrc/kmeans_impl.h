@@ -271,7 +271,9 @@ FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV, H = KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
+    enum { VL = (int)KM_TV };
+    /* Half rows joined: float32, and float64 below d = 8 (see above). */
+    const int H = KM_HALF_JOIN && (VL == 8 || d < 8) ? VL / 2 : VL;
     /* lo/hi interleave the first/second halves of two vectors within each
      * group of H lanes (H = VL: the whole vector). */
     VM lo, hi;
