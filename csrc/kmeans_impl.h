@@ -236,8 +236,12 @@ KM_TILE_FN(tile_any, d, d)
  * identical: d = 8, K = 8: 1.04-1.06 (N = 1e6), 1.05 (rows in L2); K = 32:
  * 1.03; d = 16, K = 8: 1.00.  float64 (4 lanes: 2 joins and 2 in-lane
  * rounds against 2 rounds of permutes, the same count) lost at d = 8,
- * K = 32 (0.86-0.89, the center loop's registers), so it keeps the
- * whole-vector form. */
+ * K = 32 (0.86-0.89, the center loop's registers), so d = 8 keeps the
+ * whole-vector form.  Seventh round, float64 at d = 4 (C harness, 1
+ * thread, 16:05 UTC, load 2.8-2.9, main / joined, best of 5 rounds of 200
+ * repeats, bits identical): K = 8: 1.08 (rows in L2), 1.10 (N = 1e6);
+ * K = 3: 1.05; K = 32: 1.02-1.03; K = 64: 1.02, so d < 8 joins; d = 8
+ * measured again: 0.985 (K = 8), 0.88 (K = 32). */
 #define KM_UNROLL_ALL _Pragma("GCC unroll 64")
 /* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
  * __builtin_shufflevector; the halves are loaded straight into the two
@@ -271,7 +275,9 @@ FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
 {
     typedef FN(km_vt) V;
     typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV, H = KM_HALF_JOIN && VL == 8 ? VL / 2 : VL };
+    enum { VL = (int)KM_TV };
+    /* Half rows joined: float32, and float64 below d = 8 (see above). */
+    const int H = KM_HALF_JOIN && (VL == 8 || d < 8) ? VL / 2 : VL;
     /* lo/hi interleave the first/second halves of two vectors within each
      * group of H lanes (H = VL: the whole vector). */
     VM lo, hi;
