@@ -223,7 +223,28 @@
  *   0.63; d = 8: 1.11 (8, f64), 0.70 (8, f32), 1.10 (16, f64), 1.12 (32,
  *   f64), 0.96 (32, f32): the small-d kernel keeps d <= 8 (its table above
  *   is unchanged); at d = 8 and K > 16 the lanes kernel takes the tile's
- *   place.
+ *   place.  Seventh round: where the centers are one block of Q vectors
+ *   (K <= W: float32 K = 9-32 and float64 K = 5-16 with 32-byte vectors;
+ *   the x86 instances: SSE, and AVX on the v3 and v4 clones)
+ *   a point's label is the lowest index whose score equals the smallest
+ *   (cv_first_min in kmeans_cv_impl.h: minps/minpd, then movmskps and the
+ *   lowest set bit; the same labels wherever no score is NaN) instead of
+ *   each lane's strict-< selects and two lane reductions.  perf (main's
+ *   code, d = 16, K = 32, float32, N = 1e6, 1 thread): the multiply-add
+ *   loop ran at its bound (64 per row on 2 pipes) and the per-point
+ *   bookkeeping was a third of the kernel's samples.  Measured (C harness,
+ *   -O3, 1 thread, 3-5 alternating rounds, main / this, medians, labels and
+ *   center bits identical): d = 16, K = 32, float32: 1.09 (N = 1e6, 16:08
+ *   UTC, load 5; 2 threads, OMP_WAIT_POLICY=PASSIVE, CPU time: 1.15);
+ *   N = 2e5, 16:09 UTC, load 4.5-5: d = 16: 1.14 (K = 16, f32), 1.07 (16,
+ *   f64); d = 20, K = 12, f32: 1.13; d = 12, K = 24, f32: 1.12; d = 32,
+ *   K = 32, f32: 1.06; d = 64, K = 32, f32: 1.07; d = 130, K = 17, f32:
+ *   1.00; rows with several blocks or the one-vector form (unchanged
+ *   code): 0.96-1.01; AVX2 level (-march=x86-64-v3 -DML_DISPATCH_LEVEL=3,
+ *   16:46 UTC): 1.13 (d = 16, K = 32, f32, N = 1e6), 1.13 (16, 16, f64,
+ *   N = 2e5).  Fusing the sums into this form (as cv_body1 does)
+ *   measured 1.06 with the rows in L2 but 0.92 at N = 1e6 (0.99 with a
+ *   software prefetch 16 steps ahead): not kept.
  * ML_KM_LANES_P32(Q), ML_KM_LANES_P16(Q): points per step of that kernel
  *   for Q center vectors per block (Q = 1, 2, 4: the fewest that hold K
  *   centers, else 4 and several blocks), with 32 vector registers (AVX-512)

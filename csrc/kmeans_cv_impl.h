@@ -18,6 +18,28 @@
 #define CV_CAT3(a, b, c) CV_CAT3_(a, b, c)
 #define CVN(name) CV_CAT3(name, SFX, CV_VB)
 #define CV_VL ((int)(CV_VB / sizeof(REAL)))
+/* x86 with SSE (16-byte vectors) or AVX (32, on the x86-64-v3 and v4
+ * clones): cv_first_min's instructions, as intrinsics (GCC declares the AVX
+ * builtins only where AVX is enabled), and its target. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && CV_VB == 16
+#include <immintrin.h>
+#define CV_X86 1
+#define CV_TGT
+#define CV_MINPS(a, b) _mm_min_ps((__m128)(a), (__m128)(b))
+#define CV_MINPD(a, b) _mm_min_pd((__m128d)(a), (__m128d)(b))
+#define CV_MOVMSK(v) _mm_movemask_ps((__m128)(v))
+#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && CV_VB == 32 && \
+    ML_HAVE_CLONES
+#include <immintrin.h>
+#define CV_X86 1
+#define CV_TGT ML_TARGET_V3
+#define CV_MINPS(a, b) _mm256_min_ps((__m256)(a), (__m256)(b))
+#define CV_MINPD(a, b) _mm256_min_pd((__m256d)(a), (__m256d)(b))
+#define CV_MOVMSK(v) _mm256_movemask_ps((__m256)(v))
+#else
+#define CV_X86 0
+#define CV_TGT
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #define CV_UNROLL _Pragma("GCC unroll 16")
 #elif defined(__clang__)
@@ -131,6 +153,40 @@ CVN(cv_lane_argmin)(const CVN(km_cv) *bsp, const CVN(km_cvi) *bkp,
     return (int32_t)k[0];
 }
 
+/* The label of one point from its Q score vectors when the centers are one
+ * block (nb = 1: center q CV_VL + l in lane l of vector q) on x86 (CV_X86):
+ * the smallest score m (a tree of minps/minpd, then across the lanes), the
+ * vectors' lanes equal to m as one integer of sign bits (movmskps: one bit
+ * per 4 bytes, so a float64 lane gives two), and its lowest set bit: the
+ * lowest center index with the smallest score.  Without NaN scores (the
+ * callers reject non-finite data and bound its magnitude) that is the label
+ * cv_acc_min and cv_lane_argmin give (each lane's first minimum in
+ * increasing q, then the lowest index among the lanes that hold the
+ * minimum: the same first minimum), for about half their vector operations:
+ * a minimum is one instruction where a strict < and its two selects are
+ * three, and the index search runs on the integer units.  No equal lane
+ * (NaN scores only): label 0, in range. */
+#if CV_X86
+CV_TGT static ML_ALWAYS_INLINE int32_t
+CVN(cv_first_min)(const CVN(km_cv) *a, const CVN(km_cvi) *lanep, const int Q)
+{
+    typedef CVN(km_cv) V;
+    typedef CVN(km_cvi) VI;
+#define CV_MIN(x, y) (sizeof(REAL) == 4 ? (V)CV_MINPS(x, y) : (V)CV_MINPD(x, y))
+    V m = Q >= 2 ? CV_MIN(a[0], a[1]) : a[0];
+    if (Q == 4) m = CV_MIN(m, CV_MIN(a[2], a[3]));
+    else if (Q == 3) m = CV_MIN(m, a[2]);
+    CV_UNROLL
+    for (int s = CV_VL / 2; s >= 1; s /= 2) m = CV_MIN(ML_SHUFFLE(m, *lanep ^ s), m);
+#undef CV_MIN
+    uint64_t bits = 0;
+    CV_UNROLL
+    for (int q = 0; q < Q; ++q)
+        bits |= (uint64_t)(unsigned)CV_MOVMSK((VI)(a[q] == m)) << (q * (CV_VB / 4));
+    return bits ? (int32_t)(__builtin_ctzll(bits) / (sizeof(REAL) / 4)) : 0;
+}
+#endif
+
 /* t[k] lane p = a[p] lane k for CV_VL vectors: log2 CV_VL rounds of
  * two-source interleaves (constant patterns), in registers. */
 static ML_ALWAYS_INLINE void
@@ -238,7 +294,7 @@ CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
             FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
 }
 
-static ML_ALWAYS_INLINE void
+CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
              const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
              const int P, const int Q)
@@ -255,6 +311,16 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         /* Rows past the chunk's end repeat its row b0 (labels discarded). */
         CV_UNROLL
         for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
+#if CV_X86
+        if (nb == 1) {  /* one block: cv_first_min, the same labels */
+            V acc[KM_CV_MAXP][KM_CV_MAXQ];
+            CVN(cv_acc_init)(acc, ct, P, Q);
+            CVN(cv_acc_dot)(acc, xp, ct + W, d, W, P, Q, NULL, 0);
+            CV_UNROLL
+            for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_first_min)(acc[p], &lane, Q);
+            continue;
+        }
+#endif
         V bs[KM_CV_MAXP];
         VI bk[KM_CV_MAXP];
         for (ptrdiff_t blk = 0; blk < nb; ++blk) {
@@ -417,6 +483,11 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 #pragma GCC diagnostic pop
 #endif
 
+#undef CV_X86
+#undef CV_TGT
+#undef CV_MINPS
+#undef CV_MINPD
+#undef CV_MOVMSK
 #undef CV_CAT3_
 #undef CV_CAT3
 #undef CVN
