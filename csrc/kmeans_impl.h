@@ -1751,8 +1751,13 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
-        /* The one-vector lanes kernel adds the sums as it labels. */
-        const int fused = acc && !hs && ws->lanes_sums;
+        /* The one-vector lanes kernel adds the sums as it labels.  It is
+         * compiled with contraction on (its scores are fused as the tile's),
+         * so a float64 row times its weight would be fused into the sum and
+         * differ from accum's in the last bit: weighted float64 chunks take
+         * accum.  (A float32 row times its weight is exact in float64.) */
+        const int fused = acc && !hs && ws->lanes_sums &&
+                          (!wc || sizeof(REAL) < sizeof(double));
         if (fused)
             ws->lanes_sums(Xc, wc, m, d, ws->ct, newlab, acc, copies,
                            ws->acc_stride, ws->K);

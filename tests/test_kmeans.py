@@ -390,6 +390,28 @@ def test_small_d_kernel_bitwise_tile_on_distinct_coordinates(dtype, d):
             assert len(np.unique(small)) > 1
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [4, 12, 16, 32])
+def test_weighted_sums_same_bits_on_every_path(dtype, d):
+    """The per-cluster sums do not depend on the pass that labelled the rows:
+    with real-valued weights (products that round in float64), Lloyd's pass
+    (whose one-vector lanes kernel can add the sums as it labels), the tile
+    and the pruned pass give the same centers, bit for bit."""
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(3001, d)).astype(dtype)
+    w = rng.uniform(0.1, 3.0, size=len(X)).astype(dtype)
+    for K in (3, 8):
+        init = X[rng.choice(len(X), K, replace=False)].copy()
+        runs = []
+        for fit, method in ((_k.lloyd, "auto"), (_k.lloyd, "tile"), (_k.hamerly, "auto")):
+            C = init.copy()
+            lab = fit(X, w, C, 15, 0.0, method, 2)[0]
+            runs.append((lab, C))
+        for lab, C in runs[1:]:
+            np.testing.assert_array_equal(lab, runs[0][0])
+            assert C.tobytes() == runs[0][1].tobytes()
+
+
 def test_kernel_table():
     """The one table in csrc/kmeans.h: small-d kernel for d <= 8 and K <= 64
     (its d = 16 instance only when forced: the lanes kernel's one-vector form
