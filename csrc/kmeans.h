@@ -357,6 +357,9 @@
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_V4_WIDE
+#define ML_KM_SMALL_V4_WIDE(d, itemsize) ((d) <= 3)
+#endif
 #ifndef ML_KM_SMALL_PREFETCH_BYTES
 #define ML_KM_SMALL_PREFETCH_BYTES 2048
 #endif
