@@ -358,7 +358,7 @@
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
 #ifndef ML_KM_SMALL_V4_WIDE
-#define ML_KM_SMALL_V4_WIDE(d, itemsize) ((d) <= 3)
+#define ML_KM_SMALL_V4_WIDE(d, itemsize) ((d) != 4 && ((itemsize) == 8 || (d) != 8))
 #endif
 #ifndef ML_KM_SMALL_PREFETCH_BYTES
 #define ML_KM_SMALL_PREFETCH_BYTES 2048

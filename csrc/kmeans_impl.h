@@ -247,8 +247,9 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 /* One clone per d = 1..ML_KM_SMALL_KERNEL_D and ML_KM_SMALL_EXTRA_D (row-packed
  * sums only up to ML_KM_SMALL_KERNEL_D; d a constant: the loops over the
  * coordinates and point vectors unroll into registers), and on AVX-512 the
- * 64-byte instance for d = 1..ML_KM_SMALL_KERNEL_D (small_v4z_d*: compiled
- * for x86-64-v4 only, picked by small_for). */
+ * 64-byte instance (small_v4z_d*: compiled for x86-64-v4 only, picked by
+ * small_for where ML_KM_SMALL_V4_WIDE says; none at d = 4, which it never
+ * picks). */
 #if KM_HAVE_VEC
 #define KM_SMALL_BODY(VB) KM_CAT(KM_CAT(small_body, SFX), VB)
 #else
@@ -274,7 +275,6 @@ KM_SMALL_FN(ML_CLONES, small_d, 32, 16)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 1)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 2)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 3)
-KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 4)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 5)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 6)
 KM_SMALL_FN(ML_TARGET_V4, small_v4z_d, 64, 7)
@@ -569,10 +569,9 @@ static FN(km_small_fn) FN(small_for)(ptrdiff_t d)
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
 #if KM_SMALL_V4
     static const FN(km_small_fn) v4z[ML_KM_SMALL_KERNEL_D + 1] = {
-        NULL, FN(small_v4z_d1), FN(small_v4z_d2), FN(small_v4z_d3),
-        FN(small_v4z_d4), FN(small_v4z_d5), FN(small_v4z_d6),
-        FN(small_v4z_d7), FN(small_v4z_d8)};
-    if (d >= 1 && d <= ML_KM_SMALL_KERNEL_D && ml_simd_level() >= 4 &&
+        NULL, FN(small_v4z_d1), FN(small_v4z_d2), FN(small_v4z_d3), NULL,
+        FN(small_v4z_d5), FN(small_v4z_d6), FN(small_v4z_d7), FN(small_v4z_d8)};
+    if (d >= 1 && d <= ML_KM_SMALL_KERNEL_D && v4z[d] && ml_simd_level() >= 4 &&
         ML_KM_SMALL_V4_WIDE(d, sizeof(REAL)))
         return v4z[d];
 #endif
