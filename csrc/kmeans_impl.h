@@ -248,8 +248,8 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
  * sums only up to ML_KM_SMALL_KERNEL_D; d a constant: the loops over the
  * coordinates and point vectors unroll into registers), and on AVX-512 the
  * 64-byte instance (small_v4z_d*: compiled for x86-64-v4 only, picked by
- * small_for where ML_KM_SMALL_V4_WIDE says; none at d = 4, which it never
- * picks). */
+ * small_for where ML_KM_SMALL_V4_WIDE says; only the d and dtype it can
+ * pick: float64, d = 1, 2). */
 #if KM_HAVE_VEC
 #define KM_SMALL_BODY(VB) KM_CAT(KM_CAT(small_body, SFX), VB)
 #else
@@ -270,18 +270,14 @@ KM_SMALL_FN(ML_CLONES, small_d, 32, 6)
 KM_SMALL_FN(ML_CLONES, small_d, 32, 7)
 KM_SMALL_FN(ML_CLONES, small_d, 32, 8)
 KM_SMALL_FN(ML_CLONES, small_d, 32, 16)
-#if KM_HAVE_VEC && ML_HAVE_CLONES
+#if KM_HAVE_VEC && ML_HAVE_CLONES && KM_CAT(KM_F64, SFX)
 #define KM_SMALL_V4 1
-/* Entry at a 64-byte boundary: the same code measured 1.0 or 1.2 against
- * the 32-byte clones (float32, d = 1..3, K = 8) as its address moved. */
+/* Entry at a 64-byte boundary: the same code measured 1.0 or 1.1-1.2
+ * against the 32-byte clones as its address moved (C harness built -O2,
+ * float32, d = 1..3, K = 8). */
 #define KM_SMALL_V4_TGT ML_TARGET_V4 __attribute__((aligned(64)))
 KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 1)
 KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 2)
-KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 3)
-KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 5)
-KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 6)
-KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 7)
-KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 8)
 #else
 #define KM_SMALL_V4 0
 #endif
@@ -573,8 +569,8 @@ static FN(km_small_fn) FN(small_for)(ptrdiff_t d)
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
 #if KM_SMALL_V4
     static const FN(km_small_fn) v4z[ML_KM_SMALL_KERNEL_D + 1] = {
-        NULL, FN(small_v4z_d1), FN(small_v4z_d2), FN(small_v4z_d3), NULL,
-        FN(small_v4z_d5), FN(small_v4z_d6), FN(small_v4z_d7), FN(small_v4z_d8)};
+        NULL, FN(small_v4z_d1), FN(small_v4z_d2), NULL, NULL, NULL, NULL,
+        NULL, NULL};
     if (d >= 1 && d <= ML_KM_SMALL_KERNEL_D && v4z[d] && ml_simd_level() >= 4 &&
         ML_KM_SMALL_V4_WIDE(d, sizeof(REAL)))
         return v4z[d];
