@@ -198,8 +198,8 @@
  *   64-byte vectors (ML_KM_VECTOR_BYTES = 64 in a copy of the tree, so
  *   8 float64 points per vector on the AVX-512 clone): d = 1 1.25, d = 2
  *   1.10, d = 3 1.01; 2 threads (wall, PASSIVE) d = 2 1.09, d = 3 1.17
- *   (built -O2); made in the next item (ML_KM_SMALL_V4_WIDE), where -O3
- *   gives much less.
+ *   (build flags not recorded); made in the next item
+ *   (ML_KM_SMALL_V4_WIDE), where -O3 gives much less.
  * ML_KM_SMALL_V4_WIDE(d, itemsize): where the small-d kernel runs its
  *   64-byte instance (zmm: 8 float64 or 16 float32 points per vector;
  *   kmeans_small_impl.h compiled a second time for x86-64-v4 only, picked
@@ -217,8 +217,8 @@
  *   at d = 1, 2.  So float64 at d <= 2 only.  Built -O2 (the harness's
  *   build line), where GCC leaves the point-vector loop rolled and the
  *   points and minima in memory, the 64-byte form gained 1.07-1.17 at
- *   d = 1..3 and up to 1.29 at K = 32: the earlier figures (above) were
- *   -O2 ones and do not hold for the wheel.  Not timed on other CPUs.
+ *   d = 1..3 and up to 1.29 at K = 32: the earlier figures (above) match
+ *   this -O2 build, not the wheel.  Not timed on other CPUs.
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
