@@ -197,9 +197,28 @@
  *   row on the load/store ports.  Unrolling the center loop by 2: 0.98-1.02.
  *   64-byte vectors (ML_KM_VECTOR_BYTES = 64 in a copy of the tree, so
  *   8 float64 points per vector on the AVX-512 clone): d = 1 1.25, d = 2
- *   1.10, d = 3 1.01; 2 threads (wall, PASSIVE) d = 2 1.09, d = 3 1.17;
- *   not made: it needs a per-ISA copy of the small-d kernel (the
- *   vector type is shared by the clones).
+ *   1.10, d = 3 1.01; 2 threads (wall, PASSIVE) d = 2 1.09, d = 3 1.17
+ *   (build flags not recorded); made in the next item
+ *   (ML_KM_SMALL_V4_WIDE), where -O3 gives much less.
+ * ML_KM_SMALL_V4_WIDE(d, itemsize): where the small-d kernel runs its
+ *   64-byte instance (zmm: 8 float64 or 16 float32 points per vector;
+ *   kmeans_small_impl.h compiled a second time for x86-64-v4 only, picked
+ *   by small_for on AVX-512 CPUs) instead of the 32-byte clones.  The same
+ *   operations per lane: labels and center bits identical (C harness grid
+ *   d = 1..9, 16, K = 1, 2, 3, 8, 17, 32, 64, both dtypes, N = 20011,
+ *   1 and 2 threads, -O2 and -O3).  Seventh round, C harness, N = 1e6,
+ *   1 thread, CPU time, 32-byte / 64-byte, medians of 3-5 alternating
+ *   rounds, load 1-6 (per-round ratios moved +-10% on unchanged rows):
+ *   built -O3 -fPIC as the wheel is (16:56-17:12 UTC): float64 K = 8:
+ *   d = 1 1.01-1.05, 2 1.00-1.04, 3 0.97-1.00, 5 1.00-1.02, 6 0.98, 7
+ *   1.03-1.09, 8 0.89-1.00; K = 32: d = 1 1.09-1.10, 2 1.01-1.03, 3 1.06,
+ *   7 1.14; float32 K = 8: d = 1 0.93-1.07, 2 0.98-1.05, 3 0.82-0.94, 5
+ *   0.90-1.35, 8 0.88-0.90; 2 threads (wall, PASSIVE) within +-5% of 1
+ *   at d = 1, 2.  So float64 at d <= 2 only.  Built -O2 (the harness's
+ *   build line), where GCC leaves the point-vector loop rolled and the
+ *   points and minima in memory, the 64-byte form gained 1.07-1.17 at
+ *   d = 1..3 and up to 1.29 at K = 32: the earlier figures (above) match
+ *   this -O2 build, not the wheel.  Not timed on other CPUs.
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16
@@ -378,6 +397,9 @@
 #define ML_KM_SMALL_STEP_VECTORS(d) \
     ((d) <= ML_KM_SMALL_WIDE_D ? 4 : (d) <= ML_KM_SMALL_KERNEL_D ? 2 : 1)
 #define ML_KM_SMALL_MAX_UNROLL 4
+#ifndef ML_KM_SMALL_V4_WIDE
+#define ML_KM_SMALL_V4_WIDE(d, itemsize) ((d) <= 2 && (itemsize) == 8)
+#endif
 #ifndef ML_KM_SMALL_PREFETCH_BYTES
 #define ML_KM_SMALL_PREFETCH_BYTES 2048
 #endif

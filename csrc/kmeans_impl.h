@@ -210,264 +210,17 @@ KM_TILE_FN(tile_any, d, d)
  * for bit, so a run does not depend on which kernel served it.
  * ------------------------------------------------------------------------- */
 #if KM_HAVE_VEC
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-/* x[j] (j < d, d a multiple of KM_TV) = coordinate j of the KM_TV rows at
- * Xs, lane p holding row p: each block of KM_TV coordinates is read as
- * KM_TV row vectors and transposed in registers (log2 KM_TV rounds of
- * two-source interleaves, whose patterns are constants).  Setting the
- * lanes one at a time went through the stack at these d (the scalar stores
- * stalled the vector loads behind them: roughly a third of the kernel's samples
- * at d = 8, K = 8, float64, N = 1e6).  Measured (C harness, K = 8, 1
- * thread, load 16, before / after): N = 16384 (rows in L2, 30 repeats):
- * d = 4: 1.02 (f64), 1.01 (f32); d = 8: 1.06 (f64), 1.03 (f32); N = 2e5:
- * between 0.74 and 1.34 from run to run at that load.  A small gain, not
- * the 40%: out of L2 the loads wait on memory either way.  For the other
- * d the same idea (each coordinate merged from the vectors that hold its
- * lanes) was slower, 0.51-0.95 at N = 2e5 except d = 5, f32 (1.15), and
- * is not used.  Values are moved, never computed: the scores and labels
- * do not change.  Sixth round, float32 (KM_TV = 8): the rows are read as
- * 16-byte halves, rows p and p + 4 joined in one register
- * (small_join), then transposed within each 16-byte lane (2 rounds of
- * in-lane interleaves instead of 3 rounds of cross-lane permutes).  C
- * harness, 1 thread, 13:09-13:12 UTC, load 6.5-7.5, before / after, bits
- * identical: d = 8, K = 8: 1.04-1.06 (N = 1e6), 1.05 (rows in L2); K = 32:
- * 1.03; d = 16, K = 8: 1.00.  float64 (4 lanes: 2 joins and 2 in-lane
- * rounds against 2 rounds of permutes, the same count) lost at d = 8,
- * K = 32 (0.86-0.89, the center loop's registers), so d = 8 keeps the
- * whole-vector form.  Seventh round, float64 at d = 4 (C harness, 1
- * thread, 16:05 UTC, load 2.8-2.9, main / joined, best of 5 rounds of 200
- * repeats, bits identical): K = 8: 1.08 (rows in L2), 1.10 (N = 1e6);
- * K = 3: 1.05; K = 32: 1.02-1.03; K = 64: 1.02, so d < 8 joins; d = 8
- * measured again: 0.985 (K = 8), 0.88 (K = 32). */
-#define KM_UNROLL_ALL _Pragma("GCC unroll 64")
-/* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
- * __builtin_shufflevector; the halves are loaded straight into the two
- * lanes of a register). */
-#if !defined(KM_F64_f64)
-#define KM_F64_f64 1
-#define KM_F64_f32 0
-#endif
-#if (defined(__clang__) || __GNUC__ >= 12) && ML_KM_VECTOR_BYTES == 32
-#define KM_HALF_JOIN 1
-static ML_ALWAYS_INLINE void
-FN(small_join)(FN(km_vt) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
-               const REAL *ML_RESTRICT hi)
-{
-    typedef REAL Vh __attribute__((vector_size(16)));
-    Vh a, b;
-    memcpy(&a, lo, sizeof a);
-    memcpy(&b, hi, sizeof b);
-#if KM_CAT(KM_F64, SFX)
-    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3);
-#else
-    *out = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
-#endif
-}
-#else
-#define KM_HALF_JOIN 0
-#endif
-static ML_ALWAYS_INLINE void
-FN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
-                    FN(km_vt) *ML_RESTRICT x)
-{
-    typedef FN(km_vt) V;
-    typedef FN(km_vi) VM;
-    enum { VL = (int)KM_TV };
-    /* Half rows joined: float32, and float64 below d = 8 (see above). */
-    const int H = KM_HALF_JOIN && (VL == 8 || d < 8) ? VL / 2 : VL;
-    /* lo/hi interleave the first/second halves of two vectors within each
-     * group of H lanes (H = VL: the whole vector). */
-    VM lo, hi;
-    KM_UNROLL_ALL
-    for (int g = 0; g < VL; g += H)
-        KM_UNROLL_ALL
-        for (int t = 0; t < H / 2; ++t) {
-            lo[g + 2 * t] = g + t;
-            lo[g + 2 * t + 1] = VL + g + t;
-            hi[g + 2 * t] = g + H / 2 + t;
-            hi[g + 2 * t + 1] = VL + g + H / 2 + t;
-        }
-    KM_UNROLL_ALL
-    for (ptrdiff_t c = 0; c < d / H; ++c) {
-        /* r[p]: H values of rows p, p + H, ... (one group each). */
-        V r[VL], nr[VL];
-        KM_UNROLL_ALL
-        for (int p = 0; p < H; ++p) {
-#if KM_HALF_JOIN
-            if (H < VL) {
-                FN(small_join)(&r[p], Xs + p * d + c * H, Xs + (p + H) * d + c * H);
-                continue;
-            }
-#endif
-            memcpy(&r[p], Xs + p * d + c * H, sizeof(V));
-        }
-        KM_UNROLL_ALL
-        for (int h = 1; h < H; h *= 2) {
-            KM_UNROLL_ALL
-            for (int i = 0; i < H / 2; ++i) {
-                nr[2 * i] = ML_SHUFFLE2(r[i], r[i + H / 2], lo);
-                nr[2 * i + 1] = ML_SHUFFLE2(r[i], r[i + H / 2], hi);
-            }
-            KM_UNROLL_ALL
-            for (int p = 0; p < H; ++p) r[p] = nr[p];
-        }
-        KM_UNROLL_ALL
-        for (int j = 0; j < H; ++j) x[c * H + j] = r[j];
-    }
-}
-#undef KM_UNROLL_ALL
-
-/* x[v][j] = coordinate j of the KM_TV rows of point vector v of the step at
- * row b0 (mt of its nv * KM_TV rows are in the chunk; the others read 0). */
-static ML_ALWAYS_INLINE void
-FN(small_load)(const REAL *ML_RESTRICT X, ptrdiff_t b0, ptrdiff_t mt,
-               const ptrdiff_t d, const int nv,
-               FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D])
-{
-    typedef FN(km_vt) V;
-    const ptrdiff_t tp = nv * KM_TV;
-    if (mt == tp && d % KM_TV == 0) {
-        /* Whole blocks of KM_TV coordinates: the rows loaded as vectors
-         * and transposed in registers (small_transpose). */
-        for (int v = 0; v < nv; ++v)
-            FN(small_transpose)(X + (b0 + v * KM_TV) * d, d, x[v]);
-    } else if (mt == tp) {
-        /* Lanes set in registers: a transpose through memory would
-         * stall every vector load on the scalar stores before it. */
-        for (int v = 0; v < nv; ++v)
-            for (ptrdiff_t j = 0; j < d; ++j)
-                for (ptrdiff_t p = 0; p < KM_TV; ++p)
-                    x[v][j][p] = X[(b0 + v * KM_TV + p) * d + j];
-    } else {
-        REAL xt[ML_KM_SMALL_EXTRA_D][ML_KM_SMALL_STEP_VECTORS(1) * KM_TV];
-        for (ptrdiff_t p = 0; p < tp; ++p)
-            for (ptrdiff_t j = 0; j < d; ++j)
-                xt[j][p] = p < mt ? X[(b0 + p) * d + j] : 0;
-        for (int v = 0; v < nv; ++v)
-            for (ptrdiff_t j = 0; j < d; ++j)
-                memcpy(&x[v][j], &xt[j][v * KM_TV], sizeof(V));
-    }
-}
-
-/* The labels of the step's mt rows (of nv * KM_TV) out of the lane labels. */
-static ML_ALWAYS_INLINE void
-FN(small_store)(const FN(km_vi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
-                const int nv, int32_t *ML_RESTRICT lab)
-{
-    if (mt == nv * KM_TV) {
-        for (int v = 0; v < nv; ++v) {
-            const FN(km_vl) l = __builtin_convertvector(bk[v], FN(km_vl));
-            memcpy(lab + v * KM_TV, &l, sizeof l);
-        }
-    } else {
-        for (int v = 0; v < nv; ++v)
-            for (ptrdiff_t p = 0; p < KM_TV; ++p)
-                if (v * KM_TV + p < mt) lab[v * KM_TV + p] = (int32_t)bk[v][p];
-    }
-}
-
-/* The scores of the nu centers at c (rows of cpk) for the step's nv point
- * vectors, then each lane's running minimum and label updated with them in
- * increasing k (*kvp: the first one's index in every lane, advanced past
- * them).  Each score is one chain of
- * multiply-adds (the norm, then j in order), so a lone center leaves the
- * FMA units waiting on its chain's latency (d chained multiply-adds at
- * 4 cycles each); nu = ML_KM_SMALL_CENTER_UNROLL(d) centers give nu * nv
- * independent chains, interleaved coordinate by coordinate.  Every score is
- * the same sequence of operations as with nu = 1, and the comparisons come
- * in the same order: the labels do not depend on nu. */
-static ML_ALWAYS_INLINE void
-FN(small_centers)(FN(km_vt) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
-                  const REAL *ML_RESTRICT c, const ptrdiff_t d, const int nv,
-                  const int nu, FN(km_vi) *ML_RESTRICT kvp, FN(km_vt) *ML_RESTRICT bs,
-                  FN(km_vi) *ML_RESTRICT bk)
-{
-    typedef FN(km_vt) V;
-    typedef FN(km_vi) VM;
-    V a[ML_KM_SMALL_MAX_UNROLL][ML_KM_SMALL_STEP_VECTORS(1)];
-    VM kv = *kvp;
-    if (nu == 1) {
-        /* One center: each point vector's chain, then its comparison (the
-         * order main's kernel had; the scores-first order below was 3-9%
-         * slower at d = 2 and 3). */
-        for (int v = 0; v < nv; ++v) {
-            V s = c[0] - (V){0};
-            for (ptrdiff_t j = 0; j < d; ++j) s += x[v][j] * (c[1 + j] - (V){0});
-            const VM lt = (VM)(s < bs[v]);
-            bs[v] = (V)((lt & (VM)s) | (~lt & (VM)bs[v]));
-            bk[v] = (lt & kv) | (~lt & bk[v]);
-        }
-        *kvp = kv + 1;
-        return;
-    }
-    for (int u = 0; u < nu; ++u)
-        for (int v = 0; v < nv; ++v) a[u][v] = c[u * (d + 1)] - (V){0};
-    for (ptrdiff_t j = 0; j < d; ++j)
-        for (int u = 0; u < nu; ++u) {
-            const V cj = c[u * (d + 1) + 1 + j] - (V){0};
-            for (int v = 0; v < nv; ++v) a[u][v] += x[v][j] * cj;
-        }
-    for (int u = 0; u < nu; ++u, kv += 1)
-        for (int v = 0; v < nv; ++v) {
-            const VM lt = (VM)(a[u][v] < bs[v]);
-            bs[v] = (V)((lt & (VM)a[u][v]) | (~lt & (VM)bs[v]));
-            bk[v] = (lt & kv) | (~lt & bk[v]);
-        }
-    *kvp = kv;
-}
-
-/* The lines ML_KM_SMALL_PREFETCH_BYTES past the step's nvals values at xs
- * asked for ahead of use (the stream is read once, in order; an address
- * past the data is harmless: a prefetch never faults, and it is formed as
- * an integer). */
-static ML_ALWAYS_INLINE void
-FN(small_prefetch)(const REAL *xs, const ptrdiff_t nvals)
-{
-#if ML_KM_SMALL_PREFETCH_BYTES > 0
-    const uintptr_t a = (uintptr_t)xs + ML_KM_SMALL_PREFETCH_BYTES;
-    for (ptrdiff_t o = 0; o < nvals * (ptrdiff_t)sizeof(REAL); o += 64)
-        ML_PREFETCH((const void *)(a + (uintptr_t)o));
-#else
-    (void)xs;
-    (void)nvals;
-#endif
-}
-
-static ML_ALWAYS_INLINE void
-FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
-               const REAL *ML_RESTRICT cpk, ptrdiff_t K,
-               int32_t *ML_RESTRICT lab)
-{
-    typedef FN(km_vt) V;
-    typedef FN(km_vi) VM;
-    const int nv = ML_KM_SMALL_STEP_VECTORS(d), ku = ML_KM_SMALL_CENTER_UNROLL(d);
-    const ptrdiff_t tp = nv * KM_TV;
-    const V inf = (REAL)INFINITY - (V){0};
-    for (ptrdiff_t b0 = 0; b0 < m; b0 += tp) {
-        const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
-        V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
-        V bs[ML_KM_SMALL_STEP_VECTORS(1)];
-        VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
-        FN(small_prefetch)(X + b0 * d, tp * d);
-        FN(small_load)(X, b0, mt, d, nv, x);
-        for (int v = 0; v < nv; ++v) {
-            bs[v] = inf;
-            bk[v] = (VM){0};
-        }
-        VM kv = (VM){0};
-        ptrdiff_t k = 0;
-        for (; k + ku <= K; k += ku)
-            FN(small_centers)(x, cpk + k * (d + 1), d, nv, ku, &kv, bs, bk);
-        for (; k < K; ++k)
-            FN(small_centers)(x, cpk + k * (d + 1), d, nv, 1, &kv, bs, bk);
-        FN(small_store)(bk, mt, nv, lab + b0);
-    }
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
+/* One text (kmeans_small_impl.h), two vector widths: 32 bytes for the clones
+ * (one ymm register on AVX2 and AVX-512, two xmm on the baseline), 64 bytes
+ * (zmm) for the AVX-512 instance that small_for picks where it measured
+ * faster (ML_KM_SMALL_V4_WIDE in kmeans.h). */
+#define SM_VB 32
+#include "kmeans_small_impl.h"
+#undef SM_VB
+#if ML_HAVE_CLONES
+#define SM_VB 64
+#include "kmeans_small_impl.h"
+#undef SM_VB
 #endif
 #else
 /* Portable form: the same scores, one point and one center at a time. */
@@ -493,24 +246,44 @@ FN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 
 /* One clone per d = 1..ML_KM_SMALL_KERNEL_D and ML_KM_SMALL_EXTRA_D (row-packed
  * sums only up to ML_KM_SMALL_KERNEL_D; d a constant: the loops over the
- * coordinates and point vectors unroll into registers). */
-#define KM_SMALL_FN(DV)                                                       \
-    ML_CLONES static void FN(small_d##DV)(const REAL *X, ptrdiff_t m,         \
-                                          const REAL *cpk, ptrdiff_t K,       \
-                                          int32_t *lab)                       \
+ * coordinates and point vectors unroll into registers), and on AVX-512 the
+ * 64-byte instance (small_v4z_d*: compiled for x86-64-v4 only, picked by
+ * small_for where ML_KM_SMALL_V4_WIDE says; only the d and dtype it can
+ * pick: float64, d = 1, 2). */
+#if KM_HAVE_VEC
+#define KM_SMALL_BODY(VB) KM_CAT(KM_CAT(small_body, SFX), VB)
+#else
+#define KM_SMALL_BODY(VB) FN(small_body)
+#endif
+#define KM_SMALL_FN(TGT, NAME, VB, DV)                                        \
+    TGT static void FN(NAME##DV)(const REAL *X, ptrdiff_t m,                  \
+                                 const REAL *cpk, ptrdiff_t K, int32_t *lab)  \
     {                                                                         \
-        FN(small_body)(X, m, DV, cpk, K, lab);                                \
+        KM_SMALL_BODY(VB)(X, m, DV, cpk, K, lab);                             \
     }
-KM_SMALL_FN(1)
-KM_SMALL_FN(2)
-KM_SMALL_FN(3)
-KM_SMALL_FN(4)
-KM_SMALL_FN(5)
-KM_SMALL_FN(6)
-KM_SMALL_FN(7)
-KM_SMALL_FN(8)
-KM_SMALL_FN(16)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 1)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 2)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 3)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 4)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 5)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 6)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 7)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 8)
+KM_SMALL_FN(ML_CLONES, small_d, 32, 16)
+#if KM_HAVE_VEC && ML_HAVE_CLONES && KM_CAT(KM_F64, SFX)
+#define KM_SMALL_V4 1
+/* Entry at a 64-byte boundary: the same code measured 1.0 or 1.1-1.2
+ * against the 32-byte clones as its address moved (C harness built -O2,
+ * float32, d = 1..3, K = 8). */
+#define KM_SMALL_V4_TGT ML_TARGET_V4 __attribute__((aligned(64)))
+KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 1)
+KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 2)
+#else
+#define KM_SMALL_V4 0
+#endif
 #undef KM_SMALL_FN
+#undef KM_SMALL_BODY
+#undef KM_SMALL_V4_TGT
 
 /* ---------------------------------------------------------------------------
  * The centers-across-lanes kernel (ML_KM_LANES_*; d = 9..128, K <= 64 by
@@ -794,9 +567,18 @@ static FN(km_small_fn) FN(small_for)(ptrdiff_t d)
     static const FN(km_small_fn) by_d[ML_KM_SMALL_KERNEL_D + 1] = {
         NULL, FN(small_d1), FN(small_d2), FN(small_d3), FN(small_d4),
         FN(small_d5), FN(small_d6), FN(small_d7), FN(small_d8)};
+#if KM_SMALL_V4
+    static const FN(km_small_fn) v4z[ML_KM_SMALL_KERNEL_D + 1] = {
+        NULL, FN(small_v4z_d1), FN(small_v4z_d2), NULL, NULL, NULL, NULL,
+        NULL, NULL};
+    if (d >= 1 && d <= ML_KM_SMALL_KERNEL_D && v4z[d] && ml_simd_level() >= 4 &&
+        ML_KM_SMALL_V4_WIDE(d, sizeof(REAL)))
+        return v4z[d];
+#endif
     if (d == ML_KM_SMALL_EXTRA_D) return FN(small_d16);
     return d <= ML_KM_SMALL_KERNEL_D ? by_d[d] : NULL;
 }
+#undef KM_SMALL_V4
 
 /* GEMM path: nearest (and second nearest) over the columns of P (m x K,
  * column-major) plus cn, vectorized over the points. */
