@@ -3,9 +3,14 @@
  * no BLAS (the C core only).  Build it against any checkout's csrc/ to
  * compare two versions on the same machine in the same run:
  *
- *   gcc -O2 -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
+ *   gcc -O3 -fPIC -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
  *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
  *       -o /tmp/harness
+ *
+ * -O3 -fPIC as the wheel is built (meson's buildtype=release): at -O2 GCC
+ * leaves the small-d kernel's point-vector loop rolled, and version
+ * against version the two levels have disagreed by up to 1.2x (seventh
+ * round, 64-byte small-d kernel: kmeans.h, ML_KM_SMALL_V4_WIDE).
  *   /tmp/harness N d K f32|f64 [method [reps [threads [offset [wall]]]]]
  *
  * method: 0 auto, 1 direct, 3 tile, 4 small-d, 5 centers-across-lanes, 6
