@@ -28,8 +28,11 @@
 #define CV_MINPS(a, b) _mm_min_ps((__m128)(a), (__m128)(b))
 #define CV_MINPD(a, b) _mm_min_pd((__m128d)(a), (__m128d)(b))
 #define CV_MOVMSK(v) _mm_movemask_ps((__m128)(v))
-#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && CV_VB == 32 && \
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && CV_VB == 32 && \
     ML_HAVE_CLONES
+/* GCC only: zig's Clang rejected the AVX intrinsics in the portable
+ * per-level copies ("'_mm256_min_pd' requires target feature 'avx'" in
+ * cv_first_min), so Clang builds keep the selects below (the same labels). */
 #include <immintrin.h>
 #define CV_X86 1
 #define CV_TGT ML_TARGET_V3
