@@ -14,8 +14,8 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, Interval, Options
 from ._core.kmeans import center_distances, kmeans_plusplus
-from ._core.scaling import rescale, standardise
-from ._core.validation import check_array, check_fit_input, check_predict_input
+from ._core.scaling import rescaled_input, standardise
+from ._core.validation import check_array, check_fit_input
 
 __all__ = ["FuzzyCMeans", "fuzzy_memberships"]
 
@@ -165,8 +165,7 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
 
     def predict_memberships(self, X):
         """Memberships of new rows to the fitted centers, shape (n_samples, n_clusters)."""
-        X = check_predict_input(self, X, "cluster_centers_")
-        Xs = rescale(X, self._mean, self._scale)
+        Xs = rescaled_input(self, X, "cluster_centers_")
         d2 = center_distances(Xs, self._centers_s, squared=True)
         return fuzzy_memberships(d2, float(self.m))
 

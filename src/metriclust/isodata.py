@@ -14,8 +14,8 @@ import numpy as np
 from ._core.base import BaseEstimator, ClusterMixin, Interval
 from ._core.kmeans import assign_labels, kmeans
 from ._core.partition import cluster_means
-from ._core.scaling import rescale, standardise
-from ._core.validation import check_fit_input, check_predict_input
+from ._core.scaling import rescaled_input, standardise
+from ._core.validation import check_fit_input
 
 __all__ = ["ISODATA"]
 
@@ -191,6 +191,5 @@ class ISODATA(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """Nearest center of each row."""
-        X = check_predict_input(self, X, "cluster_centers_")
-        Xs = rescale(X, self._mean, self._scale)
+        Xs = rescaled_input(self, X, "cluster_centers_")
         return assign_labels(Xs, np.ascontiguousarray(self._centers_s))[0]

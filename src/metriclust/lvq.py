@@ -13,8 +13,8 @@ import numpy as np
 
 from ._core.base import BaseEstimator, Interval, Options
 from ._core.kmeans import assign_labels, kmeans
-from ._core.scaling import rescale, standardise
-from ._core.validation import check_fit_input, check_predict_input
+from ._core.scaling import rescaled_input, standardise
+from ._core.validation import check_fit_input
 from ._kernels import _prototypes
 
 __all__ = ["LVQ"]
@@ -201,8 +201,7 @@ class LVQ(BaseEstimator):
 
     def predict(self, X):
         """Class of the nearest prototype of each row."""
-        X = check_predict_input(self, X, "prototypes_")
-        Xs = rescale(X, self._mean, self._scale)
+        Xs = rescaled_input(self, X, "prototypes_")
         nearest, _ = assign_labels(Xs, self._protos_s)
         return self.classes_[self._labels_idx[nearest]]
 

@@ -15,9 +15,9 @@ import numpy as np
 from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interval, Options,
                          _with_sklearn_twin)
 from ._core.kmeans import kmeans
-from ._core.scaling import rescale, standardise
+from ._core.scaling import rescaled_input, standardise
 from ._core.threads import effective_n_threads
-from ._core.validation import check_array, check_fit_input, check_predict_input
+from ._core.validation import check_array, check_fit_input
 from ._kernels import _mixture
 
 __all__ = ["GaussianMixture"]
@@ -344,9 +344,8 @@ class GaussianMixture(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------ inference
     def _estep_new(self, X, want_resp, want_sll):
-        X = check_predict_input(self, X, "means_")
-        Xs = rescale(X, self._mean, self._scale)
-        d = X.shape[1]
+        Xs = rescaled_input(self, X, "means_")
+        d = Xs.shape[1]
         return _mixture.estep(Xs, self._means_s, self._prec_s,
                               self._log_norm(self._weights_s, self._logdet_s, d),
                               want_resp, want_sll, effective_n_threads())

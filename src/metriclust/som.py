@@ -13,8 +13,8 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, Interval, Options, TransformerMixin
 from ._core.kmeans import assign_labels, center_distances
-from ._core.scaling import rescale, standardise
-from ._core.validation import check_fit_input, check_predict_input
+from ._core.scaling import rescaled_input, standardise
+from ._core.validation import check_fit_input
 from ._kernels import _prototypes
 
 __all__ = ["SelfOrganizingMap"]
@@ -174,14 +174,12 @@ class SelfOrganizingMap(ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _scaled(self, X):
-        X = check_predict_input(self, X, "cluster_centers_")
-        return rescale(X, self._mean, self._scale)
-
     def predict(self, X):
         """Best-matching unit of each row."""
-        return assign_labels(self._scaled(X), self._W_s)[0]
+        Xs = rescaled_input(self, X, "cluster_centers_")
+        return assign_labels(Xs, self._W_s)[0]
 
     def transform(self, X):
         """Euclidean distances of the rows to every unit, shape (n_samples, n_units)."""
-        return center_distances(self._scaled(X), self._W_s) * self._scale
+        Xs = rescaled_input(self, X, "cluster_centers_")
+        return center_distances(Xs, self._W_s) * self._scale

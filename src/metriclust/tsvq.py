@@ -13,8 +13,8 @@ import numpy as np
 
 from ._core.base import BaseEstimator, ClusterMixin, Interval, Options
 from ._core.kmeans import assign_labels, kmeans
-from ._core.scaling import rescale, standardise
-from ._core.validation import check_fit_input, check_predict_input
+from ._core.scaling import rescaled_input, standardise
+from ._core.validation import check_fit_input
 
 __all__ = ["TreeStructuredVQ"]
 
@@ -229,6 +229,5 @@ class TreeStructuredVQ(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """Leaf reached by descending the tree from the root."""
-        X = check_predict_input(self, X, "cluster_centers_")
-        Xs = rescale(X, self._mean, self._scale)
+        Xs = rescaled_input(self, X, "cluster_centers_")
         return self._leaf_of_node[self._descend(Xs)]

@@ -6,6 +6,7 @@ Public classes and functions:
 
    standardise -- centre X and divide it by one number; returns (Xs, mean, scale)
    rescale     -- new rows in the same units, (X - mean) / scale
+   rescaled_input -- predict's checks and rescale, for an estimator fitted on Xs
 
 Dividing the data by one number (after centring) makes a fit invariant to the
 scale of X and keeps sums of squares far from overflow and underflow (data at
@@ -14,7 +15,9 @@ scale of X and keeps sums of squares far from overflow and underflow (data at
 
 import numpy as np
 
-__all__ = ["standardise", "rescale"]
+from .validation import check_predict_input
+
+__all__ = ["standardise", "rescale", "rescaled_input"]
 
 
 def standardise(X):
@@ -34,8 +37,16 @@ def standardise(X):
     return np.ascontiguousarray(Xc / scale), mean, scale
 
 
-
 def rescale(X, mean, scale):
     """``(X - mean) / scale`` in float64, C-contiguous: new rows in the units of
     :func:`standardise`'s ``Xs`` (``predict`` and ``transform``)."""
     return np.ascontiguousarray((np.asarray(X, dtype=np.float64) - mean) / scale)
+
+
+def rescaled_input(estimator, X, attribute):
+    """The start of every toolbox ``predict``/``transform``: the checks of
+    :func:`~metriclust._core.validation.check_predict_input` (fitted: ``attribute``
+    set), then X in the units the estimator was fitted in (its ``_mean`` and
+    ``_scale``, from :func:`standardise`)."""
+    X = check_predict_input(estimator, X, attribute)
+    return rescale(X, estimator._mean, estimator._scale)
