@@ -561,6 +561,20 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             seen.add(key)
             return ok
 
+        def column_starts(kind, F, quantiles=None):
+            """The admissible 1-D k-means partitions of F's columns: column j from
+            ``init`` for each (j, init) of ``quantiles``; None: every column from
+            its own quantiles."""
+            nonlocal count
+            if quantiles is None:
+                quantiles = ((j, None) for j in range(F.shape[1]))
+            for j, init in quantiles:
+                labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
+                                                  seed=int(rng.integers(2**31)), init=init)
+                if admissible(labels):
+                    count += 1
+                    yield kind, j, labels
+
         if "random" in kinds:
             for i in range(self.n_init):
                 count += 1
@@ -571,12 +585,7 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             if X.shape[1] > n:
                 columns = starts.strongest_split_features(
                     X, K, starts.n_feature_starts(n, X.shape[1], self.n_init))
-            for j, init in starts.feature_quantiles(X, K, columns):
-                labels = starts.feature_partition(np.ascontiguousarray(X[:, j:j + 1]), K,
-                                                  seed=int(rng.integers(2**31)), init=init)
-                if admissible(labels):
-                    count += 1
-                    yield "feature", j, labels
+            yield from column_starts("feature", X, starts.feature_quantiles(X, K, columns))
         if "direction" in kinds:
             # the kernel predictor's whitened() is kernel PCA: directions of the input
             Q = predictors.whitened_input(X) if model.name == "kernel" else model.whitened()
@@ -584,21 +593,11 @@ class CPCM(ClusterMixin, TransformerMixin, BaseEstimator):
             F = starts.kurtosis_directions(Q, starts.WIDE_FEATURE_STARTS * self.n_init,
                                            n_refined=self.n_init)
             del Q
-            for j in range(F.shape[1]):
-                labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
-                                                  seed=int(rng.integers(2**31)))
-                if admissible(labels):
-                    count += 1
-                    yield "direction", j, labels
+            yield from column_starts("direction", F)
             del F
         if "component" in kinds:
             F = model.components(self.n_init)
-            for j in range(F.shape[1]):
-                labels = starts.feature_partition(np.ascontiguousarray(F[:, j:j + 1]), K,
-                                                  seed=int(rng.integers(2**31)))
-                if admissible(labels):
-                    count += 1
-                    yield "component", j, labels
+            yield from column_starts("component", F)
             del F
         if "kmeans" in kinds:
             F = model.kmeans_coordinates(K)
