@@ -615,11 +615,7 @@ def test_diagonal_gap_is_a_bound_at_non_smooth_points():
 
     # Pairs differing only in feature 1, others differing in both: at a = (1, 0) the
     # first kind sits at distance 0 and feature 1's gradient is +inf.
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 2))
-    X[20:, 0] = X[:20, 0]
-    D = np.ascontiguousarray(np.r_[np.c_[np.arange(20), np.arange(20, 40)],
-                                   np.c_[np.arange(19), np.arange(1, 20)]], dtype=np.int64)
+    X, D = _two_feature_zero_pairs()
     sums = PairSums(X, D, None)
     a = np.array([1.0, 0.0])
     h, g, _, g_zero, n_zero = sums.diag(a, hessian=False, zero_pairs=True)
