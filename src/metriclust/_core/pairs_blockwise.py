@@ -36,7 +36,7 @@ import numpy as np
 from .._kernels import _mmc, _pairwise
 from .blockwise import default_block_rows, moments_partial
 from .engine import source
-from .pairsums import unique_pairs
+from .pairsums import all_but_similar, unique_pairs
 from .streaming import column_mean_and_variance, take_pair_rows
 from .threads import effective_n_threads
 
@@ -221,11 +221,8 @@ class BlockAllPairSums:
         for hk, Gk in parts:                     # block-pair order
             h += hk
             G += Gk
-        hs, Gs, _ = _pairwise.pairs_full(self.E_S, self.S, Lt, gradient,
-                                         n_threads=self.n_threads)
-        if zero_pairs:
-            return h - hs, G - Gs, None, 0
-        return h - hs, (G - Gs if gradient else None)
+        return all_but_similar(h, G, self.E_S, self.S, Lt, gradient, zero_pairs,
+                               self.n_threads)
 
     def full_solver(self, **settings):
         """The C solver loop (``_mmc.FullSPG``) with these sums as its evaluator."""

@@ -5,6 +5,7 @@ Public classes and functions:
 .. autosummary::
 
    PairSums            -- sums over pairs of h, its gradient and Hessian
+   all_but_similar     -- the full-metric sums over all pairs not in S, from all pairs'
    unique_pairs        -- unordered pairs without duplicates
    scatter_of_pairs    -- scatter of pair differences through the pair graph's Laplacian
    distances_of_pairs  -- ``||(x_i - x_j) L^T||`` for each pair (the full pair kernel)
@@ -90,6 +91,16 @@ def _close_pairs(E, pairs, chunk=8192):
     return close
 
 
+def all_but_similar(h, G, E, similar, Lt, gradient, zero_pairs, n_threads):
+    """``full``'s return for D = all pairs not in S: the all-pairs sums ``(h, G)``
+    less those of the similar pairs (rows of E). No zero pairs are searched for
+    over all pairs: ``(G_zero, n_zero) = (None, 0)`` with ``zero_pairs``."""
+    hs, Gs, _ = _pairwise.pairs_full(E, similar, Lt, gradient, n_threads=n_threads)
+    if zero_pairs:
+        return h - hs, G - Gs, None, 0
+    return h - hs, (G - Gs if gradient else None)
+
+
 class PairSums:
     """h, gradient and Hessian sums over D for a full or diagonal metric.
 
@@ -158,11 +169,7 @@ class PairSums:
             return h + out[0], G
         Y = np.ascontiguousarray(self.E @ Lt)
         h, G = _pairwise.allpairs_full(self.E, Y, n_threads=self.n_threads)
-        hs, Gs, _ = _pairwise.pairs_full(self.E, self.S, Lt, gradient,
-                                         n_threads=self.n_threads)
-        if zero_pairs:
-            return h - hs, G - Gs, None, 0
-        return h - hs, (G - Gs if gradient else None)
+        return all_but_similar(h, G, self.E, self.S, Lt, gradient, zero_pairs, self.n_threads)
 
     def full_solver(self, **settings):
         """MMC's full-A projected-gradient loop in C over these pairs.
