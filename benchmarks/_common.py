@@ -14,9 +14,10 @@ or metriclust): it sets the OpenMP wait policy for every library in the process.
   threads, the wait policy, the load average, and the measured write bandwidth
   and dgemm rate, so that a table can be read against the machine's limits.
 - :func:`markdown_table`: the one table format of ``benchmarks/RESULTS.md``.
-- :func:`run_json_child` with :func:`timed_call`, :func:`reset_peak_rss` and
-  :func:`peak_rss_bytes`: a measurement that needs a fresh process (peak memory,
-  import time, a fit too long to repeat) runs in a child that prints one JSON line.
+- :func:`run_json_child` with :func:`timed_call`, :func:`reset_peak_rss`,
+  :func:`peak_rss_bytes` and :func:`rss_anon_bytes`: a measurement that needs a
+  fresh process (peak memory, import time, a fit too long to repeat) runs in a
+  child that prints one JSON line.
 """
 
 import argparse
@@ -177,6 +178,12 @@ def _status_bytes(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def rss_anon_bytes():
+    """Anonymous resident memory of this process now (Linux RssAnon: the heap and
+    numpy arrays, not file pages such as a memmap's), in bytes."""
+    return _status_bytes("RssAnon")
 
 
 def reset_peak_rss():

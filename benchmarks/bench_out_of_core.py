@@ -81,24 +81,16 @@ import time
 import numpy as np
 
 
-def rss_anon():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 class PeakSampler:
     """Peak RssAnon of this process, sampled by a thread every ``period`` s."""
 
     def __init__(self, period=0.01):
-        self.period, self.peak, self._stop = period, rss_anon(), threading.Event()
+        self.period, self.peak, self._stop = period, _common.rss_anon_bytes(), threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self._stop.wait(self.period):
-            self.peak = max(self.peak, rss_anon())
+            self.peak = max(self.peak, _common.rss_anon_bytes())
 
     def __enter__(self):
         self._thread.start()
@@ -107,7 +99,7 @@ class PeakSampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, rss_anon())
+        self.peak = max(self.peak, _common.rss_anon_bytes())
 
 
 def run_children(kinds, argv_of, env=None):
@@ -151,7 +143,7 @@ def _load(kind, path):
 def child(kind, path, init_path, max_iter, algorithm):
     """One fit in this (fresh) process: its seconds and peak RssAnon, as a JSON line."""
     init = np.load(init_path)
-    base = rss_anon()
+    base = _common.rss_anon_bytes()
     with PeakSampler() as mem:
         X = _load(kind, path)
         t0 = time.perf_counter()
@@ -211,7 +203,7 @@ def timing_child(path, init_path, m1, m2, repeats, kinds, algorithm):
 
 def cpcm_child(kind, path, out_path):
     """One CPCM fit in this (fresh) process; prints a JSON line, saves the labels."""
-    base = rss_anon()
+    base = _common.rss_anon_bytes()
     with PeakSampler() as mem:
         X = _load(kind, path)
         t0 = time.perf_counter()
@@ -230,7 +222,7 @@ def method_child(method, kind, path, out_path, block_rows):
     """One MMC or CPDUML fit in this (fresh) process; prints a JSON line, saves the result."""
     import warnings
 
-    base = rss_anon()
+    base = _common.rss_anon_bytes()
     with PeakSampler() as mem:
         X = _load(kind, path)
         t0 = time.perf_counter()
