@@ -166,14 +166,22 @@ def simd_level():
 
 
 
-cdef _check_weights(object sample_weight, Py_ssize_t n, dtype):
+cdef object _check_weights(object sample_weight, const real[:, ::1] X, const real **data):
+    """sample_weight: None, or a C-contiguous 1-D array of X's dtype with one entry
+    per row of X (callers have checked that X has rows). Sets ``*data`` to its
+    first entry (NULL for None) and returns the array: the caller keeps it while
+    the C core reads ``*data`` (np.asarray may have made it here, from a list)."""
+    data[0] = NULL
     if sample_weight is None:
         return None
+    dtype = np.float64 if real is double else np.float32
     w = np.asarray(sample_weight)
     if w.dtype != dtype or w.ndim != 1 or not w.flags.c_contiguous:
         raise ValueError(f"sample_weight must be a C-contiguous 1-D {np.dtype(dtype)} array")
-    if w.shape[0] != n:
-        raise ValueError(f"sample_weight has {w.shape[0]} entries, X has {n} rows")
+    if w.shape[0] != X.shape[0]:
+        raise ValueError(f"sample_weight has {w.shape[0]} entries, X has {X.shape[0]} rows")
+    cdef const real[::1] wv = w
+    data[0] = &wv[0]
     return w
 
 
@@ -211,13 +219,8 @@ def _run(int algo, const real[:, ::1] X, object sample_weight, real[:, ::1] cent
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
     if not tol >= 0:
         raise ValueError(f"tol must be >= 0, got {tol}")
-    dtype = np.float64 if real is double else np.float32
-    w = _check_weights(sample_weight, n, dtype)
-    cdef const real[::1] wv
     cdef const real *wp = NULL
-    if w is not None:
-        wv = w
-        wp = &wv[0]
+    w = _check_weights(sample_weight, X, &wp)
     labels = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] lv = labels
     cdef double inertia = 0
@@ -354,13 +357,8 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
         if labels_out.shape[0] != n:
             raise ValueError(f"labels_out must have {n} entries, got {labels_out.shape[0]}")
         lp = &labels_out[0]
-    dtype = np.float64 if real is double else np.float32
-    w = _check_weights(sample_weight, n, dtype)
-    cdef const real[::1] wv
     cdef const real *wp = NULL
-    if w is not None:
-        wv = w
-        wp = &wv[0]
+    w = _check_weights(sample_weight, X, &wp)
     cdef double inertia = 0
     cdef double *inertia_out = &inertia if with_inertia else NULL
     cdef int status
@@ -396,13 +394,8 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     for t in range(T):
         if candidates[t] < 0 or candidates[t] >= n:
             raise ValueError(f"candidate {candidates[t]} out of range for {n} rows")
-    dtype = np.float64 if real is double else np.float32
-    w = _check_weights(sample_weight, n, dtype)
-    cdef const real[::1] wv
     cdef const real *wp = NULL
-    if w is not None:
-        wv = w
-        wp = &wv[0]
+    w = _check_weights(sample_weight, X, &wp)
     cdef Py_ssize_t best = 0
     cdef double pot = 0
     cdef int status
