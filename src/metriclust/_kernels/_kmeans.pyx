@@ -126,6 +126,13 @@ cdef int _method_code(method) except -1:
         raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}") from None
 
 
+cdef int _itemsize(dtype) except -1:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dt}")
+    return dt.itemsize
+
+
 def uses_gemm(Py_ssize_t n_features, method="auto", Py_ssize_t n_clusters=1):
     """Whether the assignment of rows with n_features columns to n_clusters
     centers calls BLAS (the crossover table in csrc/kmeans.h decides)."""
@@ -138,10 +145,7 @@ def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np
     (float64 or float32): "small" (small-d), "lanes" (centers across the
     vector lanes), "tile" or "gemm" (the table in csrc/kmeans.h decides)."""
     code = _method_code(method)
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise ValueError(f"dtype must be float64 or float32, got {dt}")
-    return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1, dt.itemsize)]
+    return _KERNELS[ml_kmeans_kernel(n_features, n_clusters, code, 1, _itemsize(dtype))]
 
 
 def screens(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np.float64):
@@ -149,10 +153,7 @@ def screens(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=n
     float32 screen (float64 data on the lanes kernel; the table in
     csrc/kmeans.h): the same labels, most rows scored in float32."""
     code = _method_code(method)
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise ValueError(f"dtype must be float64 or float32, got {dt}")
-    return bool(ml_kmeans_screens(n_features, n_clusters, code, 1, dt.itemsize))
+    return bool(ml_kmeans_screens(n_features, n_clusters, code, 1, _itemsize(dtype)))
 
 
 def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
