@@ -5,7 +5,7 @@ Public classes and functions:
 .. autosummary::
 
    PairSums            -- sums over pairs of h, its gradient and Hessian
-   all_but_similar     -- the full-metric sums over all pairs not in S, from all pairs'
+   all_but_similar     -- full-metric sums over all pairs not in S: all pairs' less S's
    unique_pairs        -- unordered pairs without duplicates
    scatter_of_pairs    -- scatter of pair differences through the pair graph's Laplacian
    distances_of_pairs  -- ``||(x_i - x_j) L^T||`` for each pair (the full pair kernel)

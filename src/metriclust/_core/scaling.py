@@ -4,9 +4,9 @@ Public classes and functions:
 
 .. autosummary::
 
-   standardise -- centre X and divide it by one number; returns (Xs, mean, scale)
-   rescale     -- new rows in the same units, (X - mean) / scale
-   rescaled_input -- predict's checks and rescale, for an estimator fitted on Xs
+   standardise    -- centre X and divide it by one number; returns (Xs, mean, scale)
+   rescale        -- new rows in the same units, (X - mean) / scale
+   rescaled_input -- predict's checks, then rescale with the estimator's mean and scale
 
 Dividing the data by one number (after centring) makes a fit invariant to the
 scale of X and keeps sums of squares far from overflow and underflow (data at
