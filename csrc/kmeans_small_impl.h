@@ -25,12 +25,15 @@ typedef int32_t SMN(km_svl) __attribute__((vector_size(SM_VB / sizeof(REAL) * 4)
  * and the label blend and the index add are 256-bit operations, which Zen 4
  * runs in one pass instead of two).  That instance's functions carry its
  * target (SM_TGT), so the AVX-512 intrinsics of small_pick are compiled
- * only where the instruction set is enabled.  Elsewhere: the comparison's
+ * only where the instruction set is enabled.  GCC only: zig's Clang does
+ * not take target("arch=x86-64-v4") as enabling AVX-512 for intrinsics
+ * (tools/check_dispatch.sh), so Clang builds keep the selects below (the
+ * same labels, int64 lanes).  Elsewhere: the comparison's
  * own lanes (without mask registers an int32 blend would need the mask
  * narrowed first; with vector extensions alone GCC 12 narrows it through
  * a zmm and a permute). */
 #if SM_VB == 64 && KM_CAT(KM_F64, SFX) && defined(__x86_64__) && \
-    (defined(__GNUC__) || defined(__clang__))
+    defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define SM_MASKED 1
 #define SM_TGT ML_TARGET_V4
