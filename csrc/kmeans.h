@@ -218,7 +218,18 @@
  *   build line), where GCC leaves the point-vector loop rolled and the
  *   points and minima in memory, the 64-byte form gained 1.07-1.17 at
  *   d = 1..3 and up to 1.29 at K = 32: the earlier figures (above) match
- *   this -O2 build, not the wheel.  Not timed on other CPUs.
+ *   this -O2 build, not the wheel.  Not timed on other CPUs.  Eighth
+ *   round (d2f8): the instance keeps its running labels in int32 lanes
+ *   (a ymm register per zmm of scores, blended under the compare's mask
+ *   register; kmeans_small_impl.h, small_pick, GCC only), same labels and
+ *   center bits (C harness grid, 560 cases, 1 and 2 threads): C harness
+ *   -O3 -fPIC, N = 1e6, 1 thread, main / this, 19:29 UTC, load 3.7-5.4,
+ *   medians of 7: float64 K = 8 d = 1 1.08, d = 2 1.06.  With it, all of
+ *   d = 3..8 on the 64-byte instance (float64; 18:56 UTC, load 4-5, medians
+ *   of 6-10): d = 3 1.00 (K = 8), 1.05-1.07 (K = 32); d = 4 0.93; d = 5
+ *   1.05; d = 6 1.08; d = 7 1.06-1.13; d = 8 1.00 (K = 8), 1.03-1.04
+ *   (K = 32): not taken (d = 8 is not helped; the others are within the
+ *   run-to-run spread or lose).
  * ML_KM_SMALL_WIDE_D, ML_KM_SMALL_STEP_VECTORS: the small-d kernel keeps
  *   4 point vectors in flight (4 independent compare/select chains, which
  *   hide each other's latency) while their 4 d coordinates fit the 16

@@ -15,6 +15,52 @@ typedef REAL SMN(km_sv) __attribute__((vector_size(SM_VB)));
 /* Lane labels (the lanes of a comparison mask) and their int32 form. */
 typedef REAL_INT SMN(km_svi) __attribute__((vector_size(SM_VB)));
 typedef int32_t SMN(km_svl) __attribute__((vector_size(SM_VB / sizeof(REAL) * 4)));
+#if !defined(KM_F64_f64)
+#define KM_F64_f64 1
+#define KM_F64_f32 0
+#endif
+/* The running labels (bk) and the center index (kv): int32 lanes in the
+ * 64-byte float64 instance on x86 (a ymm register beside each zmm of
+ * scores; the comparison's mask register selects the int32 lanes directly,
+ * and the label blend and the index add are 256-bit operations, which Zen 4
+ * runs in one pass instead of two).  That instance's functions carry its
+ * target (SM_TGT), so the AVX-512 intrinsics of small_pick are compiled
+ * only where the instruction set is enabled.  GCC only: zig's Clang does
+ * not take target("arch=x86-64-v4") as enabling AVX-512 for intrinsics
+ * (tools/check_dispatch.sh), so Clang builds keep the selects below (the
+ * same labels, int64 lanes).  Elsewhere: the comparison's
+ * own lanes (without mask registers an int32 blend would need the mask
+ * narrowed first; with vector extensions alone GCC 12 narrows it through
+ * a zmm and a permute). */
+#if SM_VB == 64 && KM_CAT(KM_F64, SFX) && defined(__x86_64__) && \
+    defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define SM_MASKED 1
+#define SM_TGT ML_TARGET_V4
+typedef SMN(km_svl) SMN(km_sbk);
+#else
+#define SM_MASKED 0
+#define SM_TGT
+typedef SMN(km_svi) SMN(km_sbk);
+#endif
+
+/* The running minimum *bs and label *bk of each lane take the score s and
+ * the index kv where s < *bs (strict: the first minimum keeps its label). */
+static ML_ALWAYS_INLINE SM_TGT void
+SMN(small_pick)(const SMN(km_sv) s, SMN(km_sv) *ML_RESTRICT bs,
+                SMN(km_sbk) *ML_RESTRICT bk, const SMN(km_sbk) kv)
+{
+#if SM_MASKED
+    const __mmask8 lt = _mm512_cmp_pd_mask((__m512d)s, (__m512d)*bs, _CMP_LT_OS);
+    *bs = (SMN(km_sv))_mm512_mask_mov_pd((__m512d)*bs, lt, (__m512d)s);
+    *bk = (SMN(km_sbk))_mm256_mask_mov_epi32((__m256i)*bk, lt, (__m256i)kv);
+#else
+    typedef SMN(km_svi) VM;
+    const VM lt = (VM)(s < *bs);
+    *bs = (SMN(km_sv))((lt & (VM)s) | (~lt & (VM)*bs));
+    *bk = (lt & kv) | (~lt & *bk);
+#endif
+}
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push  /* GCC 12 sees the lanes set one by one as unset */
@@ -52,13 +98,9 @@ typedef int32_t SMN(km_svl) __attribute__((vector_size(SM_VB / sizeof(REAL) * 4)
 /* Two 16-byte halves joined into one vector (GCC >= 12 and Clang have
  * __builtin_shufflevector; the halves are loaded straight into the two
  * lanes of a register). */
-#if !defined(KM_F64_f64)
-#define KM_F64_f64 1
-#define KM_F64_f32 0
-#endif
 #if (defined(__clang__) || __GNUC__ >= 12) && SM_VB == 32
 #define KM_HALF_JOIN 1
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_join)(SMN(km_sv) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
                const REAL *ML_RESTRICT hi)
 {
@@ -75,7 +117,7 @@ SMN(small_join)(SMN(km_sv) *ML_RESTRICT out, const REAL *ML_RESTRICT lo,
 #else
 #define KM_HALF_JOIN 0
 #endif
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
                     SMN(km_sv) *ML_RESTRICT x)
 {
@@ -128,7 +170,7 @@ SMN(small_transpose)(const REAL *ML_RESTRICT Xs, const ptrdiff_t d,
 
 /* x[v][j] = coordinate j of the SM_TV rows of point vector v of the step at
  * row b0 (mt of its nv * SM_TV rows are in the chunk; the others read 0). */
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_load)(const REAL *ML_RESTRICT X, ptrdiff_t b0, ptrdiff_t mt,
                const ptrdiff_t d, const int nv,
                SMN(km_sv) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D])
@@ -159,8 +201,8 @@ SMN(small_load)(const REAL *ML_RESTRICT X, ptrdiff_t b0, ptrdiff_t mt,
 }
 
 /* The labels of the step's mt rows (of nv * SM_TV) out of the lane labels. */
-static ML_ALWAYS_INLINE void
-SMN(small_store)(const SMN(km_svi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
+static ML_ALWAYS_INLINE SM_TGT void
+SMN(small_store)(const SMN(km_sbk) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt,
                 const int nv, int32_t *ML_RESTRICT lab)
 {
     if (mt == nv * SM_TV) {
@@ -185,16 +227,16 @@ SMN(small_store)(const SMN(km_svi) bk[ML_KM_SMALL_STEP_VECTORS(1)], ptrdiff_t mt
  * independent chains, interleaved coordinate by coordinate.  Every score is
  * the same sequence of operations as with nu = 1, and the comparisons come
  * in the same order: the labels do not depend on nu. */
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_centers)(SMN(km_sv) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D],
                   const REAL *ML_RESTRICT c, const ptrdiff_t d, const int nv,
-                  const int nu, SMN(km_svi) *ML_RESTRICT kvp, SMN(km_sv) *ML_RESTRICT bs,
-                  SMN(km_svi) *ML_RESTRICT bk)
+                  const int nu, SMN(km_sbk) *ML_RESTRICT kvp, SMN(km_sv) *ML_RESTRICT bs,
+                  SMN(km_sbk) *ML_RESTRICT bk)
 {
     typedef SMN(km_sv) V;
-    typedef SMN(km_svi) VM;
+    typedef SMN(km_sbk) VB;
     V a[ML_KM_SMALL_MAX_UNROLL][ML_KM_SMALL_STEP_VECTORS(1)];
-    VM kv = *kvp;
+    VB kv = *kvp;
     if (nu == 1) {
         /* One center: each point vector's chain, then its comparison (the
          * order main's kernel had; the scores-first order below was 3-9%
@@ -202,9 +244,7 @@ SMN(small_centers)(SMN(km_sv) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D
         for (int v = 0; v < nv; ++v) {
             V s = c[0] - (V){0};
             for (ptrdiff_t j = 0; j < d; ++j) s += x[v][j] * (c[1 + j] - (V){0});
-            const VM lt = (VM)(s < bs[v]);
-            bs[v] = (V)((lt & (VM)s) | (~lt & (VM)bs[v]));
-            bk[v] = (lt & kv) | (~lt & bk[v]);
+            SMN(small_pick)(s, &bs[v], &bk[v], kv);
         }
         *kvp = kv + 1;
         return;
@@ -218,9 +258,7 @@ SMN(small_centers)(SMN(km_sv) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D
         }
     for (int u = 0; u < nu; ++u, kv += 1)
         for (int v = 0; v < nv; ++v) {
-            const VM lt = (VM)(a[u][v] < bs[v]);
-            bs[v] = (V)((lt & (VM)a[u][v]) | (~lt & (VM)bs[v]));
-            bk[v] = (lt & kv) | (~lt & bk[v]);
+            SMN(small_pick)(a[u][v], &bs[v], &bk[v], kv);
         }
     *kvp = kv;
 }
@@ -229,7 +267,7 @@ SMN(small_centers)(SMN(km_sv) x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D
  * asked for ahead of use (the stream is read once, in order; an address
  * past the data is harmless: a prefetch never faults, and it is formed as
  * an integer). */
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_prefetch)(const REAL *xs, const ptrdiff_t nvals)
 {
 #if ML_KM_SMALL_PREFETCH_BYTES > 0
@@ -242,13 +280,13 @@ SMN(small_prefetch)(const REAL *xs, const ptrdiff_t nvals)
 #endif
 }
 
-static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE SM_TGT void
 SMN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
                const REAL *ML_RESTRICT cpk, ptrdiff_t K,
                int32_t *ML_RESTRICT lab)
 {
     typedef SMN(km_sv) V;
-    typedef SMN(km_svi) VM;
+    typedef SMN(km_sbk) VB;
     const int nv = ML_KM_SMALL_STEP_VECTORS(d), ku = ML_KM_SMALL_CENTER_UNROLL(d);
     const ptrdiff_t tp = nv * SM_TV;
     const V inf = (REAL)INFINITY - (V){0};
@@ -256,14 +294,14 @@ SMN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         const ptrdiff_t mt = m - b0 < tp ? m - b0 : tp;
         V x[ML_KM_SMALL_STEP_VECTORS(1)][ML_KM_SMALL_EXTRA_D];
         V bs[ML_KM_SMALL_STEP_VECTORS(1)];
-        VM bk[ML_KM_SMALL_STEP_VECTORS(1)];
+        VB bk[ML_KM_SMALL_STEP_VECTORS(1)];
         SMN(small_prefetch)(X + b0 * d, tp * d);
         SMN(small_load)(X, b0, mt, d, nv, x);
         for (int v = 0; v < nv; ++v) {
             bs[v] = inf;
-            bk[v] = (VM){0};
+            bk[v] = (VB){0};
         }
-        VM kv = (VM){0};
+        VB kv = (VB){0};
         ptrdiff_t k = 0;
         for (; k + ku <= K; k += ku)
             SMN(small_centers)(x, cpk + k * (d + 1), d, nv, ku, &kv, bs, bk);
@@ -276,6 +314,8 @@ SMN(small_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 #pragma GCC diagnostic pop
 #endif
 #undef KM_HALF_JOIN
+#undef SM_MASKED
+#undef SM_TGT
 #undef SM_TV
 #undef SMN
 #undef SM_CAT3
