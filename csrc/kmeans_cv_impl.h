@@ -457,7 +457,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
         const ptrdiff_t np = m - b0 < P ? m - b0 : P;
         for (ptrdiff_t p = 0; p < np; ++p)
-            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + (b0 + p) * d, d);
+            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + p * d, d);
         /* The rows KM_CV_PREFETCH steps ahead (past m: the next chunk's,
          * which follow in memory; a prefetch never faults), one cache line
          * per coordinate of the first block (cv_acc_dot). */
@@ -465,7 +465,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         const ptrdiff_t npf = (ptrdiff_t)(P * d * sizeof(double) / 64);
         const REAL *xp[KM_CV_MAXP];
         CV_UNROLL
-        for (int p = 0; p < P; ++p) xp[p] = x32 + (b0 + (p < np ? p : 0)) * d;
+        for (int p = 0; p < P; ++p) xp[p] = x32 + (p < np ? p : 0) * d;
         V bs[KM_CV_MAXP], s2[KM_CV_MAXP];
         VI bk[KM_CV_MAXP];
         for (ptrdiff_t blk = 0; blk < nb; ++blk) {
