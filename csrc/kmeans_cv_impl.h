@@ -83,8 +83,9 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                 const char *pf, const ptrdiff_t npf)
 {
     typedef CVN(km_cv) V;
+    ptrdiff_t tp = 0;  /* next line to prefetch: spread over the coordinates */
     for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
-        if (j < npf) ML_PREFETCH(pf + 64 * j);
+        if (tp < npf && tp * d <= j * npf) ML_PREFETCH(pf + 64 * tp++);
         V c[KM_CV_MAXQ];
         CV_UNROLL
         for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
@@ -96,7 +97,7 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
         }
     }
     if (npf > 0)
-        for (ptrdiff_t t = d; t < npf; ++t) ML_PREFETCH(pf + 64 * t);
+        for (; tp < npf; ++tp) ML_PREFETCH(pf + 64 * tp);
 }
 
 /* Each lane's running minimum and center index take block blk's scores
