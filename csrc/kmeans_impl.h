@@ -723,6 +723,7 @@ KM_ACCUM_D(7)
 KM_ACCUM_D(8)
 KM_ACCUM_D(16)
 KM_ACCUM_D(32)
+KM_ACCUM_D(64)
 #undef KM_ACCUM_D
 
 /* Any d, also compiled per ISA level (inlined into the un-cloned pass it
@@ -753,6 +754,7 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
     case 16: FN(accum_d16)(X, w, m, lab, acc, copies, stride, K); break;
     case 32: FN(accum_d32)(X, w, m, lab, acc, copies, stride, K); break;
+    case 64: FN(accum_d64)(X, w, m, lab, acc, copies, stride, K); break;
     default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
