@@ -470,7 +470,8 @@ CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t
 }
 
 /* The screen's kernel: cv_body for float64 rows X scored in REAL.  Each step
- * first rounds its rows into x32 (m x d, the chunk's rows in REAL) and takes
+ * first rounds its P rows into x32 (P x d in REAL, reused every step: the
+ * float32 rows are dead after their step, and stay in L1) and takes
  * their squared norms (xn, float64), so that the rows' reads from memory
  * stay interleaved with the multiply-adds as in cv_body; each point's best
  * and second-best score go to best[] and second[] beside its label. */
