@@ -701,7 +701,9 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
     }
 }
 
-/* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
+/* Specialised for d = 1..8, 16, 32, 64 and for w == NULL (the branch on w
+ * then folds).  d = 64 (eighth round, C harness, N = 1e6, K = 32, f64, the
+ * float32 screen, 1 thread): 60.1-60.4 -> 59.2-60.1 ms per iteration. */
 #define KM_ACCUM_D(DV)                                                        \
     ML_CLONES static void FN(accum_d##DV)(const REAL *X, const REAL *w,       \
                                           ptrdiff_t m, const int32_t *lab,    \
