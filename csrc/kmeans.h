@@ -363,7 +363,23 @@
  *   stalled the rounding: 16-27% of its samples).  d = 64, K = 32: no
  *   prefetch 15.1-15.3 ms, 1 step 15.6, 2 steps 13.0-14.5, 3 13.2-14.0,
  *   4 14.3-15.6, 8 14.4-15.9; into L2 only (locality 1) 4 or 8 steps
- *   ahead: 15.7-17.0.
+ *   ahead: 15.7-17.0.  Eighth round (C harness, N = 1e6, d = 64, K = 32,
+ *   1 thread, ms per iteration, labels and center bits identical
+ *   throughout): the prefetches spread evenly over the block's
+ *   coordinates (one every d / npf) instead of one per coordinate for the
+ *   first npf: 61.4-61.8 -> 60.7-61.0; the rows rounded into one step's
+ *   P x d buffer instead of the chunk's m x d: 63.9-64.9 -> 61.2-62.2;
+ *   the best / second-best updates and lane reduction with minps/maxps
+ *   (GCC on x86): 59.9-60.3 -> 57.6-58.0.  Tried and not kept: the
+ *   float64 sums of the settled rows added inside the kernel while the
+ *   rows are in L1 (each copy up to its first open row, the rest after the
+ *   re-score, so the center bits stay main's): as a block ahead of each
+ *   step's multiply-adds 66-69 against 61.7-62.2 without, spread through
+ *   them 70.3-71.1 against 61.1-61.3: the additions are bound by their
+ *   stores and by the sums' rows (16.6 KB at this shape) leaving L1 to the
+ *   streamed rows, not by reading the rows from L2 (perf: the separate
+ *   pass 8.5% of the samples, the folded additions 6.8% in the kernel plus
+ *   4.2% for the rows after the first open one).
  * ML_KM_SCREEN_MAX_OPEN, ML_KM_SCREEN_MAX_SKIP: a chunk whose fraction of
  *   re-scored rows exceeds MAX_OPEN (data far from the origin, where the
  *   expanded score cancels in float32, or out of float32's range) is taken

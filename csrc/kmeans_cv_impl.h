@@ -27,6 +27,8 @@
 #define CV_TGT
 #define CV_MINPS(a, b) _mm_min_ps((__m128)(a), (__m128)(b))
 #define CV_MINPD(a, b) _mm_min_pd((__m128d)(a), (__m128d)(b))
+#define CV_MAXPS(a, b) _mm_max_ps((__m128)(a), (__m128)(b))
+#define CV_MAXPD(a, b) _mm_max_pd((__m128d)(a), (__m128d)(b))
 #define CV_MOVMSK(v) _mm_movemask_ps((__m128)(v))
 #elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && CV_VB == 32 && \
     ML_HAVE_CLONES
@@ -38,6 +40,8 @@
 #define CV_TGT ML_TARGET_V3
 #define CV_MINPS(a, b) _mm256_min_ps((__m256)(a), (__m256)(b))
 #define CV_MINPD(a, b) _mm256_min_pd((__m256d)(a), (__m256d)(b))
+#define CV_MAXPS(a, b) _mm256_max_ps((__m256)(a), (__m256)(b))
+#define CV_MAXPD(a, b) _mm256_max_pd((__m256d)(a), (__m256d)(b))
 #define CV_MOVMSK(v) _mm256_movemask_ps((__m256)(v))
 #else
 #define CV_X86 0
@@ -83,8 +87,9 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                 const char *pf, const ptrdiff_t npf)
 {
     typedef CVN(km_cv) V;
+    ptrdiff_t tp = 0;  /* next line to prefetch: spread over the coordinates */
     for (ptrdiff_t j = 0; j < d; ++j, cj += W) {
-        if (j < npf) ML_PREFETCH(pf + 64 * j);
+        if (tp < npf && tp * d <= j * npf) ML_PREFETCH(pf + 64 * tp++);
         V c[KM_CV_MAXQ];
         CV_UNROLL
         for (int q = 0; q < Q; ++q) memcpy(&c[q], cj + q * CV_VL, sizeof c[q]);
@@ -96,7 +101,7 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
         }
     }
     if (npf > 0)
-        for (ptrdiff_t t = d; t < npf; ++t) ML_PREFETCH(pf + 64 * t);
+        for (; tp < npf; ++tp) ML_PREFETCH(pf + 64 * tp);
 }
 
 /* Each lane's running minimum and center index take block blk's scores
@@ -342,7 +347,19 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
  * minimum, strict < as above: an equal score goes to s2), so that the
  * lanes give the two smallest scores of the point; the kernel above is
  * unchanged for its callers. */
-static ML_ALWAYS_INLINE void
+#if CV_X86
+#define CV_MIN2(x, y) (sizeof(REAL) == 4 ? (V)CV_MINPS(x, y) : (V)CV_MINPD(x, y))
+#define CV_MAX2(x, y) (sizeof(REAL) == 4 ? (V)CV_MAXPS(x, y) : (V)CV_MAXPD(x, y))
+#else
+#define CV_MIN2(x, y) ((V)(((VI)((x) < (y)) & (VI)(x)) | (~(VI)((x) < (y)) & (VI)(y))))
+#define CV_MAX2(x, y) ((V)(((VI)((y) < (x)) & (VI)(x)) | (~(VI)((y) < (x)) & (VI)(y))))
+#endif
+/* On x86 (CV_X86) the minima and maxima are one instruction each (minps,
+ * maxps: the second operand where the two are equal or one is NaN), where
+ * a strict < and a select are two: the same best and second best values
+ * for finite scores (the only rows the screen settles: screen_rows), and
+ * best's lane index from the strict < as before. */
+CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                  CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
                  CVN(km_cvi) bk[KM_CV_MAXP], const CVN(km_cvi) *lane,
@@ -364,10 +381,8 @@ CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
             const V a = acc[p][q];
             const VI lt = (VI)(a < bs[p]);
             const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
-            const V hi = (V)((lt & (VI)bs[p]) | (~lt & (VI)a));
-            const VI l2 = (VI)(hi < s2[p]);
-            s2[p] = (V)((l2 & (VI)hi) | (~l2 & (VI)s2[p]));
-            bs[p] = (V)((lt & (VI)a) | (~lt & (VI)bs[p]));
+            s2[p] = CV_MIN2(CV_MAX2(a, bs[p]), s2[p]);
+            bs[p] = CV_MIN2(a, bs[p]);
             bk[p] = (lt & kv) | (~lt & bk[p]);
         }
     }
@@ -380,7 +395,7 @@ CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
  * the smaller.  The label is that of a center with the smallest score; it
  * is the float64 kernel's only where the screen settles the row, and there
  * the smallest score is unique (second > best), so no tie rule is needed. */
-static ML_ALWAYS_INLINE int32_t
+CV_TGT static ML_ALWAYS_INLINE int32_t
 CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
                   const CVN(km_cvi) *bkp, const CVN(km_cvi) *lanep,
                   REAL *best, REAL *second)
@@ -389,6 +404,21 @@ CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
     typedef CVN(km_cvi) VI;
     const VI lane = *lanep;
     V b = *bsp, s = *s2p;
+#if CV_X86
+    /* Minima and maxima (CV_MIN2): every lane ends with the two smallest,
+     * and the label is that of the lowest lane whose best is the smallest
+     * (unique where the row is settled). */
+    CV_UNROLL
+    for (int sh = CV_VL / 2; sh >= 1; sh /= 2) {
+        const V tb = ML_SHUFFLE(b, lane ^ sh), ts = ML_SHUFFLE(s, lane ^ sh);
+        s = CV_MIN2(CV_MIN2(s, ts), CV_MAX2(b, tb));
+        b = CV_MIN2(b, tb);
+    }
+    *best = b[0];
+    *second = s[0];
+    const unsigned bits = (unsigned)CV_MOVMSK((VI)(*bsp == b));
+    return bits ? (int32_t)(*bkp)[__builtin_ctz(bits) / (sizeof(REAL) / 4)] : 0;
+#else
     VI k = *bkp;
     CV_UNROLL
     for (int sh = CV_VL / 2; sh >= 1; sh /= 2) {
@@ -406,7 +436,10 @@ CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
     *best = b[0];
     *second = s[0];
     return (int32_t)k[0];
+#endif
 }
+#undef CV_MIN2
+#undef CV_MAX2
 
 /* One float64 row x rounded to REAL into y, and its squared norm in float64
  * (summed in 8 lanes: the screen's bound allows any order). */
@@ -437,11 +470,12 @@ CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t
 }
 
 /* The screen's kernel: cv_body for float64 rows X scored in REAL.  Each step
- * first rounds its rows into x32 (m x d, the chunk's rows in REAL) and takes
+ * first rounds its P rows into x32 (P x d in REAL, reused every step: the
+ * float32 rows are dead after their step, and stay in L1) and takes
  * their squared norms (xn, float64), so that the rows' reads from memory
  * stay interleaved with the multiply-adds as in cv_body; each point's best
  * and second-best score go to best[] and second[] beside its label. */
-static ML_ALWAYS_INLINE void
+CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
               const REAL *ML_RESTRICT ct, ptrdiff_t nb, REAL *ML_RESTRICT x32,
               int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
@@ -457,7 +491,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
         const ptrdiff_t np = m - b0 < P ? m - b0 : P;
         for (ptrdiff_t p = 0; p < np; ++p)
-            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + (b0 + p) * d, d);
+            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + p * d, d);
         /* The rows KM_CV_PREFETCH steps ahead (past m: the next chunk's,
          * which follow in memory; a prefetch never faults), one cache line
          * per coordinate of the first block (cv_acc_dot). */
@@ -465,7 +499,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         const ptrdiff_t npf = (ptrdiff_t)(P * d * sizeof(double) / 64);
         const REAL *xp[KM_CV_MAXP];
         CV_UNROLL
-        for (int p = 0; p < P; ++p) xp[p] = x32 + (b0 + (p < np ? p : 0)) * d;
+        for (int p = 0; p < P; ++p) xp[p] = x32 + (p < np ? p : 0) * d;
         V bs[KM_CV_MAXP], s2[KM_CV_MAXP];
         VI bk[KM_CV_MAXP];
         for (ptrdiff_t blk = 0; blk < nb; ++blk) {
@@ -490,6 +524,8 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 #undef CV_TGT
 #undef CV_MINPS
 #undef CV_MINPD
+#undef CV_MAXPS
+#undef CV_MAXPD
 #undef CV_MOVMSK
 #undef CV_CAT3_
 #undef CV_CAT3

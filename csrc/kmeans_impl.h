@@ -701,7 +701,9 @@ FN(accum_body)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
     }
 }
 
-/* Specialised for d = 1..8, 16, 32 and for w == NULL (the branch on w then folds). */
+/* Specialised for d = 1..8, 16, 32, 64 and for w == NULL (the branch on w
+ * then folds).  d = 64 (eighth round, C harness, N = 1e6, K = 32, f64, the
+ * float32 screen, 1 thread): 60.1-60.4 -> 59.2-60.1 ms per iteration. */
 #define KM_ACCUM_D(DV)                                                        \
     ML_CLONES static void FN(accum_d##DV)(const REAL *X, const REAL *w,       \
                                           ptrdiff_t m, const int32_t *lab,    \
@@ -723,6 +725,7 @@ KM_ACCUM_D(7)
 KM_ACCUM_D(8)
 KM_ACCUM_D(16)
 KM_ACCUM_D(32)
+KM_ACCUM_D(64)
 #undef KM_ACCUM_D
 
 /* Any d, also compiled per ISA level (inlined into the un-cloned pass it
@@ -753,6 +756,7 @@ static void FN(accum)(const REAL *X, const REAL *w, ptrdiff_t m, ptrdiff_t d,
     case 8: FN(accum_d8)(X, w, m, lab, acc, copies, stride, K); break;
     case 16: FN(accum_d16)(X, w, m, lab, acc, copies, stride, K); break;
     case 32: FN(accum_d32)(X, w, m, lab, acc, copies, stride, K); break;
+    case 64: FN(accum_d64)(X, w, m, lab, acc, copies, stride, K); break;
     default: FN(accum_any)(X, w, m, d, lab, acc, copies, stride, K);
     }
 }
