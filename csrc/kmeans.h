@@ -301,7 +301,7 @@
  *   only); N = 1e6: 0.95-1.06, within what the code layout alone moves it
  *   (64-byte aligned builds 0.95, default 0.98; the minps step alone 1.06
  *   and 0.95): the pass there is not bound by this part.  16 points per
- *   step still lose (0.96 in L2).
+ *   step still lose against 8 (0.96 in L2, 0.99 at N = 1e6).
  * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
  *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
  *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),
