@@ -192,34 +192,11 @@ CVN(cv_first_min)(const CVN(km_cv) *a, const CVN(km_cvi) *lanep, const int Q)
 
 /* t[k] lane p = a[p] lane k for CV_VL vectors: log2 CV_VL rounds of
  * two-source interleaves (constant patterns), in registers. */
-CV_TGT static ML_ALWAYS_INLINE void
+static ML_ALWAYS_INLINE void
 CVN(cv_transpose)(const CVN(km_cv) *ML_RESTRICT a, CVN(km_cv) *ML_RESTRICT t)
 {
     typedef CVN(km_cv) V;
     typedef CVN(km_cvi) VI;
-#if CV_X86 && CV_VB == 32
-    if (sizeof(REAL) == 4) {  /* float32, 8 lanes: unpck, shufps, vperm2f128 */
-        __m256 u[8], s[8];
-        CV_UNROLL
-        for (int i = 0; i < 8; i += 2) {
-            u[i] = _mm256_unpacklo_ps((__m256)a[i], (__m256)a[i + 1]);
-            u[i + 1] = _mm256_unpackhi_ps((__m256)a[i], (__m256)a[i + 1]);
-        }
-        CV_UNROLL
-        for (int i = 0; i < 8; i += 4) {
-            s[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
-            s[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xEE);
-            s[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
-            s[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xEE);
-        }
-        CV_UNROLL
-        for (int k = 0; k < 4; ++k) {
-            t[k] = (V)_mm256_permute2f128_ps(s[k], s[k + 4], 0x20);
-            t[k + 4] = (V)_mm256_permute2f128_ps(s[k], s[k + 4], 0x31);
-        }
-        return;
-    }
-#endif
     VI lo, hi;
     CV_UNROLL
     for (int i = 0; i < CV_VL / 2; ++i) {
