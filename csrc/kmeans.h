@@ -302,6 +302,17 @@
  *   rows in L2 (N = 16384) the fused form is 6% slower than the second
  *   pass (d = 16 and 12, K = 8, f32), but the passes that matter stream
  *   their rows from memory.  Labels and center bits identical throughout.
+ *   Eighth round (x86, GCC): the running minimum of cv_batch_argmin is
+ *   minps/minpd (the same value as the strict-< select, which GCC made
+ *   vpblendvb, an instruction that shares Zen 4's two FMA pipes).  C
+ *   harness, 1 thread, main / this, labels and center bits identical,
+ *   d = 16, K = 8, f32: rows in L2 (N = 16384) 1.06-1.08 (d = 12, 20 and
+ *   K = 5 alike; AVX2 level 1.04); N = 1e6: 1.03-1.06 (quiet machine,
+ *   19:59 UTC: 1.03; 64-byte aligned builds of both 1.02-1.03, 0.95 once
+ *   under load).  The classic 8 x 8 transpose (unpcklps, shufps,
+ *   vperm2f128) in place of GCC's vpermt2ps was 1.04 faster again in L2
+ *   but 0.93-0.99 at N = 1e6: not kept.  16 points per step still lose
+ *   against 8 (0.96 in L2, 0.99 at N = 1e6).
  * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
  *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
  *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),

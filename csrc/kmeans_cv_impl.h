@@ -234,7 +234,7 @@ CVN(cv_transpose)(const CVN(km_cv) *ML_RESTRICT a, CVN(km_cv) *ML_RESTRICT t)
  * minimum, the label cv_lane_argmin gives, for CV_VL points in CV_VL - 1
  * compare-and-selects instead of two lane reductions per point.  The n
  * labels (n <= CV_VL) go to lab. */
-static ML_ALWAYS_INLINE void
+CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
                      int32_t *ML_RESTRICT lab)
 {
@@ -248,8 +248,12 @@ CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
     CV_UNROLL
     for (int k = 1; k < CV_VL; ++k) {
         const VI lt = (VI)(t[k] < bs);
+#if CV_X86
+        bs = sizeof(REAL) == 4 ? (V)CV_MINPS(t[k], bs) : (V)CV_MINPD(t[k], bs);
+#else
         bs = (V)((lt & (VI)t[k]) | (~lt & (VI)bs));
-        bk = (lt & (REAL_INT)k) | (~lt & bk);
+#endif
+        bk ^= lt & (bk ^ (REAL_INT)k);
     }
     const VL32 l = __builtin_convertvector(bk, VL32);
     if (n == CV_VL) {
@@ -267,7 +271,7 @@ CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
  * bit), each step's rows after the next step's scores: their labels are
  * known by then, and the additions overlap that step's reduction and the
  * multiply-adds after it instead of making a second pass over the chunk. */
-static ML_ALWAYS_INLINE void
+CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
               ptrdiff_t m, const ptrdiff_t d, const REAL *ML_RESTRICT ct,
               int32_t *ML_RESTRICT lab, double *ML_RESTRICT sacc,
