@@ -58,6 +58,21 @@
 typedef REAL CVN(km_cv) __attribute__((vector_size(CV_VB)));
 typedef REAL_INT CVN(km_cvi) __attribute__((vector_size(CV_VB)));
 
+/* The smaller and the larger of two vectors, lane by lane: x < y ? x : y and
+ * y < x ? x : y (y where the two are equal or one is NaN).  On x86 (CV_X86)
+ * one minps/minpd or maxps/maxpd, which Zen 4 issues beside the
+ * multiply-adds (a compare and a select would be two instructions, the
+ * select on the FMA pipes); elsewhere the compare and the select. */
+#if CV_X86
+#define CV_VMIN(x, y) (sizeof(REAL) == 4 ? (CVN(km_cv))CV_MINPS(x, y) : (CVN(km_cv))CV_MINPD(x, y))
+#define CV_VMAX(x, y) (sizeof(REAL) == 4 ? (CVN(km_cv))CV_MAXPS(x, y) : (CVN(km_cv))CV_MAXPD(x, y))
+#else
+#define CV_VSEL(m, x, y) \
+    ((CVN(km_cv))(((CVN(km_cvi))(m) & (CVN(km_cvi))(x)) | (~(CVN(km_cvi))(m) & (CVN(km_cvi))(y))))
+#define CV_VMIN(x, y) CV_VSEL((x) < (y), x, y)
+#define CV_VMAX(x, y) CV_VSEL((y) < (x), x, y)
+#endif
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push  /* GCC 12 sees the unrolled arrays as unset */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -180,13 +195,11 @@ CVN(cv_first_min)(const CVN(km_cv) *a, const CVN(km_cvi) *lanep, const int Q)
 {
     typedef CVN(km_cv) V;
     typedef CVN(km_cvi) VI;
-#define CV_MIN(x, y) (sizeof(REAL) == 4 ? (V)CV_MINPS(x, y) : (V)CV_MINPD(x, y))
-    V m = Q >= 2 ? CV_MIN(a[0], a[1]) : a[0];
-    if (Q == 4) m = CV_MIN(m, CV_MIN(a[2], a[3]));
-    else if (Q == 3) m = CV_MIN(m, a[2]);
+    V m = Q >= 2 ? CV_VMIN(a[0], a[1]) : a[0];
+    if (Q == 4) m = CV_VMIN(m, CV_VMIN(a[2], a[3]));
+    else if (Q == 3) m = CV_VMIN(m, a[2]);
     CV_UNROLL
-    for (int s = CV_VL / 2; s >= 1; s /= 2) m = CV_MIN(ML_SHUFFLE(m, *lanep ^ s), m);
-#undef CV_MIN
+    for (int s = CV_VL / 2; s >= 1; s /= 2) m = CV_VMIN(ML_SHUFFLE(m, *lanep ^ s), m);
     uint64_t bits = 0;
     CV_UNROLL
     for (int q = 0; q < Q; ++q)
@@ -248,11 +261,7 @@ CVN(cv_batch_argmin)(const CVN(km_cv) *ML_RESTRICT a, const ptrdiff_t n,
     CV_UNROLL
     for (int k = 1; k < CV_VL; ++k) {
         const VI lt = (VI)(t[k] < bs);
-#if CV_X86
-        bs = sizeof(REAL) == 4 ? (V)CV_MINPS(t[k], bs) : (V)CV_MINPD(t[k], bs);
-#else
-        bs = (V)((lt & (VI)t[k]) | (~lt & (VI)bs));
-#endif
+        bs = CV_VMIN(t[k], bs);
         bk ^= lt & (bk ^ (REAL_INT)k);
     }
     const VL32 l = __builtin_convertvector(bk, VL32);
@@ -351,18 +360,10 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
  * minimum, strict < as above: an equal score goes to s2), so that the
  * lanes give the two smallest scores of the point; the kernel above is
  * unchanged for its callers. */
-#if CV_X86
-#define CV_MIN2(x, y) (sizeof(REAL) == 4 ? (V)CV_MINPS(x, y) : (V)CV_MINPD(x, y))
-#define CV_MAX2(x, y) (sizeof(REAL) == 4 ? (V)CV_MAXPS(x, y) : (V)CV_MAXPD(x, y))
-#else
-#define CV_MIN2(x, y) ((V)(((VI)((x) < (y)) & (VI)(x)) | (~(VI)((x) < (y)) & (VI)(y))))
-#define CV_MAX2(x, y) ((V)(((VI)((y) < (x)) & (VI)(x)) | (~(VI)((y) < (x)) & (VI)(y))))
-#endif
-/* On x86 (CV_X86) the minima and maxima are one instruction each (minps,
- * maxps: the second operand where the two are equal or one is NaN), where
- * a strict < and a select are two: the same best and second best values
- * for finite scores (the only rows the screen settles: screen_rows), and
- * best's lane index from the strict < as before. */
+/* The best and second best are taken with CV_VMIN and CV_VMAX (one
+ * instruction each on x86): the values of the strict < and its selects for
+ * finite scores (the only rows the screen settles: screen_rows), and best's
+ * lane index from the strict < as before. */
 CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                  CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
@@ -385,8 +386,8 @@ CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
             const V a = acc[p][q];
             const VI lt = (VI)(a < bs[p]);
             const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
-            s2[p] = CV_MIN2(CV_MAX2(a, bs[p]), s2[p]);
-            bs[p] = CV_MIN2(a, bs[p]);
+            s2[p] = CV_VMIN(CV_VMAX(a, bs[p]), s2[p]);
+            bs[p] = CV_VMIN(a, bs[p]);
             bk[p] = (lt & kv) | (~lt & bk[p]);
         }
     }
@@ -409,14 +410,14 @@ CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
     const VI lane = *lanep;
     V b = *bsp, s = *s2p;
 #if CV_X86
-    /* Minima and maxima (CV_MIN2): every lane ends with the two smallest,
+    /* Minima and maxima (CV_VMIN): every lane ends with the two smallest,
      * and the label is that of the lowest lane whose best is the smallest
      * (unique where the row is settled). */
     CV_UNROLL
     for (int sh = CV_VL / 2; sh >= 1; sh /= 2) {
         const V tb = ML_SHUFFLE(b, lane ^ sh), ts = ML_SHUFFLE(s, lane ^ sh);
-        s = CV_MIN2(CV_MIN2(s, ts), CV_MAX2(b, tb));
-        b = CV_MIN2(b, tb);
+        s = CV_VMIN(CV_VMIN(s, ts), CV_VMAX(b, tb));
+        b = CV_VMIN(b, tb);
     }
     *best = b[0];
     *second = s[0];
@@ -442,8 +443,6 @@ CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
     return (int32_t)k[0];
 #endif
 }
-#undef CV_MIN2
-#undef CV_MAX2
 
 /* One float64 row x rounded to REAL into y, and its squared norm in float64
  * (summed in 8 lanes: the screen's bound allows any order). */
@@ -525,6 +524,9 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
 #endif
 
 #undef CV_X86
+#undef CV_VMIN
+#undef CV_VMAX
+#undef CV_VSEL
 #undef CV_TGT
 #undef CV_MINPS
 #undef CV_MINPD
