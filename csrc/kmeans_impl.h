@@ -441,7 +441,7 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X, ptrdiff_t m,
 {
     const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
     for (ptrdiff_t b = 0; b < m; ++b) {
-        REAL *x = x32 + b * d;
+        REAL *x = x32;  /* this row in REAL, dead after it */
         double q = 0;
         for (ptrdiff_t j = 0; j < d; ++j) {
             q += X[b * d + j] * X[b * d + j];
@@ -1010,13 +1010,20 @@ static void FN(work_free)(FN(km_work) *ws)
 
 #if KM_SCREEN
 /* Per-thread screen scratch, in bytes (each part 64-byte aligned): the
- * backoff state, the chunk's rows in float32 (B x d), their float32 best and
- * second-best scores (B each), ||x||^2 (B doubles), the rows to re-score
- * gathered (B x d doubles). */
+ * backoff state, one step's rows in float32 (KM_SX_STEP_ROWS x d: the
+ * screen kernel's rows per step at most; the portable one takes a row at a
+ * time), the chunk's float32 best and second-best scores
+ * (B each), ||x||^2 (B doubles), the rows to re-score gathered (B x d
+ * doubles). */
 typedef struct { int skip, fails; } km_screen_state;
+#if KM_HAVE_VEC
+#define KM_SX_STEP_ROWS KM_CV_MAXP
+#else
+#define KM_SX_STEP_ROWS 1
+#endif
 #define KM_SX_ALIGN(b) (((b) + 63) / 64 * 64)
 #define KM_SX_X32(d) KM_SX_ALIGN(sizeof(km_screen_state))
-#define KM_SX_B32(d) (KM_SX_X32(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(float)))
+#define KM_SX_B32(d) (KM_SX_X32(d) + KM_SX_ALIGN((size_t)KM_SX_STEP_ROWS * (d) * sizeof(float)))
 #define KM_SX_S32(d) (KM_SX_B32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
 #define KM_SX_XN(d) (KM_SX_S32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
 #define KM_SX_GX(d) (KM_SX_XN(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(double)))
