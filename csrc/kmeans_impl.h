@@ -6,6 +6,9 @@
 #define KM_CAT2(a, b) a##_##b
 #define KM_CAT(a, b) KM_CAT2(a, b)
 #define FN(name) KM_CAT(name, SFX)
+/* p rounded up to a 64-byte boundary (a cache line; the buffers it serves
+ * are allocated 64 bytes longer). */
+#define KM_ALIGN64(p) ((void *)(((uintptr_t)(p) + 63) & ~(uintptr_t)63))
 
 /* __builtin_convertvector (the float32 -> float64 sums below) needs GCC 9. */
 #if ML_HAVE_VECTOR_EXT && (defined(__clang__) || __GNUC__ >= 9)
@@ -1105,7 +1108,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     if (with_sums) {
         /* 64-byte aligned (acc_stride above; malloc gives 16 bytes). */
         ws->seg_mem = malloc((size_t)(S * ws->copies * ws->acc_stride + 8) * sizeof(double));
-        ws->seg = ws->seg_mem ? ws->seg_mem + (8 - (uintptr_t)ws->seg_mem / 8 % 8) % 8 : NULL;
+        ws->seg = ws->seg_mem ? (double *)KM_ALIGN64(ws->seg_mem) : NULL;
     }
     if (!ws->cn || !ws->cpk || (ws->lanes && !ws->ct) || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
         (with_sums && !ws->seg)) {
@@ -1137,7 +1140,7 @@ static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
     /* 64-byte aligned parts (the buffer itself from malloc: 16-aligned). */
     sc->sx = NULL;
     if (ws->sbuf) {
-        unsigned char *b0 = ws->sbuf + (64 - (uintptr_t)ws->sbuf % 64) % 64;
+        unsigned char *b0 = (unsigned char *)KM_ALIGN64(ws->sbuf);
         sc->sx = b0 + (ptrdiff_t)tid * ws->s_per;
     }
 #endif
@@ -2235,6 +2238,7 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
 
 #undef KM_PP_LANES
 #undef FN
+#undef KM_ALIGN64
 #undef KM_HAVE_VEC
 #undef KM_CAT
 #undef KM_CAT2
