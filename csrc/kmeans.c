@@ -66,10 +66,10 @@ int ml_kmeans_simd_level(void) { return ml_simd_level(); }
  * lanes kernel that keeps each row's best and second-best score, compiled
  * with the float32 instance below (KM_LANES2) and called by the float64 one
  * (KM_SCREEN). */
-typedef void (*km_screen_fn)(const double *X, ptrdiff_t m, ptrdiff_t d,
-                             const float *ct, ptrdiff_t nb, float *x32,
-                             int32_t *lab, float *best, float *second,
-                             double *xn);
+typedef void (*km_screen_fn)(const double *X, const double *t, ptrdiff_t m,
+                             ptrdiff_t d, const float *ct, ptrdiff_t nb,
+                             float *x32, int32_t *lab, float *best,
+                             float *second, double *xn);
 static km_screen_fn lanes2_for_f32(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb);
 
 #define KM_SCREEN 1

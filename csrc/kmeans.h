@@ -392,8 +392,9 @@
  *   pass 8.5% of the samples, the folded additions 6.8% in the kernel plus
  *   4.2% for the rows after the first open one).
  * ML_KM_SCREEN_MAX_OPEN, ML_KM_SCREEN_MAX_SKIP: a chunk whose fraction of
- *   re-scored rows exceeds MAX_OPEN (data far from the origin, where the
- *   expanded score cancels in float32, or out of float32's range) is taken
+ *   re-scored rows exceeds MAX_OPEN (data very far from the origin, 1e8
+ *   for data of unit spread, where the float64 scores themselves carry
+ *   errors beyond the gaps, or out of float32's range) is taken
  *   by the float64 kernel whole, and that thread then skips the screen for
  *   its next 1, 3, 7, ... chunks (doubling at each failed screen, at most
  *   MAX_SKIP; reset by a chunk that passes), so that data the screen cannot
@@ -401,13 +402,33 @@
  *   float64 pass.  Set by the cost model (a screened chunk costs about half
  *   a float64 one, a re-scored row a float64 row), not by a result.
  *   Checked (same harness, every coordinate offset by 1e4 or 1e8, where
- *   98% of the chunks then skip the screen; screened / plain lanes kernel,
+ *   98% of the chunks then skipped the screen before it translated the
+ *   centers (at 1e8 they still do); screened / plain lanes kernel,
  *   2 rounds, 13:47 UTC, load 5-6): d = 64, K = 32: 0.93-1.00; d = 32,
- *   K = 8: 0.77-1.07; d = 128, K = 64: 0.91-1.05.  At an offset of 10
- *   (d = 64, K = 32) the bound, which grows with ||c||^2 and ||x|| ||c||,
- *   leaves 22% of the screened rows open and most chunks skip the screen:
- *   uncentered data gains little (translating rows and centers by the
- *   centers' mean would fix that; its rounding is not in the bound yet).
+ *   K = 8: 0.77-1.07; d = 128, K = 64: 0.91-1.05.  Before the screen
+ *   translated the centers (ninth round), the bound grew with ||c||^2 and
+ *   ||x|| ||c||: at an offset of 10 (d = 64, K = 32) it left 22% of the
+ *   screened rows open, most chunks skipped the screen, and the pass took
+ *   2.3x as long as at the origin.
+ * ML_KM_SCREEN_SHIFT_ROWS: the screen translates the centers by their mean
+ *   t always and the rows too (a float64 subtraction per coordinate before
+ *   the float32 rounding) when ||t||_2 > SHIFT_ROWS max_k ||c_k - t||_2
+ *   (screen_centers in kmeans_impl.h).  Measured (C harness, N = 1e6 (the
+ *   re-score fractions: 1e5), d = 64, K = 32, uniform data plus an offset
+ *   in every coordinate, 1 thread, 21:50 UTC, load 1.1, labels and center
+ *   bits identical; ||t|| / max ||c_k - t|| after 4 iterations: 6, 19, 45,
+ *   134 and 390 at offsets 0, 1, 3, 10 and 30): rows re-scored with the
+ *   centers translated alone 0.05%, 0.14%, 0.31%, 0.94%, 2.7% (8.8% at
+ *   100, 24% at 300, every chunk skips at 1000), with the rows translated
+ *   too 0.02% at every offset; ms per iteration, centers alone / rows too:
+ *   57.1 / 59.6 (offset 0), 58.0 / 60.5 (3), 59.2 / 61.1 (10), 59.9 / 60.3
+ *   (30): the rows' subtraction costs 3-4%, worth it from about offset 30
+ *   (ratio 390) on this shape, where a smaller K would cost it more: 256.
+ *   With 256 (and the bound's final N): 0.05%, 0.14%, 0.32%, 0.95%, 0.61%
+ *   at offsets 0-30, 0.02% at 100 and 1000, 0.19% at 1e4.  Against main
+ *   (untranslated screen), 22:19 UTC, load 0.3-1.2: 1.00 (offset 0, 1
+ *   thread), 1.04 (2 threads), 2.23-2.30x faster at offset 10, 2.18-2.29x
+ *   at 1000.
  * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
  *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
@@ -465,6 +486,9 @@
 #define ML_KM_BOUND_SLACK 1e-12
 #define ML_KM_POLL_ROWS 4096
 #define ML_KM_SCREEN_MIN_D 32
+#ifndef ML_KM_SCREEN_SHIFT_ROWS
+#define ML_KM_SCREEN_SHIFT_ROWS 256.0
+#endif
 #define ML_KM_SCREEN_MIN_K 8
 #define ML_KM_SCREEN_MIN_K_LOW_D 32
 #define ML_KM_SCREEN_MAX_OPEN 0.375
@@ -564,15 +588,18 @@ int ml_kmeans_online_f32(const float *X, const float *w, ptrdiff_t n,
                          ml_sgemm_fn gemm, int method, int n_threads);
 
 /* Nearest center of every row (ties to the lowest index) and, if dist is not
- * NULL, the squared distance to it computed from x - c (never negative). */
-int ml_kmeans_assign_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
-                         const double *centers, ptrdiff_t K, int64_t *labels,
-                         double *dist, ml_dgemm_fn gemm, int method,
-                         int n_threads);
-int ml_kmeans_assign_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
-                         const float *centers, ptrdiff_t K, int64_t *labels,
-                         float *dist, ml_sgemm_fn gemm, int method,
-                         int n_threads);
+ * NULL, the squared distance to it computed from x - c (never negative).
+ * With shift (d values, or NULL) the rows are X less shift, subtracted in
+ * X's type chunk by chunk as the pass reads them (the results of numpy's
+ * X - shift, bit for bit, without a shifted copy of X). */
+int ml_kmeans_assign_f64(const double *X, const double *shift, ptrdiff_t n,
+                         ptrdiff_t d, const double *centers, ptrdiff_t K,
+                         int64_t *labels, double *dist, ml_dgemm_fn gemm,
+                         int method, int n_threads);
+int ml_kmeans_assign_f32(const float *X, const float *shift, ptrdiff_t n,
+                         ptrdiff_t d, const float *centers, ptrdiff_t K,
+                         int64_t *labels, float *dist, ml_sgemm_fn gemm,
+                         int method, int n_threads);
 
 /* One block of a Lloyd iteration, for callers that stream the rows in
  * blocks and reduce the blocks' sums in a fixed order themselves: labels of

@@ -444,10 +444,14 @@ CVN(cv_lane_min2)(const CVN(km_cv) *bsp, const CVN(km_cv) *s2p,
 #endif
 }
 
-/* One float64 row x rounded to REAL into y, and its squared norm in float64
- * (summed in 8 lanes: the screen's bound allows any order). */
+/* One float64 row x, translated by t unless t is NULL (x - t in float64),
+ * rounded to REAL into y, and the (translated) row's squared norm in float64
+ * (summed in 8 lanes: the screen's bound allows any order).  tr: t != NULL,
+ * a constant in each of cv_row_in's two calls, so that an untranslated row
+ * costs no loads of t. */
 static ML_ALWAYS_INLINE double
-CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t d)
+CVN(cv_row_in_tr)(const double *ML_RESTRICT x, const double *ML_RESTRICT t,
+                  REAL *ML_RESTRICT y, const ptrdiff_t d, const int tr)
 {
     typedef double D4 __attribute__((vector_size(32)));
     typedef REAL R4 __attribute__((vector_size(4 * sizeof(REAL))));
@@ -457,6 +461,13 @@ CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t
         D4 v0, v1;
         memcpy(&v0, x + j, sizeof v0);
         memcpy(&v1, x + j + 4, sizeof v1);
+        if (tr) {
+            D4 t0, t1;
+            memcpy(&t0, t + j, sizeof t0);
+            memcpy(&t1, t + j + 4, sizeof t1);
+            v0 -= t0;
+            v1 -= t1;
+        }
         a0 += v0 * v0;
         a1 += v1 * v1;
         const R4 f0 = __builtin_convertvector(v0, R4), f1 = __builtin_convertvector(v1, R4);
@@ -466,20 +477,30 @@ CVN(cv_row_in)(const double *ML_RESTRICT x, REAL *ML_RESTRICT y, const ptrdiff_t
     a0 += a1;
     double s = (a0[0] + a0[1]) + (a0[2] + a0[3]);
     for (; j < d; ++j) {
-        s += x[j] * x[j];
-        y[j] = (REAL)x[j];
+        const double v = tr ? x[j] - t[j] : x[j];
+        s += v * v;
+        y[j] = (REAL)v;
     }
     return s;
 }
 
-/* The screen's kernel: cv_body for float64 rows X scored in REAL.  Each step
- * first rounds its P rows into x32 (P x d in REAL, reused every step: the
- * float32 rows are dead after their step, and stay in L1) and takes
- * their squared norms (xn, float64), so that the rows' reads from memory
+static ML_ALWAYS_INLINE double
+CVN(cv_row_in)(const double *ML_RESTRICT x, const double *ML_RESTRICT t,
+               REAL *ML_RESTRICT y, const ptrdiff_t d)
+{
+    return t ? CVN(cv_row_in_tr)(x, t, y, d, 1) : CVN(cv_row_in_tr)(x, NULL, y, d, 0);
+}
+
+/* The screen's kernel: cv_body for float64 rows X, translated by t (none
+ * where t is NULL), scored in REAL.  Each step first rounds its P rows into
+ * x32 (P x d in REAL, reused every step: the float32 rows are dead after
+ * their step, and stay in L1) and takes their squared norms (xn, float64),
+ * so that the rows' reads from memory
  * stay interleaved with the multiply-adds as in cv_body; each point's best
  * and second-best score go to best[] and second[] beside its label. */
 CV_TGT static ML_ALWAYS_INLINE void
-CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+CVN(cv_body2)(const double *ML_RESTRICT X, const double *ML_RESTRICT t,
+              ptrdiff_t m, const ptrdiff_t d,
               const REAL *ML_RESTRICT ct, ptrdiff_t nb, REAL *ML_RESTRICT x32,
               int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
               REAL *ML_RESTRICT second, double *ML_RESTRICT xn, const int P,
@@ -494,7 +515,7 @@ CVN(cv_body2)(const double *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
     for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
         const ptrdiff_t np = m - b0 < P ? m - b0 : P;
         for (ptrdiff_t p = 0; p < np; ++p)
-            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, x32 + p * d, d);
+            xn[b0 + p] = CVN(cv_row_in)(X + (b0 + p) * d, t, x32 + p * d, d);
         /* The rows KM_CV_PREFETCH steps ahead (past m: the next chunk's,
          * which follow in memory; a prefetch never faults), one cache line
          * per coordinate of the first block (cv_acc_dot). */

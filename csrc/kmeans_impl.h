@@ -392,11 +392,11 @@ KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
  * blocking of the kernel above. */
 #define KM_CV2_FN(TGT, ISA, VB, PP, Q)                                         \
     TGT static void FN(lanes2_##ISA##_q##Q)(                                   \
-        const double *X, ptrdiff_t m, ptrdiff_t d, const REAL *ct,             \
-        ptrdiff_t nb, REAL *x32, int32_t *lab, REAL *best, REAL *second,       \
-        double *xn)                                                            \
+        const double *X, const double *t, ptrdiff_t m, ptrdiff_t d,            \
+        const REAL *ct, ptrdiff_t nb, REAL *x32, int32_t *lab, REAL *best,     \
+        REAL *second, double *xn)                                              \
     {                                                                          \
-        KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, m, d, ct, nb, x32, lab, best,     \
+        KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, t, m, d, ct, nb, x32, lab, best,  \
                                           second, xn, PP, Q);                  \
     }
 #if ML_HAVE_CLONES
@@ -436,7 +436,8 @@ static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
 }
 #if defined(KM_LANES2) && KM_LANES2
 /* The screen's kernel, portable form: best and second best as well. */
-static void FN(lanes2_scalar)(const double *ML_RESTRICT X, ptrdiff_t m,
+static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
+                              const double *ML_RESTRICT t, ptrdiff_t m,
                               ptrdiff_t d, const REAL *ML_RESTRICT ct,
                               ptrdiff_t nb, REAL *ML_RESTRICT x32,
                               int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
@@ -444,11 +445,12 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X, ptrdiff_t m,
 {
     const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
     for (ptrdiff_t b = 0; b < m; ++b) {
-        REAL *x = x32;  /* this row in REAL, dead after it */
+        REAL *x = x32;  /* this row (translated) in REAL, dead after it */
         double q = 0;
         for (ptrdiff_t j = 0; j < d; ++j) {
-            q += X[b * d + j] * X[b * d + j];
-            x[j] = (REAL)X[b * d + j];
+            const double y = t ? X[b * d + j] - t[j] : X[b * d + j];
+            q += y * y;
+            x[j] = (REAL)y;
         }
         xn[b] = q;
         REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
@@ -907,10 +909,27 @@ typedef struct {
     REAL *best2;  /* ML_KM_CHUNK: second best scores (pruned pass) */
     REAL *P;      /* ML_KM_CHUNK x K: -2 X C^T (GEMM path) */
     REAL *gx;     /* ML_KM_CHUNK x d: rows the bounds left open (pruned pass) */
+    REAL *tx;     /* ML_KM_CHUNK x d: the chunk's rows less ws->shift */
 #if KM_SCREEN
     unsigned char *sx; /* this thread's screen scratch (screen_rows), or NULL */
 #endif
 } FN(km_scratch);
+
+#if KM_SCREEN
+/* The float32 screen's translations and bound (screen_rows), set per pass
+ * by screen_centers: the centers' translation t (d doubles), the rows' r (t
+ * or NULL: none); with e_k = c_k - t and f_k = e_k + 2 (t - r) (as
+ * computed), N = max_k sum_j |e_kj| (|e_kj| + |f_kj|) and upper bounds M2 >=
+ * max_k ||2 e_k||_2, M = max_kj |2 e_kj|; of the float64 kernel's centers,
+ * N64 = max_k of the norms it starts from and M264 >= max_k ||2 c_k||_2; tn
+ * >= ||r||_2; g32 = gamma_{d+3}(2^-24) + gamma_{d+3}(2^-53), g64 =
+ * gamma_{d+1}(2^-53) (screen_init). */
+typedef struct {
+    double *t;
+    const double *r;
+    double N, M2, M, N64, M264, tn, g32, g64;
+} km_screen_bound;
+#endif
 
 /* Workspace shared by the Lloyd and online drivers and assignment. */
 typedef struct {
@@ -934,12 +953,13 @@ typedef struct {
     int64_t *seg_changed; /* S */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
+    const REAL *shift;    /* d: subtracted from every row first, or NULL */
 #if KM_SCREEN
     /* The float32 screen of the unpruned passes (ml_kmeans_screens). */
     km_screen_fn screen;  /* its kernel, or NULL: no screen */
     ptrdiff_t sw, snb;    /* its block width and block count */
     float *ct32;          /* snb x (d + 1) x sw: the packed centers, float32 */
-    double s_g, s_N, s_M2, s_M; /* the bound's constants (center_prep) */
+    km_screen_bound sb;   /* the translation and the bound's constants */
     int s_on;             /* this pass is screened (centers in range) */
     unsigned char *sbuf;  /* nt x s_per bytes: per-thread screen scratch */
     ptrdiff_t s_per;
@@ -1007,7 +1027,7 @@ static void FN(work_free)(FN(km_work) *ws)
     free(ws->cn); free(ws->cpk); free(ws->ct); free(ws->cblk); free(ws->cnb); free(ws->seg_mem);
     free(ws->seg_changed); free(ws->scratch);
 #if KM_SCREEN
-    free(ws->ct32); free(ws->sbuf);
+    free(ws->ct32); free(ws->sbuf); free(ws->sb.t);
 #endif
 }
 
@@ -1043,21 +1063,22 @@ static int FN(screen_init)(FN(km_work) *ws)
     ws->s_per = (ptrdiff_t)KM_SX_BYTES(d);
     /* calloc: every thread's backoff state starts at zero. */
     ws->sbuf = calloc((size_t)ws->nt * (size_t)ws->s_per + 64, 1);
-    if (!ws->ct32 || !ws->sbuf) return ML_ERR_ALLOC;
-    /* gamma_{d+3}(u32) + gamma_{d+1}(u64) (screen_rows). */
-    const double u32 = 0x1p-24, u64 = 0x1p-53;
-    ws->s_g = (double)(d + 3) * u32 / (1 - (double)(d + 3) * u32) +
-              (double)(d + 1) * u64 / (1 - (double)(d + 1) * u64);
+    ws->sb.t = malloc((size_t)d * sizeof(double));
+    if (!ws->ct32 || !ws->sbuf || !ws->sb.t) return ML_ERR_ALLOC;
+    /* gamma_n(u) = n u / (1 - n u) (screen_rows). */
+    const double u32 = 0x1p-24, u64 = 0x1p-53, n3 = (double)(d + 3), n1 = (double)(d + 1);
+    ws->sb.g32 = n3 * u32 / (1 - n3 * u32) + n3 * u64 / (1 - n3 * u64);
+    ws->sb.g64 = n1 * u64 / (1 - n1 * u64);
     return ML_OK;
 }
 #endif
 
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
-                         int with_sums, int pruned)
+                         int with_sums, int pruned, const REAL *shift)
 {
     memset(ws, 0, sizeof(*ws));
-    ws->n = n; ws->d = d; ws->K = K; ws->gemm = gemm;
+    ws->n = n; ws->d = d; ws->K = K; ws->gemm = gemm; ws->shift = shift;
     ws->nt = ml_threads(n_threads);
     if (ws->nt < 1) ws->nt = 1;
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
@@ -1096,7 +1117,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     const ptrdiff_t B = ML_KM_CHUNK;
     ws->per_thread = d * KM_TP + 3 * B + (ws->use_gemm ? B * K : 0) +
                      (pruned ? B * d : 0);
-    ws->per_thread = (ws->per_thread + 15) / 16 * 16;
+    ws->per_thread = (ws->per_thread + 15) / 16 * 16 + (shift ? B * d : 0);
     ws->cn = malloc((size_t)K * sizeof(REAL));
     ws->cpk = malloc((size_t)(K * (d + 1)) * sizeof(REAL));
     if (ws->lanes)
@@ -1136,6 +1157,7 @@ static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
     sc->best2 = sc->bestk + B;
     sc->P = sc->best2 + B;
     sc->gx = sc->P + (ws->use_gemm ? B * ws->K : 0);
+    sc->tx = ws->shift ? base + (ws->per_thread - B * ws->d) : NULL;
 #if KM_SCREEN
     /* 64-byte aligned parts (the buffer itself from malloc: 16-aligned). */
     sc->sx = NULL;
@@ -1145,6 +1167,75 @@ static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
     }
 #endif
 }
+
+#if KM_SCREEN
+/* The screen's centers for this pass (screen_rows): the translation t = the
+ * centers' mean (any t is exact for the bound; near the rows it keeps the
+ * float32 scores small), -2 (c_k - t) and the start P_k = sum_j e_kj (e_kj +
+ * 2 (t_j - r_j)) rounded to float32, packed as for the lanes kernel, and
+ * the bound's constants (ws->sb).  The rows are translated too (r = t)
+ * only where t is far from the centers compared with their spread around
+ * it (ML_KM_SCREEN_SHIFT_ROWS): it costs the kernel a subtraction per
+ * coordinate, and nearer the origin the centers' translation alone keeps
+ * the bound well below the gaps.  A translated center outside float32's
+ * range (or not finite: the comparisons fail on NaN) turns the screen off
+ * for this pass. */
+static void FN(screen_centers)(FN(km_work) *ws, const REAL *C)
+{
+    const ptrdiff_t K = ws->K, d = ws->d, W = ws->sw;
+    km_screen_bound *sb = &ws->sb;
+    double *t = sb->t, tn = 0, S = 0;
+    for (ptrdiff_t j = 0; j < d; ++j) t[j] = 0;
+    for (ptrdiff_t k = 0; k < K; ++k)
+        for (ptrdiff_t j = 0; j < d; ++j) t[j] += (double)C[k * d + j];
+    for (ptrdiff_t j = 0; j < d; ++j) {
+        t[j] /= (double)K;
+        tn += t[j] * t[j];
+    }
+    for (ptrdiff_t k = 0; k < K; ++k) {
+        double q = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            const double e = (double)C[k * d + j] - t[j];
+            q += e * e;
+        }
+        if (!(q <= S)) S = q;
+    }
+    const int rows = tn > ML_KM_SCREEN_SHIFT_ROWS * ML_KM_SCREEN_SHIFT_ROWS * S;
+    sb->r = rows ? t : NULL;
+    double N = 0, M2 = 0, M = 0, N64 = 0, M264 = 0;
+    for (ptrdiff_t k = 0; k < ws->snb * W; ++k) {
+        float *cb = ws->ct32 + (k / W) * (d + 1) * W + k % W;
+        double p = 0, pa = 0, q = 0, q64 = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            if (k >= K) {  /* padding: score +inf */
+                cb[(1 + j) * W] = 0.0f;
+                continue;
+            }
+            const double e = (double)C[k * d + j] - t[j], f = rows ? e : e + 2 * t[j];
+            const double c2 = 2 * (double)C[k * d + j];
+            p += e * f;
+            pa += fabs(e) * (fabs(e) + fabs(f));
+            cb[(1 + j) * W] = (float)(-2 * e);
+            q += 4 * e * e;
+            q64 += c2 * c2;
+            if (!(fabs(2 * e) <= M)) M = fabs(2 * e);
+        }
+        cb[0] = k < K ? (float)p : INFINITY;
+        if (k >= K) continue;
+        if (!(pa <= N)) N = pa;
+        if (!(sqrt(q) <= M2)) M2 = sqrt(q);
+        if (!(sqrt(q64) <= M264)) M264 = sqrt(q64);
+        if (!((double)ws->cn[k] <= N64)) N64 = (double)ws->cn[k];
+    }
+    ws->s_on = N < 0x1p100 && M2 < 0x1p100 && M < 0x1p100;
+    sb->N = N;
+    sb->M = M;
+    sb->M2 = M2 * (1 + 0x1p-30) + 0x1p-500;
+    sb->N64 = N64;
+    sb->M264 = M264 * (1 + 0x1p-30) + 0x1p-500;
+    sb->tn = rows ? sqrt(tn) * (1 + 0x1p-30) + 0x1p-500 : 0;
+}
+#endif
 
 /* ||c_k||^2 and -2 C in the tile's blocks (padding: norm +inf, zeros). */
 static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
@@ -1178,37 +1269,7 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
         }
     }
 #if KM_SCREEN
-    if (ws->screen) {
-        /* The screen's centers: the float64 kernel's norm and -2 c rounded
-         * to float32, packed as for the lanes kernel; the bound's constants
-         * N = max_k ||c_k||^2 (the norms the float64 kernel starts from),
-         * M2 >= max_k ||2 c_k||_2 and M = max_kj |2 c_kj| (screen_rows).
-         * A center outside float32's range (or not finite: the comparisons
-         * fail on NaN) turns the screen off for this pass. */
-        const ptrdiff_t W = ws->sw;
-        double N = 0, M2 = 0, M = 0;
-        for (ptrdiff_t k = 0; k < K; ++k) {
-            double q = 0;
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const double v = 2 * (double)C[k * d + j];
-                q += v * v;
-                if (!(fabs(v) <= M)) M = fabs(v);
-            }
-            if (!(sqrt(q) <= M2)) M2 = sqrt(q);
-            if (!((double)ws->cn[k] <= N)) N = (double)ws->cn[k];
-        }
-        ws->s_on = N < 0x1p100 && M2 < 0x1p100 && M < 0x1p100;
-        ws->s_N = N;
-        ws->s_M = M;
-        ws->s_M2 = M2 * (1 + 0x1p-30) + 0x1p-500;
-        if (ws->s_on)
-            for (ptrdiff_t k = 0; k < ws->snb * W; ++k) {
-                float *cb = ws->ct32 + (k / W) * (d + 1) * W + k % W;
-                cb[0] = k < K ? (float)ws->cn[k] : INFINITY;
-                for (ptrdiff_t j = 0; j < d; ++j)
-                    cb[(1 + j) * W] = k < K ? (float)(-2 * C[k * d + j]) : 0.0f;
-            }
-    }
+    if (ws->screen) FN(screen_centers)(ws, C);
 #endif
 }
 
@@ -1370,10 +1431,11 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
 #if KM_SCREEN
 /* ---------------------------------------------------------------------------
  * The float32 screen of a float64 pass (ml_kmeans_screens; the float64
- * lanes kernel serves the pass).  A chunk's rows are rounded to float32 and
- * scored by the float32 lanes kernel against the float64 kernel's packed
- * centers rounded to float32 (twice the lanes per vector), which also keeps
- * each row's second-best score.  A row keeps the float32 label when
+ * lanes kernel serves the pass).  A chunk's rows (translated by the
+ * centers' mean where it is far from the origin) are rounded to float32 and
+ * scored by the float32 lanes kernel against the centers translated by
+ * their mean and rounded to float32 (twice the lanes per vector), which
+ * also keeps each row's second-best score.  A row keeps the float32 label when
  * second - best > 2 E (E below); every other row is re-scored by the
  * float64 lanes kernel (gathered, as assign_rows gathers the open rows: a
  * row's scores do not depend on the rows beside it).  The labels are
@@ -1382,34 +1444,59 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
  * The bound.  u = 2^-24, v = 2^-53, gamma_n(u) = n u / (1 - n u) (Higham,
  * Accuracy and Stability of Numerical Algorithms, 2002, section 3.1).  For
  * a row x and center k let m_j = -2 c_kj (exact in float64), N_k the float64
- * norm the float64 kernel starts from, S_k = N_k + sum_j x_j m_j (exact) and
+ * norm the float64 kernel starts from, S_k = N_k + sum_j x_j m_j (exact), and
  * T_k = sum_j |x_j| |m_j|.
  * - The float64 kernel adds the d products to N_k in j order, fused or not:
  *   each term carries at most d + 1 roundings, |s64_k - S_k| <=
- *   gamma_{d+1}(v) (N_k + T_k).
- * - The screen rounds x_j, m_j and N_k to float32 (one relative rounding
- *   each), then runs the same recurrence in float32: at most d + 3
- *   roundings per term, |s32_k - S_k| <= gamma_{d+3}(u) (N_k + T_k).
+ *   gamma_{d+1}(v) (N_k + T_k).  N_k is ||c_k||^2 with d roundings: N_k =
+ *   ||c_k||^2 + nu_k, |nu_k| <= gamma_{d+1}(v) N_k.
+ * - The screen scores the row translated by r and the centers by t (t the
+ *   centers' mean, r = t or 0: screen_centers).  Its exact scores are R_k =
+ *   P_k - 2 (x - r).(c_k - t) with P_k = sum_j e_j f_j, e_j = c_kj - t_j,
+ *   f_j = e_j + 2 (t_j - r_j): R_k = ||x - c_k||^2 - ||x - t||^2, which
+ *   differs from S_k - nu_k = ||x - c_k||^2 - ||x||^2 by the same amount for
+ *   every k.  It rounds x_j - r_j (r = t: a float64 subtraction first) and
+ *   -2 (c_kj - t_j) (a float64 subtraction) to float32, and P_k, summed in
+ *   float64 from the rounded e_j and f_j (its error below gamma_{d+3}(v)
+ *   sum_j |e_j| (|e_j| + |f_j|), a rounded e_j reaching f_j too), to
+ *   float32; then it runs the recurrence above in float32: each term
+ *   carries at most d + 3 roundings of size u and d + 3 of size v, so
+ *   |s32_k - R_k| <= (gamma_{d+3}(u) + gamma_{d+3}(v)) (N'_k + T'_k) (the
+ *   product of the two factors' excess, below 2^-50 gamma_{d+3}(u), is
+ *   inside the slack below), with N'_k = sum_j |e_j| (|e_j| + |f_j|) and
+ *   T'_k = sum_j |x_j - r_j| |2 e_j|.
  * - Underflow: each float32 rounding may instead add an absolute error up
- *   to 2^-150 (float64: 2^-1075); x_j's and m_j's then reach the score
- *   multiplied by |m_j| or |x_j|, and the at most 2 d + 3 roundings of the
- *   recurrence add one each, all magnified by less than 2: in all below
- *   A = 2^-149 (||x||_1 + d M + 2 d + 5), M = max_kj |m_kj|, ||x||_1 <=
- *   sqrt(d) ||x||_2.
- * - N_k <= N = max_k N_k, T_k <= ||x||_2 ||m_k||_2 <= ||x||_2 M2 (Cauchy-
- *   Schwarz), so |s32_k - s64_k| <= E = (gamma_{d+3}(u) + gamma_{d+1}(v))
- *   (N + ||x||_2 M2) + A for every k.
+ *   to 2^-150 (float64: 2^-1075; a float64 difference that underflows is
+ *   exact); x_j - r_j's and m_j's then reach the score multiplied by |m_j|
+ *   or |x_j - r_j|, and the at most 2 d + 3 roundings of the recurrence add
+ *   one each, all magnified by less than 2, the float64 sum P_k's d + 2 at
+ *   most 2^-1074 each: in all below A = 2^-149 (||x - r||_1 + d M + 2 d +
+ *   6), M = max_kj |2 (c_kj - t_j)|, ||x - r||_1 <= sqrt(d) ||x - r||_2.
+ * - N'_k <= N = max_k N'_k, T'_k <= ||x - r||_2 M2, N_k <= N64, T_k <=
+ *   ||x||_2 M264 <= (||x - r||_2 + ||r||_2) M264 (Cauchy-Schwarz; M2 and
+ *   M264 bound ||2 (c_k - t)||_2 and ||2 c_k||_2), so with E = (gamma_{d+3}(u)
+ *   + gamma_{d+3}(v)) (N + ||x - r||_2 M2) + gamma_{d+1}(v) (2 N64 + ||x||_2
+ *   M264) + A, for every k: s64_k = R_k + delta + e'_k with delta the same
+ *   for every k and |s32_k - R_k| + |e'_k| <= E.
  * If k' is the screen's argmin and second - best > 2 E, then for k != k':
- * s64_k >= s32_k - E >= second - E > best + E >= s64_k': k' is the float64
- * kernel's unique minimum, hence its label (no tie to break).
- * - Range: with N, M2, M < 2^100 (else the pass is not screened: center_prep)
- *   and N + ||x||_2 (M2 + 1) < 2^120, every float32 value (x_j, the
- *   products, the partial sums: < (1 + gamma)(N + T_k)) is finite; a row
- *   outside it, or not finite (the comparison fails on NaN), is re-scored.
- * - E, ||x||_2 and the gap are evaluated in float64 (at most d + 8
- *   roundings of relative size v, d < 2^20: below 2^-32), ||x||_2^2 perhaps
- *   short by d 2^-1074 from underflow: ||x||_2 is enlarged to
- *   sqrt(s)(1 + 2^-30) + 2^-500, M2 likewise (center_prep), E by 1 + 2^-30.
+ * s64_k - s64_k' >= (s32_k - s32_k') - 2 E >= second - best - 2 E > 0: k' is
+ * the float64 kernel's unique minimum, hence its label (no tie to break).
+ * Far from the origin the translations keep N and M2 near the centers'
+ * spread instead of their distance from the origin (and with r = t, the
+ * rows' term too); the float64 kernel's own term, gamma_{d+1}(v) ||x||_2
+ * M264, then decides (at 1e8 from the origin it exceeds the gaps: nothing
+ * is settled there).
+ * - Range: with N, M2, M < 2^100 (else the pass is not screened:
+ *   screen_centers) and N + ||x - r||_2 (M2 + 1) < 2^120, every float32
+ *   value (x_j - r_j, the products, the partial sums: < (1 + gamma)(N +
+ *   T'_k)) is finite; a row outside it, or not finite (the comparison fails
+ *   on NaN), is re-scored; where N64 or M264 overflow, E is infinite and no
+ *   row is settled.
+ * - E, the norms and the gap are evaluated in float64 (at most d + 9
+ *   roundings of relative size v, d < 2^20: below 2^-32), ||x - r||_2^2
+ *   perhaps short by d 2^-1074 from underflow: ||x - r||_2 is enlarged to
+ *   sqrt(s)(1 + 2^-30) + 2^-500, M2, M264 and ||r||_2 likewise
+ *   (screen_centers), E by 1 + 2^-30.
  * A chunk with more than ML_KM_SCREEN_MAX_OPEN of its rows open is taken by
  * the float64 kernel whole, and the thread skips the screen for its next
  * chunks (kmeans.h: ML_KM_SCREEN_MAX_SKIP).
@@ -1428,17 +1515,20 @@ static long long km_screen_stats[5];
 ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
                                          const float *ML_RESTRICT b32,
                                          const float *ML_RESTRICT s32,
-                                         const double *ML_RESTRICT xn, double N,
-                                         double M2, double M, double g,
+                                         const double *ML_RESTRICT yn,
+                                         const km_screen_bound *sb,
                                          int64_t *ML_RESTRICT ok)
 {
     const double slack = 1 + 0x1p-30, rd = sqrt((double)d);
-    const double a0 = (double)d * M + (double)(2 * d + 5);
+    const double N = sb->N, M2 = sb->M2, N64 = sb->N64, M264 = sb->M264, tn = sb->tn;
+    const double g32 = sb->g32, g64 = sb->g64;
+    const double a0 = (double)d * sb->M + (double)(2 * d + 6);
     for (ptrdiff_t b = 0; b < m; ++b) {
-        const double xl = sqrt(xn[b]) * slack + 0x1p-500;
-        const double E = (g * (N + xl * M2) + 0x1p-149 * (rd * xl + a0)) * slack;
+        const double yl = sqrt(yn[b]) * slack + 0x1p-500, xl = yl + tn;
+        const double E = (g32 * (N + yl * M2) + g64 * (2 * N64 + xl * M264) +
+                          0x1p-149 * (rd * yl + a0)) * slack;
         const double gap = (double)s32[b] - (double)b32[b];
-        ok[b] = (N + xl * (M2 + 1) < 0x1p120) & (gap > 2 * E);
+        ok[b] = (N + yl * (M2 + 1) < 0x1p120) & (gap > 2 * E);
     }
 }
 
@@ -1452,10 +1542,10 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     const ptrdiff_t d = ws->d;
     float *x32 = (float *)(sx + KM_SX_X32(d));
     float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
-    double *xn = (double *)(sx + KM_SX_XN(d));
-    ws->screen(Xc, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, xn);
+    double *yn = (double *)(sx + KM_SX_XN(d));
+    ws->screen(Xc, ws->sb.r, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, yn);
     int64_t ok[ML_KM_CHUNK];
-    FN(screen_settled)(m, d, b32, s32, xn, ws->s_N, ws->s_M2, ws->s_M, ws->s_g, ok);
+    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok);
     ptrdiff_t no = 0;
     for (ptrdiff_t b = 0; b < m; ++b) {
         open[no] = b;
@@ -1539,6 +1629,16 @@ ML_CLONES static int32_t FN(lab_update)(const int32_t *ML_RESTRICT nl,
  * bounds (hs != NULL) rows whose label the bounds settle are not reassigned
  * (same labels); the sums are always taken over every row, in the same
  * order, so that the centers are Lloyd's bit for bit. */
+/* out = the m rows of X less shift, in REAL (numpy's X - shift, bit for
+ * bit). */
+ML_CLONES static void FN(shift_rows)(const REAL *ML_RESTRICT X, ptrdiff_t m,
+                                     ptrdiff_t d, const REAL *ML_RESTRICT shift,
+                                     REAL *ML_RESTRICT out)
+{
+    for (ptrdiff_t b = 0; b < m; ++b)
+        for (ptrdiff_t j = 0; j < d; ++j) out[b * d + j] = X[b * d + j] - shift[j];
+}
+
 /* Segment s of a pass: its chunks in row order, assigned, then summed into
  * its own accumulator copies acc (when not NULL); returns the labels
  * changed. */
@@ -1557,6 +1657,10 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
         const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
         const REAL *Xc = X + i0 * d, *wc = w ? w + i0 : NULL;
         int32_t *L = lab + i0;
+        if (ws->shift) {
+            FN(shift_rows)(Xc, m, d, ws->shift, sc->tx);
+            Xc = sc->tx;
+        }
         /* The one-vector lanes kernel adds the sums as it labels.  It is
          * compiled with contraction on (its scores are fused as the tile's),
          * so a float64 row times its weight would be fused into the sum and
@@ -1637,16 +1741,19 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     if (do_sums) FN(reduce_segments)(ws, copies, sums, wsum);
 }
 
-/* Squared distance of every row to its own center, from x - c (float64). */
-static void FN(own_dist)(const REAL *X, ptrdiff_t n, ptrdiff_t d, const REAL *C,
-                         const int32_t *lab, double *out, int nt)
+/* Squared distance of every row, less shift (in REAL; NULL: none), to its
+ * own center, from x - c (float64). */
+static void FN(own_dist)(const REAL *X, const REAL *shift, ptrdiff_t n,
+                         ptrdiff_t d, const REAL *C, const int32_t *lab,
+                         double *out, int nt)
 {
     #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
     for (ptrdiff_t i = 0; i < n; ++i) {
         const REAL *x = X + i * d, *c = C + (ptrdiff_t)lab[i] * d;
         double s = 0;
         for (ptrdiff_t j = 0; j < d; ++j) {
-            const double t = (double)x[j] - (double)c[j];
+            const REAL xs = shift ? (REAL)(x[j] - shift[j]) : x[j];
+            const double t = (double)xs - (double)c[j];
             s += t * t;
         }
         out[i] = s;
@@ -1701,7 +1808,7 @@ static int FN(relocate_empty)(const REAL *X, const REAL *w, ptrdiff_t n,
     ptrdiff_t *moved = malloc((size_t)n_empty * sizeof(ptrdiff_t));
     if (!dist || !moved) { free(dist); free(moved); return ML_ERR_ALLOC; }
     ptrdiff_t n_moved = 0;
-    FN(own_dist)(X, n, d, C_old, lab, dist, nt);
+    FN(own_dist)(X, NULL, n, d, C_old, lab, dist, nt);
     for (ptrdiff_t i = 0; i < n; ++i)
         if (w && !(w[i] > 0)) dist[i] = -1;
     for (ptrdiff_t k = 0; k < K; ++k) {
@@ -1863,7 +1970,7 @@ static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     FN(km_work) ws;
     km_bounds hs, *hp = prune ? &hs : NULL;
     memset(&hs, 0, sizeof hs);
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, prune);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, prune, NULL);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     REAL *buf = malloc((size_t)(K * d) * sizeof(REAL));
@@ -1981,7 +2088,7 @@ int FN(ml_kmeans_online)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     if (n < 1 || d < 1 || K < 1 || K > n || max_iter < 1 || K > INT32_MAX)
         return ML_ERR_ARG;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0, NULL);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     double *cnt = calloc((size_t)K, sizeof(double));
@@ -2001,14 +2108,15 @@ done:
 }
 
 
-int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
-                         const REAL *centers, ptrdiff_t K, int64_t *labels,
-                         REAL *dist, GEMM_T gemm, int method, int n_threads)
+int FN(ml_kmeans_assign)(const REAL *X, const REAL *shift, ptrdiff_t n,
+                         ptrdiff_t d, const REAL *centers, ptrdiff_t K,
+                         int64_t *labels, REAL *dist, GEMM_T gemm, int method,
+                         int n_threads)
 {
     if (n < 0 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
     if (n == 0) return ML_OK;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 0, 0, shift);
     if (st != ML_OK) return st;
     int32_t *lab = malloc((size_t)n * sizeof(int32_t));
     double *dd = dist ? malloc((size_t)n * sizeof(double)) : NULL;
@@ -2019,7 +2127,7 @@ int FN(ml_kmeans_assign)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     if (ml_interrupted()) { st = ML_ERR_INTERRUPTED; goto done; }
     FN(lab_out)(lab, n, labels);
     if (dist) {
-        FN(own_dist)(X, n, d, centers, lab, dd, ws.nt);
+        FN(own_dist)(X, shift, n, d, centers, lab, dd, ws.nt);
         for (ptrdiff_t i = 0; i < n; ++i) dist[i] = (REAL)dd[i];
     }
 done:
@@ -2035,7 +2143,7 @@ int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
 {
     if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, NULL, ML_KM_SCREEN, 1, 0, 0);
+    int st = FN(work_init)(&ws, n, d, K, NULL, ML_KM_SCREEN, 1, 0, 0, NULL);
     if (st != ML_OK) return st;
     if (!ws.screen) { FN(work_free)(&ws); return ML_ERR_ARG; }
     FN(center_prep)(&ws, centers);
@@ -2072,7 +2180,7 @@ int FN(ml_kmeans_assign_accumulate)(const REAL *X, const REAL *w, ptrdiff_t n,
 {
     if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
     FN(km_work) ws;
-    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, 0);
+    int st = FN(work_init)(&ws, n, d, K, gemm, method, n_threads, 1, 0, NULL);
     if (st != ML_OK) return st;
     /* The pass's own int32 labels; their initial values only feed the change
      * count, which is not used here, so calloc's zeros (no fill loop). */

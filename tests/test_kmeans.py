@@ -331,6 +331,36 @@ def test_assign_paths_across_crossovers(dtype, d):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 5, 8, 9, 16, 33, 64, 130])
+def test_assign_shift_is_x_minus_shift_bitwise(dtype, d):
+    """assign(X, C, shift=s) subtracts s chunk by chunk in the C pass: the
+    labels and distances of assign(X - s, C), bit for bit, on every kernel
+    (the float32 screen included), 1 and 2 threads, rows far from the origin
+    and a partial last chunk; a shift of the wrong length is refused."""
+    rng = np.random.default_rng(100 + d)
+    X = (rng.normal(size=(1000, d)) + 1e3 * rng.uniform(size=d)).astype(dtype)
+    shift = X[:50].mean(0, dtype=np.float64).astype(dtype)
+    for K in (1, 7, 33):
+        C = (X[rng.choice(len(X), K, replace=False)] - shift).astype(dtype)
+        methods = ["auto", "direct", "gemm", "tile", "lanes", "small"]
+        if dtype == np.float64:
+            methods.append("screen")
+        for method in methods:
+            ref = _k.assign(X - shift, C, method, 1, True)
+            for nt in (1, 2):
+                lab, dist = _k.assign(X, C, method, nt, True, shift)
+                np.testing.assert_array_equal(lab, ref[0])
+                assert dist.tobytes() == ref[1].tobytes()
+                lab2, none = _k.assign(X, C, method, nt, False, shift.astype(np.float64))
+                np.testing.assert_array_equal(lab2, ref[0])
+                assert none is None
+    with pytest.raises(ValueError, match="shift"):
+        _k.assign(X, C, "auto", 1, True, shift[:-1] if d > 1 else np.zeros(2))
+    lab, dist = assign_labels(X, C, shift=shift, return_distances=False)
+    assert dist is None and lab.shape == (len(X),)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("d,K", [(2, 40), (3, 7), (9, 33), (16, 64), (16, 100), (40, 70),
                                  (130, 20)])
 def test_elkan_equals_lloyd(dtype, d, K):

@@ -324,10 +324,11 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return self.cluster_centers_.shape[0]
 
     def _check_test_data(self, X):
-        """X and the centers, both less the centers' mean (in X's dtype).
+        """X, the shift (the centers' mean in X's dtype) and the centers less it.
 
-        ``fit`` works on centered data; doing the same here keeps a large common
-        offset from eating the digits of ``||x||^2 - 2 x.c + ||c||^2``.
+        ``fit`` works on centered data; scoring ``X - shift`` here keeps a large
+        common offset from eating the digits of ``||x||^2 - 2 x.c + ||c||^2``.
+        (The C pass subtracts it chunk by chunk: ``assign_labels(shift=)``.)
         """
         check_is_fitted(self)
         X = check_array(X)
@@ -336,7 +337,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         # one shift, representable in X's dtype, for both (then X - shift is exact
         # for the rows near the centers)
         shift = centers.mean(axis=0, dtype=np.float64).astype(X.dtype)
-        return X - shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
+        return X, shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
 
     def _out_of_core_test_data(self, X):
         """Shift and shifted centers for block-wise predict/transform/score."""
@@ -361,8 +362,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             return assign_blockwise(X, centers, shift=shift, block_rows=block_rows)[0]
-        X, centers = self._check_test_data(X)
-        return assign_labels(X, centers)[0]
+        X, shift, centers = self._check_test_data(X)
+        return assign_labels(X, centers, shift=shift, return_distances=False)[0]
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -381,8 +382,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if is_out_of_core(X):
             shift, centers = self._out_of_core_test_data(X)
             return distances(source(X, block_rows=block_rows), centers, shift)
-        X, centers = self._check_test_data(X)
-        return center_distances(X, centers)
+        X, shift, centers = self._check_test_data(X)
+        return center_distances(X - shift, centers)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return ``transform(X)``."""
@@ -398,7 +399,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
             _, d2 = assign_blockwise(X, centers, shift=shift)
             return -float(np.dot(w, d2))
-        X, centers = self._check_test_data(X)
+        X, shift, centers = self._check_test_data(X)
         w = check_sample_weight(sample_weight, X.shape[0], dtype=np.float64)
-        _, d2 = assign_labels(X, centers)
+        _, d2 = assign_labels(X, centers, shift=shift)
         return -float(np.dot(w, d2.astype(np.float64)))

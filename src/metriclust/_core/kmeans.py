@@ -18,7 +18,8 @@ CONTRACT (stable; callers rely on it):
     kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
            n_threads=None, verbose=0) -> KMeansResult(centers, labels, inertia, n_iter)
-    assign_labels(X, centers, *, n_threads=None) -> (labels int64, sq_distances)
+    assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=None)
+        -> (labels int64, sq_distances or None)
     center_distances(X, centers, *, squared=False) -> (n_samples, n_clusters) in X.dtype
 
 X is a validated C-contiguous float32/float64 array (callers validate);
@@ -65,11 +66,15 @@ def _as_float_array(X, name="X"):
     return np.ascontiguousarray(X)
 
 
-def assign_labels(X, centers, *, n_threads=None):
-    """Nearest center of each row: labels (int64) and squared distances.
+def assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=None):
+    """Nearest center of each row: labels (int64) and squared distances (None
+    with ``return_distances=False``).
 
     Ties go to the lowest center index; distances are computed from ``x - c``
-    (never negative) in the dtype of X.
+    (never negative) in the dtype of X. With ``shift`` (n_features,) the rows
+    are ``X - shift`` in X's dtype (the same bits as ``X - shift``, subtracted
+    by the C pass chunk by chunk, without a shifted copy of X), and
+    ``centers`` are in that shifted space.
     """
     X = _as_float_array(X)
     centers = np.ascontiguousarray(centers, dtype=X.dtype)
@@ -79,7 +84,7 @@ def assign_labels(X, centers, *, n_threads=None):
         )
     nt = effective_n_threads(n_threads)
     with _blas_guard(X.shape[1], centers.shape[0]):
-        return _k.assign(X, centers, "auto", nt, True)
+        return _k.assign(X, centers, "auto", nt, bool(return_distances), shift)
 
 
 def center_distances(X, centers, *, squared=False, block_rows=4096):

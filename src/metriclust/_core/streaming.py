@@ -179,11 +179,12 @@ def _farthest_block(block, w, centers, shift, n_threads, center_first, n_top):
 
 
 def _assign_block(block, centers, shift, n_threads):
-    return assign_labels(_shifted(block, shift), centers, n_threads=n_threads)[0]
+    return assign_labels(block, centers, shift=shift, return_distances=False,
+                         n_threads=n_threads)[0]
 
 
 def _assign_d2_block(block, centers, shift, n_threads):
-    lab, d2 = assign_labels(_shifted(block, shift), centers, n_threads=n_threads)
+    lab, d2 = assign_labels(block, centers, shift=shift, n_threads=n_threads)
     return np.column_stack([lab.astype(np.float64), d2.astype(np.float64)])
 
 
@@ -192,7 +193,7 @@ def _distances_block(block, centers, shift):
 
 
 def _inertia_block(block, w, centers, shift, n_threads):
-    d2 = assign_labels(_shifted(block, shift), centers, n_threads=n_threads)[1]
+    d2 = assign_labels(block, centers, shift=shift, n_threads=n_threads)[1]
     d2 = d2.astype(np.float64)
     return float(d2.sum()) if w is None else float(np.asarray(w, np.float64) @ d2)
 
@@ -200,7 +201,7 @@ def _inertia_block(block, w, centers, shift, n_threads):
 def _closest_block(block, closest, w, centers, shift, n_threads):
     """Squared distance of each row to its nearest candidate (min with ``closest``),
     and the block's potential ``sum_i w_i d_i^2`` (k-means||)."""
-    d2 = assign_labels(_shifted(block, shift), centers, n_threads=n_threads)[1]
+    d2 = assign_labels(block, centers, shift=shift, n_threads=n_threads)[1]
     d2 = d2.astype(np.float64)
     if closest is not None:
         d2 = np.minimum(np.asarray(closest), d2)
@@ -228,7 +229,8 @@ def _one_row_block(block, w, shift, seed):
 
 
 def _candidate_weight_block(block, w, candidates, shift, n_threads):
-    labels = assign_labels(_shifted(block, shift), candidates, n_threads=n_threads)[0]
+    labels = assign_labels(block, candidates, shift=shift, return_distances=False,
+                           n_threads=n_threads)[0]
     return np.bincount(labels, weights=None if w is None else np.asarray(w, np.float64),
                        minlength=candidates.shape[0]).astype(np.float64)
 

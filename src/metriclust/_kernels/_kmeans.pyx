@@ -68,12 +68,12 @@ cdef extern from "kmeans.h" nogil:
                              int max_iter, double tol, int64_t *labels,
                              double *inertia, int *n_iter, int *strict,
                              ml_sgemm_fn gemm, int method, int n_threads)
-    int ml_kmeans_assign_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
-                             const double *centers, Py_ssize_t K,
+    int ml_kmeans_assign_f64(const double *X, const double *shift, Py_ssize_t n,
+                             Py_ssize_t d, const double *centers, Py_ssize_t K,
                              int64_t *labels, double *dist, ml_dgemm_fn gemm,
                              int method, int n_threads)
-    int ml_kmeans_assign_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
-                             const float *centers, Py_ssize_t K,
+    int ml_kmeans_assign_f32(const float *X, const float *shift, Py_ssize_t n,
+                             Py_ssize_t d, const float *centers, Py_ssize_t K,
                              int64_t *labels, float *dist, ml_sgemm_fn gemm,
                              int method, int n_threads)
     int ml_kmeans_assign_accumulate_f64(const double *X, const double *w, Py_ssize_t n,
@@ -271,8 +271,13 @@ def online(const real[:, ::1] X, object sample_weight, real[:, ::1] centers, int
 
 
 def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
-           int n_threads=0, bint return_distances=True):
-    """Nearest center of each row: ``(labels int64, squared distances or None)``."""
+           int n_threads=0, bint return_distances=True, shift=None):
+    """Nearest center of each row: ``(labels int64, squared distances or None)``.
+
+    With ``shift`` (n_features values, cast to X's dtype) the rows are
+    ``X - shift``, subtracted chunk by chunk in the pass (the same bits as
+    numpy's ``X - shift``, no shifted copy of X); ``centers`` are in that
+    shifted space."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     cdef int code = _method_code(method)
     if d < 1:
@@ -284,6 +289,13 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
     if real is float and K > 16777216:
         raise ValueError("float32 k-means supports at most 2**24 clusters")
     dtype = np.float64 if real is double else np.float32
+    cdef const real[::1] sv
+    cdef const real *sp = NULL
+    if shift is not None:
+        sv = np.ascontiguousarray(shift, dtype=dtype).reshape(-1)
+        if sv.shape[0] != d:
+            raise ValueError(f"shift has {sv.shape[0]} values, X has {d} features")
+        sp = &sv[0]
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n, dtype=dtype) if return_distances else None
     if n == 0:
@@ -298,10 +310,10 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
     cdef bint entered = interrupt_enter()
     with nogil:
         if real is double:
-            status = ml_kmeans_assign_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
+            status = ml_kmeans_assign_f64(&X[0, 0], sp, n, d, &centers[0, 0], K, &lv[0], dp,
                                           <ml_dgemm_fn>dgemm, code, n_threads)
         else:
-            status = ml_kmeans_assign_f32(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], dp,
+            status = ml_kmeans_assign_f32(&X[0, 0], sp, n, d, &centers[0, 0], K, &lv[0], dp,
                                           <ml_sgemm_fn>sgemm, code, n_threads)
     interrupt_leave(entered, status)
     _raise(status, "assign")
