@@ -1,6 +1,7 @@
 #include "sums.h"
 #include "thresholds.h"  /* ML_SUM_MIN_PARALLEL */
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,3 +79,83 @@ int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,
     }
     return ML_OK;
 }
+
+/* ml_value_range: per block a running minimum and maximum in independent
+ * lanes (a NaN compares false and leaves them) and a NaN flag; the blocks
+ * are combined in any order (min and max are exact).  On x86 the lanes are
+ * SSE2 minpd/maxpd (minps/maxps), whose result is the second operand when
+ * one is NaN: GCC's code for the plain comparisons below depends on its
+ * flags (with -fno-trapping-math it branches, 2x slower on random data). */
+#define VR_BLOCK (ML_SUM_BLOCK * 16)
+#define VR_SCALAR(v, l, h, nn)          \
+    do {                                \
+        l = (v) < l ? (v) : l;          \
+        h = (v) > h ? (v) : h;          \
+        nn |= (v) != (v);               \
+    } while (0)
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define VR_VEC(SUFFIX, VT, W, SET1, LOAD, MIN, MAX, UNORD, OR, MASK)            \
+static ptrdiff_t value_range_vec_##SUFFIX(const void *xv, ptrdiff_t m,          \
+                                          double *lo, double *hi, int *nan) {   \
+    const ptrdiff_t m4 = m / (4 * W) * (4 * W);                                 \
+    VT l[4], h[4], u[4];                                                        \
+    for (int t = 0; t < 4; ++t) {                                               \
+        l[t] = SET1(INFINITY);                                                  \
+        h[t] = SET1(-INFINITY);                                                 \
+        u[t] = SET1(0);                                                         \
+    }                                                                           \
+    for (ptrdiff_t i = 0; i < m4; i += 4 * W)                                   \
+        for (int t = 0; t < 4; ++t) {                                           \
+            const VT v = LOAD(xv, i + t * W);                                   \
+            l[t] = MIN(v, l[t]);                                                \
+            h[t] = MAX(v, h[t]);                                                \
+            u[t] = OR(u[t], UNORD(v, v));                                       \
+        }                                                                       \
+    for (int t = 0; t < 4; ++t) {                                               \
+        for (int k = 0; k < W; ++k) {                                           \
+            const double a = (double)l[t][k], b = (double)h[t][k];              \
+            *lo = a < *lo ? a : *lo;                                            \
+            *hi = b > *hi ? b : *hi;                                            \
+        }                                                                       \
+        *nan |= MASK(u[t]) != 0;                                                \
+    }                                                                           \
+    return m4;                                                                  \
+}
+#define VR_LOAD_PD(x, i) _mm_loadu_pd((const double *)(x) + (i))
+#define VR_LOAD_PS(x, i) _mm_loadu_ps((const float *)(x) + (i))
+VR_VEC(f64, __m128d, 2, _mm_set1_pd, VR_LOAD_PD, _mm_min_pd, _mm_max_pd, _mm_cmpunord_pd, _mm_or_pd, _mm_movemask_pd)
+VR_VEC(f32, __m128, 4, _mm_set1_ps, VR_LOAD_PS, _mm_min_ps, _mm_max_ps, _mm_cmpunord_ps, _mm_or_ps, _mm_movemask_ps)
+#else
+#define value_range_vec_f64(x, m, lo, hi, nan) ((ptrdiff_t)0)
+#define value_range_vec_f32(x, m, lo, hi, nan) ((ptrdiff_t)0)
+#endif
+
+#define DEFINE_VALUE_RANGE(SUFFIX, REAL)                                        \
+int ml_value_range_##SUFFIX(const REAL *x, ptrdiff_t n, double *lo, double *hi, \
+                            int *nan, int n_threads) {                          \
+    if (n < 1) return ML_ERR_ARG;                                               \
+    const ptrdiff_t nb = (n + VR_BLOCK - 1) / VR_BLOCK;                         \
+    double glo = INFINITY, ghi = -INFINITY;                                     \
+    int gnan = 0;                                                               \
+    _Pragma("omp parallel for schedule(static) reduction(min: glo) reduction(max: ghi) reduction(|: gnan) if(n >= ML_SUM_MIN_PARALLEL) num_threads(ml_threads(n_threads))") \
+    for (ptrdiff_t b = 0; b < nb; ++b) {                                        \
+        const REAL *xb = x + b * VR_BLOCK;                                      \
+        const ptrdiff_t m = n - b * VR_BLOCK < VR_BLOCK ? n - b * VR_BLOCK : VR_BLOCK; \
+        double bl = INFINITY, bh = -INFINITY;                                   \
+        int bn = 0;                                                             \
+        for (ptrdiff_t i = value_range_vec_##SUFFIX(xb, m, &bl, &bh, &bn); i < m; ++i) { \
+            const double v = (double)xb[i];                                     \
+            VR_SCALAR(v, bl, bh, bn);                                           \
+        }                                                                       \
+        glo = bl < glo ? bl : glo;                                              \
+        ghi = bh > ghi ? bh : ghi;                                              \
+        gnan |= bn;                                                             \
+    }                                                                           \
+    *lo = glo;                                                                  \
+    *hi = ghi;                                                                  \
+    *nan = gnan;                                                                \
+    return ML_OK;                                                               \
+}
+DEFINE_VALUE_RANGE(f64, double)
+DEFINE_VALUE_RANGE(f32, float)

@@ -14,6 +14,16 @@ int ml_cluster_sums_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
                         const int64_t *labels, ptrdiff_t K, double *out,
                         int n_threads);
 
+/* The smallest and largest of the n values of x (*lo, *hi) and whether any
+ * is NaN (*nan; lo and hi then skip the NaNs): one pass over fixed blocks,
+ * on up to n_threads threads (the result does not depend on them).  For
+ * input validation: one read of a large array instead of numpy's max and
+ * min, two. */
+int ml_value_range_f64(const double *x, ptrdiff_t n, double *lo, double *hi,
+                       int *nan, int n_threads);
+int ml_value_range_f32(const float *x, ptrdiff_t n, double *lo, double *hi,
+                       int *nan, int n_threads);
+
 /* table[a[i], b[i]] += 1 for i < n; table is ka x kb (zeroed here).
  * Codes must lie in [0, ka) and [0, kb). */
 int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,

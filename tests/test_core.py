@@ -7,7 +7,7 @@ from metriclust._core.validation import (
     check_array, check_labels, check_n_clusters, check_pairs, check_random_state,
     check_sample_weight, check_scalar,
 )
-from metriclust._kernels._sums import cluster_sums, contingency
+from metriclust._kernels._sums import cluster_sums, contingency, value_range
 
 
 def test_check_array_preserves_float32_and_converts_ints():
@@ -26,6 +26,48 @@ def test_check_array_names_first_nonfinite_position(bad, kind):
     X[4, 0] = bad
     with pytest.raises(ValueError, match=f"Xtest contains {kind} at row 2, column 1"):
         check_array(X, name="Xtest")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_value_range_matches_numpy(dtype):
+    """value_range (one C pass, the check of large arrays): numpy's min and
+    max over the values that are not NaN, and whether there is a NaN, for
+    lengths around its lanes and blocks, a NaN or an infinity anywhere
+    (first, last, the lanes' tail), signed zeros, 1 and 2 threads."""
+    rng = np.random.default_rng(0)
+    for n in (1, 15, 16, 17, 65535, 65536 + 5, 3 * 65536 + 33):
+        x = rng.normal(scale=1e3, size=n).astype(dtype)
+        for nt in (1, 2):
+            assert value_range(x, nt) == (float(x.min()), float(x.max()), False)
+        for pos in {0, n - 1, n // 2, max(n - 3, 0)}:
+            for bad in (np.nan, np.inf, -np.inf):
+                y = x.copy()
+                y[pos] = bad
+                lo, hi, has_nan = value_range(y, 2)
+                finite = y[~np.isnan(y)]
+                assert has_nan == bool(np.isnan(bad))
+                if finite.size:
+                    assert (lo, hi) == (float(finite.min()), float(finite.max()))
+    z = np.array([0.0, -0.0] * 40, dtype=dtype)
+    lo, hi, has_nan = value_range(z)
+    assert lo == 0 and hi == 0 and not has_nan
+    with pytest.raises(ValueError, match="empty"):
+        value_range(np.zeros(0, dtype))
+
+
+@pytest.mark.parametrize("bad, kind", [(np.nan, "NaN"), (np.inf, "infinity"), (-np.inf, "infinity")])
+def test_check_array_large_names_first_nonfinite_position(bad, kind):
+    """Arrays large enough for the one-pass C check give the same refusal,
+    and a large finite array is accepted without a copy."""
+    X = np.zeros((40000, 3))
+    assert check_array(X) is X
+    X[20000, 2] = bad
+    X[39999, 0] = bad
+    with pytest.raises(ValueError, match=f"Xtest contains {kind} at row 20000, column 2"):
+        check_array(X, name="Xtest")
+    X = np.full((40000, 2), 1e308)
+    with pytest.raises(ValueError, match="magnitude 1e.308.*Rescale"):
+        check_array(X)
 
 
 def test_check_array_rejects_bad_shapes_and_types():

@@ -5,6 +5,7 @@ Public classes and functions:
 .. autosummary::
 
    cluster_sums  -- per-cluster row sums (float64)
+   value_range   -- the smallest and largest value and whether any is NaN, in one pass
    contingency   -- the contingency table of two labelings
    MIN_PARALLEL  -- entries (n p) below which the sums run on one thread
 """
@@ -31,6 +32,10 @@ cdef extern from "sums.h" nogil:
                             int n_threads)
     int ml_contingency(const int64_t *a, const int64_t *b, Py_ssize_t n,
                        Py_ssize_t ka, Py_ssize_t kb, int64_t *table)
+    int ml_value_range_f64(const double *x, Py_ssize_t n, double *lo, double *hi,
+                           int *nan, int n_threads)
+    int ml_value_range_f32(const float *x, Py_ssize_t n, double *lo, double *hi,
+                           int *nan, int n_threads)
 
 
 def cluster_sums(const real[:, ::1] X, const int64_t[::1] labels, Py_ssize_t n_clusters,
@@ -76,3 +81,22 @@ def contingency(const int64_t[::1] a, const int64_t[::1] b, Py_ssize_t ka, Py_ss
                                 n, ka, kb, &t[0, 0])
     check_status(status, "contingency", "codes out of range")
     return table
+
+
+def value_range(const real[::1] x, int n_threads=0):
+    """``(min, max, has_nan)`` of the values of x in one pass (min and max as
+    float64, over the values that are not NaN; on n_threads threads, the same
+    result on any number)."""
+    cdef Py_ssize_t n = x.shape[0]
+    if n == 0:
+        raise ValueError("x must not be empty")
+    cdef double lo = 0, hi = 0
+    cdef int nan = 0
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_value_range_f64(&x[0], n, &lo, &hi, &nan, n_threads)
+        else:
+            status = ml_value_range_f32(&x[0], n, &lo, &hi, &nan, n_threads)
+    check_status(status, "value_range")
+    return lo, hi, bool(nan)
