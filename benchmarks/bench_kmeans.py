@@ -29,6 +29,7 @@ Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
        python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
+       python benchmarks/bench_kmeans.py --offsets [0 10 1e4]
 
 --kernels times the no-BLAS kernels forced one by one (method "small" for
 d <= 8, "lanes", "tile"), the measurements behind the small-d / lanes choice
@@ -37,6 +38,10 @@ comparison single-threaded in C, without Python.
 
 --pruning times lloyd against the Hamerly-pruned lloyd per (d, K) on uniform
 data and on blobs, the measurements behind the pruning entries of that table.
+
+--offsets times KMeans.predict on raw float64 rows far from the origin (d = 64,
+K = 32: the float32 screen's shape) against scikit-learn's predict with the
+same centers: the screen translates rows and centers by the centers' mean.
 """
 
 import argparse
@@ -244,6 +249,42 @@ def elkan_rows(repeats, say, N=200_000, d=16, K=256):
         f"labels of our elkan == our lloyd: {same}")
 
 
+def offsets(offs, repeats, say, N=1_000_000, d=64, K=32):
+    """KMeans.predict on data far from the origin: the nearest center of raw
+    rows (predict does not center them; fit does), float64, where the
+    float32 screen serves the pass (d = 64, K = 32). Uniform rows plus an
+    offset in every coordinate; scikit-learn's predict with the same
+    centers in the same run; labels compared."""
+    from sklearn.cluster import KMeans as SKMeans
+
+    from metriclust import KMeans
+
+    say(f"Predict on data far from the origin: {N:.0e} x {d} float64, K = {K}, uniform rows "
+        "+ offset, the same centers in both libraries (medians)")
+    say("")
+    say("| offset | metriclust predict ms | sklearn predict ms | x sklearn (wall) "
+        "| x sklearn (cpu) | labels equal |")
+    say("|---|---|---|---|---|---|")
+    for off in offs:
+        X = np.random.default_rng(0).random((N, d)) + off
+        ours = KMeans(K, n_init=1, max_iter=5, random_state=0).fit(X)
+        theirs = SKMeans(K, init=ours.cluster_centers_, n_init=1, max_iter=1).fit(X[:1000])
+        theirs.cluster_centers_ = ours.cluster_centers_.copy()
+        runs = {"ours": ours.predict, "sklearn": theirs.predict}
+        times = {k: [] for k in runs}
+        labels = {k: f(X) for k, f in runs.items()}  # untimed first call
+        time.sleep(0.25)
+        for _ in range(repeats):
+            for name, f in runs.items():
+                times[name].append(timed(f, X))
+        wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
+        cpu = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
+        same = float(np.mean(labels["ours"] == labels["sklearn"]))
+        say(f"| {off:g} | {wall['ours'] * 1e3:.1f} | {wall['sklearn'] * 1e3:.1f} | "
+            f"{wall['sklearn'] / wall['ours']:.2f} | {cpu['sklearn'] / cpu['ours']:.2f} | "
+            f"{same:.6f} |")
+
+
 def crossover(ds, Ks, repeats, say):
     """Tile (no BLAS) against BLAS per (d, K): the measurements behind
     ML_KM_TILE_MAX_D / ML_KM_TILE_MAX_K in csrc/kmeans.h."""
@@ -354,6 +395,9 @@ def main():
                     help="the no-BLAS kernels (small-d, tile, lanes) per (d, K)")
     ap.add_argument("--pruning", action="store_true",
                     help="lloyd vs Hamerly-pruned lloyd per (d, K), uniform and blob data")
+    ap.add_argument("--offsets", type=float, nargs="*", default=None,
+                    help="predict on data this far from the origin (d = 64, K = 32, "
+                         "float64) instead of the peer table")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
@@ -386,6 +430,8 @@ def main():
         kernels(args.d, args.K, args.repeats, say)
     elif args.pruning:
         pruning(args.d, args.K, args.repeats, say)
+    elif args.offsets is not None:
+        offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
     else:
         rows = QUICK_ROWS if args.quick else ROWS
         if args.rows is not None:
