@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from _reference import sq_distances as ref_sq_dist
 
-from metriclust._core.kmeans import assign_labels, kmeans, kmeans_plusplus
+from metriclust import KMeans
+from metriclust._core.kmeans import assign_labels, center_distances, kmeans, kmeans_plusplus
 from metriclust._kernels import _kmeans as _k
 
 
@@ -358,6 +359,31 @@ def test_assign_shift_is_x_minus_shift_bitwise(dtype, d):
         _k.assign(X, C, "auto", 1, True, shift[:-1] if d > 1 else np.zeros(2))
     lab, dist = assign_labels(X, C, shift=shift, return_distances=False)
     assert dist is None and lab.shape == (len(X),)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_center_distances_shift_and_transform(dtype):
+    """center_distances(X, C, shift=s) is center_distances(X - s, C) bit for
+    bit (blocks of rows shifted one at a time), squared or not; KMeans's
+    transform, predict and score far from the origin equal the shifted copy's
+    results."""
+    rng = np.random.default_rng(7)
+    X = (rng.normal(size=(9000, 5)) + 1e4).astype(dtype)
+    shift = X[:10].mean(0).astype(dtype)
+    C = (X[:6] - shift).astype(dtype)
+    for squared in (False, True):
+        ref = center_distances(X - shift, C, squared=squared, block_rows=1000)
+        got = center_distances(X, C, squared=squared, shift=shift, block_rows=1000)
+        assert got.tobytes() == ref.tobytes()
+    with pytest.raises(ValueError, match="shift"):
+        center_distances(X, C, shift=shift[:-1])
+    km = KMeans(6, n_init=1, random_state=0).fit(X)
+    s = km.cluster_centers_.mean(0).astype(dtype)
+    Cs = (km.cluster_centers_ - s).astype(dtype)
+    assert km.transform(X).tobytes() == center_distances(X - s, Cs).tobytes()
+    lab, d2 = assign_labels(X - s, Cs)
+    np.testing.assert_array_equal(km.predict(X), lab)
+    assert km.score(X) == -float(np.dot(np.ones(len(X)), d2.astype(np.float64)))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -383,7 +383,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             shift, centers = self._out_of_core_test_data(X)
             return distances(source(X, block_rows=block_rows), centers, shift)
         X, shift, centers = self._check_test_data(X)
-        return center_distances(X - shift, centers)
+        return center_distances(X, centers, shift=shift)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return ``transform(X)``."""

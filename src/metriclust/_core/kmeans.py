@@ -20,7 +20,7 @@ CONTRACT (stable; callers rely on it):
            n_threads=None, verbose=0) -> KMeansResult(centers, labels, inertia, n_iter)
     assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=None)
         -> (labels int64, sq_distances or None)
-    center_distances(X, centers, *, squared=False) -> (n_samples, n_clusters) in X.dtype
+    center_distances(X, centers, *, squared=False, shift=None) -> (n_samples, n_clusters) in X.dtype
 
 X is a validated C-contiguous float32/float64 array (callers validate);
 ``init`` is "k-means++", "random" or an (n_clusters, p) array of centers
@@ -87,13 +87,16 @@ def assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=No
         return _k.assign(X, centers, "auto", nt, bool(return_distances), shift)
 
 
-def center_distances(X, centers, *, squared=False, block_rows=4096):
+def center_distances(X, centers, *, squared=False, shift=None, block_rows=4096):
     """Euclidean distances of every row of X to every center, in X's dtype.
 
     ``||x||^2 - 2 x.c + ||c||^2`` by BLAS in float64, a block of rows at a time;
     the entries where that expansion cancels (a point close to a center compared
     with their norms) are recomputed from ``x - c``, so a point on a center gets
-    exactly 0. Callers that care about a large common offset subtract it first.
+    exactly 0. Callers that care about a large common offset subtract it first:
+    with ``shift`` (n_features,) the rows are ``X - shift`` in X's dtype, block by
+    block (the result of ``center_distances(X - shift, ...)`` without the copy),
+    and ``centers`` are in that shifted space.
     """
     X = _as_float_array(X)
     C = np.ascontiguousarray(centers, dtype=np.float64)
@@ -101,8 +104,15 @@ def center_distances(X, centers, *, squared=False, block_rows=4096):
     cc = np.einsum("ij,ij->i", C, C)
     cc_max = float(cc.max()) if cc.size else 0.0
     out = np.empty((X.shape[0], C.shape[0]), dtype=X.dtype)
+    if shift is not None:
+        shift = np.asarray(shift, dtype=X.dtype).reshape(-1)
+        if shift.shape[0] != X.shape[1]:
+            raise ValueError(f"shift has {shift.shape[0]} values, X has {X.shape[1]} features.")
     for start in range(0, X.shape[0], block_rows):
-        Xb = X[start:start + block_rows].astype(np.float64, copy=False)
+        Xb = X[start:start + block_rows]
+        if shift is not None:
+            Xb = Xb - shift
+        Xb = Xb.astype(np.float64, copy=False)
         xx = np.einsum("ij,ij->i", Xb, Xb)
         d2 = Xb @ minus_2c
         d2 += xx[:, None]

@@ -189,7 +189,7 @@ def _assign_d2_block(block, centers, shift, n_threads):
 
 
 def _distances_block(block, centers, shift):
-    return center_distances(_shifted(block, shift), centers)
+    return center_distances(block, centers, shift=shift)
 
 
 def _inertia_block(block, w, centers, shift, n_threads):
