@@ -206,9 +206,10 @@ def check_magnitude(hi, lo, dtype, n_samples, n_features, *, name, shape, where=
         )
 
 
-# Values from which _check_finite reads a contiguous array once in C (both
-# threads) instead of numpy's max and min (two single-threaded passes): 1e6
-# x 64 float64, 2 threads: 18.8 ms against 33.0 (benchmarks/RESULTS.md, issue #10).
+# Values from which _check_finite reads a contiguous array once in C (on the
+# OpenMP threads) instead of numpy's max and min (two single-threaded passes):
+# check_array of 1e6 x 64 float64 9-10 ms against 35-50 (benchmarks/RESULTS.md,
+# k-means, ninth round).
 _RANGE_IN_C_MIN = 1 << 16
 
 
