@@ -1184,7 +1184,7 @@ static void FN(screen_centers)(FN(km_work) *ws, const REAL *C)
 {
     const ptrdiff_t K = ws->K, d = ws->d, W = ws->sw;
     km_screen_bound *sb = &ws->sb;
-    double *t = sb->t, tn = 0, S = 0;
+    double *t = sb->t, tn = 0;
     for (ptrdiff_t j = 0; j < d; ++j) t[j] = 0;
     for (ptrdiff_t k = 0; k < K; ++k)
         for (ptrdiff_t j = 0; j < d; ++j) t[j] += (double)C[k * d + j];
@@ -1192,40 +1192,41 @@ static void FN(screen_centers)(FN(km_work) *ws, const REAL *C)
         t[j] /= (double)K;
         tn += t[j] * t[j];
     }
+    /* What does not depend on the rows' translation: the spread (S4 = max_k
+     * ||2 e_k||^2), M2, M, M264 and N64. */
+    double S4 = 0, M2 = 0, M = 0, N64 = 0, M264 = 0;
     for (ptrdiff_t k = 0; k < K; ++k) {
-        double q = 0;
+        double q = 0, q64 = 0;
         for (ptrdiff_t j = 0; j < d; ++j) {
-            const double e = (double)C[k * d + j] - t[j];
-            q += e * e;
-        }
-        if (!(q <= S)) S = q;
-    }
-    const int rows = tn > ML_KM_SCREEN_SHIFT_ROWS * ML_KM_SCREEN_SHIFT_ROWS * S;
-    sb->r = rows ? t : NULL;
-    double N = 0, M2 = 0, M = 0, N64 = 0, M264 = 0;
-    for (ptrdiff_t k = 0; k < ws->snb * W; ++k) {
-        float *cb = ws->ct32 + (k / W) * (d + 1) * W + k % W;
-        double p = 0, pa = 0, q = 0, q64 = 0;
-        for (ptrdiff_t j = 0; j < d; ++j) {
-            if (k >= K) {  /* padding: score +inf */
-                cb[(1 + j) * W] = 0.0f;
-                continue;
-            }
-            const double e = (double)C[k * d + j] - t[j], f = rows ? e : e + 2 * t[j];
-            const double c2 = 2 * (double)C[k * d + j];
-            p += e * f;
-            pa += fabs(e) * (fabs(e) + fabs(f));
-            cb[(1 + j) * W] = (float)(-2 * e);
+            const double e = (double)C[k * d + j] - t[j], c2 = 2 * (double)C[k * d + j];
             q += 4 * e * e;
             q64 += c2 * c2;
             if (!(fabs(2 * e) <= M)) M = fabs(2 * e);
         }
-        cb[0] = k < K ? (float)p : INFINITY;
-        if (k >= K) continue;
-        if (!(pa <= N)) N = pa;
+        if (!(q <= S4)) S4 = q;
         if (!(sqrt(q) <= M2)) M2 = sqrt(q);
         if (!(sqrt(q64) <= M264)) M264 = sqrt(q64);
         if (!((double)ws->cn[k] <= N64)) N64 = (double)ws->cn[k];
+    }
+    const int rows = tn > ML_KM_SCREEN_SHIFT_ROWS * ML_KM_SCREEN_SHIFT_ROWS * (0.25 * S4);
+    sb->r = rows ? t : NULL;
+    double N = 0;
+    for (ptrdiff_t k = 0; k < ws->snb * W; ++k) {
+        float *cb = ws->ct32 + (k / W) * (d + 1) * W + k % W;
+        if (k >= K) {  /* padding: score +inf */
+            cb[0] = INFINITY;
+            for (ptrdiff_t j = 0; j < d; ++j) cb[(1 + j) * W] = 0.0f;
+            continue;
+        }
+        double p = 0, pa = 0;
+        for (ptrdiff_t j = 0; j < d; ++j) {
+            const double e = (double)C[k * d + j] - t[j], f = rows ? e : e + 2 * t[j];
+            p += e * f;
+            pa += fabs(e) * (fabs(e) + fabs(f));
+            cb[(1 + j) * W] = (float)(-2 * e);
+        }
+        cb[0] = (float)p;
+        if (!(pa <= N)) N = pa;
     }
     ws->s_on = N < 0x1p100 && M2 < 0x1p100 && M < 0x1p100;
     sb->N = N;
