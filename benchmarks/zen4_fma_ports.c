@@ -17,59 +17,64 @@
 float sbuf[64] __attribute__((aligned(64)));
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
 #define FMA12 "vfmadd231ps %%ymm13,%%ymm14,%%ymm0\n vfmadd231ps %%ymm13,%%ymm14,%%ymm1\n vfmadd231ps %%ymm13,%%ymm14,%%ymm2\n vfmadd231ps %%ymm13,%%ymm14,%%ymm3\n vfmadd231ps %%ymm13,%%ymm14,%%ymm4\n vfmadd231ps %%ymm13,%%ymm14,%%ymm5\n vfmadd231ps %%ymm13,%%ymm14,%%ymm6\n vfmadd231ps %%ymm13,%%ymm14,%%ymm7\n vfmadd231ps %%ymm13,%%ymm14,%%ymm8\n vfmadd231ps %%ymm13,%%ymm14,%%ymm9\n vfmadd231ps %%ymm13,%%ymm14,%%ymm10\n vfmadd231ps %%ymm13,%%ymm14,%%ymm11\n"
-#define T(name, ops) static double name(long n){ double t0=now(); for(long i=0;i<n;++i){ __asm__ volatile(FMA12 ops ::: "xmm0","xmm1","xmm2","xmm3","xmm4","xmm5","xmm6","xmm7","xmm8","xmm9","xmm10","xmm11","xmm12","xmm15","xmm16","xmm17","xmm18","xmm19","k1","k2","k3","eax","ecx","edx");} return (now()-t0)/n*1e9;}
+#define T(name, label, ops) static double name(long n){ double t0=now(); for(long i=0;i<n;++i){ __asm__ volatile(FMA12 ops ::: "xmm0","xmm1","xmm2","xmm3","xmm4","xmm5","xmm6","xmm7","xmm8","xmm9","xmm10","xmm11","xmm12","xmm15","xmm16","xmm17","xmm18","xmm19","k1","k2","k3","eax","ecx","edx");} return (now()-t0)/n*1e9;}
 #define X4(s) s s s s
-T(t_none, "")
-T(t_minps, X4("vminps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_cmpps, X4("vcmpeqps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_cmpk, X4("vcmpeqps %%ymm13,%%ymm14,%%k1\n"))
-T(t_pcmpd, X4("vpcmpeqd %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_pcmpk, X4("vpcmpeqd %%ymm13,%%ymm14,%%k1\n"))
-T(t_pminsd, X4("vpminsd %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_addps, X4("vaddps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_permil, X4("vpermilps $0x4e,%%ymm13,%%ymm12\n"))
-T(t_permps, X4("vpermps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_perm2f, X4("vperm2f128 $1,%%ymm13,%%ymm14,%%ymm12\n"))
-T(t_shufps, X4("vshufps $0x4e,%%ymm13,%%ymm14,%%ymm12\n"))
-T(t_movmsk, X4("vmovmskps %%ymm13,%%eax\n"))
-T(t_kmov, X4("kmovd %%k2,%%eax\n"))
-T(t_kunpck, X4("kunpckbw %%k2,%%k3,%%k1\n"))
-T(t_pand, X4("vpand %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_tern, X4("vpternlogd $0xca,%%ymm13,%%ymm14,%%ymm12\n"))
-T(t_blendv, X4("vblendvps %%ymm15,%%ymm13,%%ymm14,%%ymm12\n"))
-T(t_pblendm, X4("vpblendmd %%ymm13,%%ymm14,%%ymm12%{%%k2%}\n"))
-T(t_vmaxps, X4("vmaxps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_cvtpd, X4("vcvtps2pd %%xmm13,%%ymm12\n"))
-T(t_addpd, X4("vaddpd %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_fmadd2, X4("vfmadd231ps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_vpermt2, X4("vpermt2ps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_vpminud, X4("vpminud %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_psrad, X4("vpsrad $31,%%ymm13,%%ymm12\n"))
-T(t_pxor, X4("vpxor %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_bcast, X4("vbroadcastss (%%rsp),%%ymm12\n"))
-T(t_pmovmskb, X4("vpmovmskb %%ymm13,%%eax\n"))
-T(t_pmovd2m, X4("vpmovd2m %%ymm13,%%k1\n"))
-T(t_ptestm, X4("vptestmd %%ymm13,%%ymm14,%%k1\n"))
-T(t_movd, X4("vmovd %%xmm13,%%eax\n"))
-T(t_pextrd, X4("vpextrd $1,%%xmm13,%%eax\n"))
-T(t_movss_st, X4("vmovss %%xmm13,sbuf(%%rip)\n"))
-T(t_packss, X4("vpackssdw %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_pshufd, X4("vpshufd $0x4e,%%ymm13,%%ymm12\n"))
-T(t_extr128, X4("vextracti128 $1,%%ymm13,%%xmm12\n"))
-T(t_cmpneq, X4("vcmpneqps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_por, X4("vpor %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_movaps, X4("vmovaps %%ymm13,%%ymm12\n"))
-T(t_store, X4("vmovaps %%ymm13,sbuf+64(%%rip)\n"))
-T(t_pt2, "vpermt2ps %%ymm13,%%ymm14,%%ymm12\n vpermt2ps %%ymm13,%%ymm14,%%ymm15\n vpermt2ps %%ymm13,%%ymm14,%%ymm16\n vpermt2ps %%ymm13,%%ymm14,%%ymm17\n")
-T(t_pblendvb, X4("vpblendvb %%ymm15,%%ymm13,%%ymm14,%%ymm12\n"))
-T(t_psubd, X4("vpsubd %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_paddd, X4("vpaddd %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_cmplt, X4("vcmpltps %%ymm13,%%ymm14,%%ymm12\n"))
-T(t_cvtld, X4("vcvtps2pd (%%rsp),%%ymm12\n"))
-T(t_addsd, X4("vaddsd %%xmm13,%%xmm14,%%xmm12\n"))
+/* Each kind once: its function, its name in the output (in this order), and
+ * the 4 instructions timed beside the FMAs. */
+#define KINDS(X) \
+    X(t_none, "none", "") \
+    X(t_pt2, "permt2ps x4 dest", "vpermt2ps %%ymm13,%%ymm14,%%ymm12\n vpermt2ps %%ymm13,%%ymm14,%%ymm15\n vpermt2ps %%ymm13,%%ymm14,%%ymm16\n vpermt2ps %%ymm13,%%ymm14,%%ymm17\n") \
+    X(t_pblendvb, "pblendvb", X4("vpblendvb %%ymm15,%%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_psubd, "psubd", X4("vpsubd %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_paddd, "paddd", X4("vpaddd %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_cmplt, "cmpltps", X4("vcmpltps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_cvtld, "cvtps2pd mem", X4("vcvtps2pd (%%rsp),%%ymm12\n")) \
+    X(t_addsd, "addsd", X4("vaddsd %%xmm13,%%xmm14,%%xmm12\n")) \
+    X(t_pmovmskb, "pmovmskb", X4("vpmovmskb %%ymm13,%%eax\n")) \
+    X(t_pmovd2m, "pmovd2m", X4("vpmovd2m %%ymm13,%%k1\n")) \
+    X(t_ptestm, "ptestmd", X4("vptestmd %%ymm13,%%ymm14,%%k1\n")) \
+    X(t_movd, "vmovd->r", X4("vmovd %%xmm13,%%eax\n")) \
+    X(t_pextrd, "pextrd", X4("vpextrd $1,%%xmm13,%%eax\n")) \
+    X(t_movss_st, "movss-store", X4("vmovss %%xmm13,sbuf(%%rip)\n")) \
+    X(t_packss, "packssdw", X4("vpackssdw %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_pshufd, "pshufd", X4("vpshufd $0x4e,%%ymm13,%%ymm12\n")) \
+    X(t_extr128, "extracti128", X4("vextracti128 $1,%%ymm13,%%xmm12\n")) \
+    X(t_cmpneq, "cmpneqps", X4("vcmpneqps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_por, "por", X4("vpor %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_movaps, "movaps rr", X4("vmovaps %%ymm13,%%ymm12\n")) \
+    X(t_store, "ymm store", X4("vmovaps %%ymm13,sbuf+64(%%rip)\n")) \
+    X(t_minps, "minps", X4("vminps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_vmaxps, "vmaxps", X4("vmaxps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_cmpps, "cmpps", X4("vcmpeqps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_cmpk, "cmpps->k", X4("vcmpeqps %%ymm13,%%ymm14,%%k1\n")) \
+    X(t_pcmpd, "pcmpeqd", X4("vpcmpeqd %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_pcmpk, "pcmpeqd->k", X4("vpcmpeqd %%ymm13,%%ymm14,%%k1\n")) \
+    X(t_pminsd, "pminsd", X4("vpminsd %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_vpminud, "pminud", X4("vpminud %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_addps, "addps", X4("vaddps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_permil, "permilps", X4("vpermilps $0x4e,%%ymm13,%%ymm12\n")) \
+    X(t_permps, "permps", X4("vpermps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_perm2f, "perm2f128", X4("vperm2f128 $1,%%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_shufps, "shufps", X4("vshufps $0x4e,%%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_vpermt2, "permt2ps", X4("vpermt2ps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_movmsk, "movmskps", X4("vmovmskps %%ymm13,%%eax\n")) \
+    X(t_kmov, "kmovd", X4("kmovd %%k2,%%eax\n")) \
+    X(t_kunpck, "kunpckbw", X4("kunpckbw %%k2,%%k3,%%k1\n")) \
+    X(t_pand, "pand", X4("vpand %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_pxor, "pxor", X4("vpxor %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_psrad, "psrad", X4("vpsrad $31,%%ymm13,%%ymm12\n")) \
+    X(t_tern, "ternlog", X4("vpternlogd $0xca,%%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_blendv, "blendvps", X4("vblendvps %%ymm15,%%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_pblendm, "pblendmd", X4("vpblendmd %%ymm13,%%ymm14,%%ymm12%{%%k2%}\n")) \
+    X(t_cvtpd, "cvtps2pd", X4("vcvtps2pd %%xmm13,%%ymm12\n")) \
+    X(t_addpd, "addpd", X4("vaddpd %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_fmadd2, "fma", X4("vfmadd231ps %%ymm13,%%ymm14,%%ymm12\n")) \
+    X(t_bcast, "bcast-load", X4("vbroadcastss (%%rsp),%%ymm12\n"))
+KINDS(T)
+#define ENTRY(name, label, ops) {label, name},
 int main(void){
   long n=20000000;
-  struct {const char*nm; double(*f)(long);} L[]={{"none",t_none},{"permt2ps x4 dest",t_pt2},{"pblendvb",t_pblendvb},{"psubd",t_psubd},{"paddd",t_paddd},{"cmpltps",t_cmplt},{"cvtps2pd mem",t_cvtld},{"addsd",t_addsd},{"pmovmskb",t_pmovmskb},{"pmovd2m",t_pmovd2m},{"ptestmd",t_ptestm},{"vmovd->r",t_movd},{"pextrd",t_pextrd},{"movss-store",t_movss_st},{"packssdw",t_packss},{"pshufd",t_pshufd},{"extracti128",t_extr128},{"cmpneqps",t_cmpneq},{"por",t_por},{"movaps rr",t_movaps},{"ymm store",t_store},{"minps",t_minps},{"vmaxps",t_vmaxps},{"cmpps",t_cmpps},{"cmpps->k",t_cmpk},{"pcmpeqd",t_pcmpd},{"pcmpeqd->k",t_pcmpk},{"pminsd",t_pminsd},{"pminud",t_vpminud},{"addps",t_addps},{"permilps",t_permil},{"permps",t_permps},{"perm2f128",t_perm2f},{"shufps",t_shufps},{"permt2ps",t_vpermt2},{"movmskps",t_movmsk},{"kmovd",t_kmov},{"kunpckbw",t_kunpck},{"pand",t_pand},{"pxor",t_pxor},{"psrad",t_psrad},{"ternlog",t_tern},{"blendvps",t_blendv},{"pblendmd",t_pblendm},{"cvtps2pd",t_cvtpd},{"addpd",t_addpd},{"fma",t_fmadd2},{"bcast-load",t_bcast}};
+  struct {const char*nm; double(*f)(long);} L[]={KINDS(ENTRY)};
   t_none(n);
   double base=0; for(int r=0;r<3;++r){double b=t_none(n); if(!r||b<base)base=b;}
   for(unsigned i=0;i<sizeof L/sizeof L[0];++i){double b=1e9; for(int r=0;r<3;++r){double t=L[i].f(n); if(t<b)b=t;} printf("%-12s %.3f ns/it  ratio %.3f \n",L[i].nm,b,b/base);}
