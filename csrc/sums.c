@@ -87,12 +87,6 @@ int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,
  * one is NaN: GCC's code for the plain comparisons below depends on its
  * flags (with -fno-trapping-math it branches, 2x slower on random data). */
 #define VR_BLOCK (ML_SUM_BLOCK * 16)
-#define VR_SCALAR(v, l, h, nn)          \
-    do {                                \
-        l = (v) < l ? (v) : l;          \
-        h = (v) > h ? (v) : h;          \
-        nn |= (v) != (v);               \
-    } while (0)
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define VR_VEC(SUFFIX, VT, W, SET1, LOAD, MIN, MAX, UNORD, OR, MASK)            \
@@ -146,7 +140,9 @@ int ml_value_range_##SUFFIX(const REAL *x, ptrdiff_t n, double *lo, double *hi, 
         int bn = 0;                                                             \
         for (ptrdiff_t i = value_range_vec_##SUFFIX(xb, m, &bl, &bh, &bn); i < m; ++i) { \
             const double v = (double)xb[i];                                     \
-            VR_SCALAR(v, bl, bh, bn);                                           \
+            bl = v < bl ? v : bl;                                               \
+            bh = v > bh ? v : bh;                                               \
+            bn |= v != v;                                                       \
         }                                                                       \
         glo = bl < glo ? bl : glo;                                              \
         ghi = bh > ghi ? bh : ghi;                                              \
