@@ -5,6 +5,7 @@
 typedef struct {
     REAL *xr;          /* n: centered values in row order */
     int32_t *lab;      /* n: label of each row (row order) */
+    int32_t *old;      /* n: the labels before the pass (k1_delta) */
     double *dist;      /* n: squared distance to own center (relocation) */
     REAL *C, *C_new;   /* K: centers (centered units) */
     double *sums, *wsum;
@@ -15,7 +16,7 @@ typedef struct {
 
 static void FN(k1_free)(FN(k1_work) *w)
 {
-    free(w->xr); free(w->lab); free(w->dist); free(w->C);
+    free(w->xr); free(w->lab); free(w->old); free(w->dist); free(w->C);
     free(w->C_new); free(w->sums); free(w->wsum); free(w->cn); free(w->cb); free(w->acc); free(w->moved);
 }
 
@@ -23,6 +24,7 @@ static int FN(k1_alloc)(FN(k1_work) *w, ptrdiff_t n, ptrdiff_t K)
 {
     w->xr = malloc((size_t)n * sizeof(REAL));
     w->lab = malloc((size_t)n * sizeof(int32_t));
+    w->old = malloc((size_t)n * sizeof(int32_t));
     w->dist = malloc((size_t)n * sizeof(double));
     w->C = malloc((size_t)K * sizeof(REAL));
     w->C_new = malloc((size_t)K * sizeof(REAL));
@@ -32,7 +34,7 @@ static int FN(k1_alloc)(FN(k1_work) *w, ptrdiff_t n, ptrdiff_t K)
     w->cb = malloc((size_t)K * sizeof(REAL));
     w->acc = malloc((size_t)(8 * K) * sizeof(double));
     w->moved = malloc((size_t)K * sizeof(ptrdiff_t));
-    if (!w->xr || !w->lab || !w->dist || !w->C || !w->C_new || !w->sums ||
+    if (!w->xr || !w->lab || !w->old || !w->dist || !w->C || !w->C_new || !w->sums ||
         !w->wsum || !w->cn || !w->cb || !w->acc || !w->moved) {
         FN(k1_free)(w);
         return ML_ERR_ALLOC;
@@ -72,19 +74,56 @@ static void FN(k1_sums)(const REAL *xr, ptrdiff_t n, const int32_t *lab, ptrdiff
     }
 }
 
+/* The running sums moved as kmeans.c's delta passes move them (accum_delta,
+ * add_deltas): in each segment the rows whose label changed from old to lab,
+ * in row order, added to the new cluster and subtracted from the old one in
+ * one zeroed copy, the copy added to the sums; a cluster left empty gets
+ * sums of exactly zero. */
+static void FN(k1_delta)(const REAL *xr, ptrdiff_t n, const int32_t *old,
+                         const int32_t *lab, ptrdiff_t K, double *acc, double *sums,
+                         double *wsum)
+{
+    const ptrdiff_t stride = 2 * K, copies = stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
+    const ptrdiff_t nc = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
+    ptrdiff_t S = nc < ML_KM_MAX_SEGMENTS ? nc : ML_KM_MAX_SEGMENTS;
+    while (S > 1 && (double)S * copies * stride * 8.0 > ML_KM_MAX_SEGMENT_BYTES) S /= 2;
+    if (S < 1) S = 1;
+    for (ptrdiff_t s = 0; s < S; ++s) {
+        for (ptrdiff_t t = 0; t < stride; ++t) acc[t] = 0;
+        const ptrdiff_t lo = s * nc / S * ML_KM_CHUNK, hi0 = (s + 1) * nc / S * ML_KM_CHUNK;
+        const ptrdiff_t hi = hi0 < n ? hi0 : n;
+        for (ptrdiff_t i = lo; i < hi; ++i) {
+            const int32_t kn = lab[i], ko = old[i];
+            if (kn == ko) continue;
+            const double v = (double)xr[i];
+            acc[kn] += v;
+            acc[ko] -= v;
+            acc[K + kn] += 1.0;
+            acc[K + ko] -= 1.0;
+        }
+        for (ptrdiff_t k = 0; k < K; ++k) sums[k] += acc[k];
+        for (ptrdiff_t k = 0; k < K; ++k) wsum[k] += acc[K + k];
+    }
+    for (ptrdiff_t k = 0; k < K; ++k)
+        if (wsum[k] == 0) sums[k] = 0;
+}
+
 /* Nearest center of every row, by kmeans.c's score cn_k + x (-2 c_k)
  * (= ||x - c_k||^2 - ||x||^2) compared in increasing k with a strict <, built,
  * contracted and cloned as its distance tile is: the same labels as the
  * k-means core, ties and near-ties included (a row equal to two centers one
  * rounding apart goes where the core sends it).  With sums, the cluster sums
- * follow (k1_sums).  Returns the labels changed. */
+ * follow (k1_sums; with old, the labels before the pass, k1_delta moves the
+ * running sums instead).  Returns the labels changed. */
 ML_FP_CONTRACT_BEGIN
 ML_CLONES static ptrdiff_t FN(k1_pass)(const REAL *ML_RESTRICT xr, ptrdiff_t n,
                                        const REAL *ML_RESTRICT C, ptrdiff_t K,
                                        REAL *ML_RESTRICT cn, REAL *ML_RESTRICT cb,
-                                       int32_t *ML_RESTRICT lab, double *ML_RESTRICT acc,
+                                       int32_t *ML_RESTRICT lab, int32_t *ML_RESTRICT old,
+                                       double *ML_RESTRICT acc,
                                        double *ML_RESTRICT sums, double *ML_RESTRICT wsum)
 {
+    if (old) memcpy(old, lab, (size_t)n * sizeof(int32_t));
     for (ptrdiff_t k = 0; k < K; ++k) {
         REAL s = 0;
         s += C[k] * C[k];
@@ -104,7 +143,10 @@ ML_CLONES static ptrdiff_t FN(k1_pass)(const REAL *ML_RESTRICT xr, ptrdiff_t n,
         changed += lab[i] != bk;
         lab[i] = bk;
     }
-    if (sums) FN(k1_sums)(xr, n, lab, K, acc, sums, wsum);
+    if (sums && old)
+        FN(k1_delta)(xr, n, old, lab, K, acc, sums, wsum);
+    else if (sums)
+        FN(k1_sums)(xr, n, lab, K, acc, sums, wsum);
     return changed;
 }
 ML_FP_CONTRACT_END
@@ -161,10 +203,15 @@ static void FN(k1_column)(FN(k1_work) *w, const REAL *X, ptrdiff_t n, ptrdiff_t 
     for (ptrdiff_t k = 0; k < K; ++k) w->C[k] = (REAL)(init[k] - xm);
     const double abs_tol = tol > 0 ? var * tol : 0.0;
 
-    int it, strict = 0;
+    int it, strict = 0, fresh = 1, run = 0;   /* kmeans.c's lloyd_step's rule */
     for (it = 0; it < max_iter; ++it) {
+        const int delta = !fresh && run < ML_KM_DELTA_MAX_RUN;
+        run = delta ? run + 1 : 0;
         const ptrdiff_t changed = FN(k1_pass)(w->xr, n, w->C, K, w->cn, w->cb, w->lab,
-                                              w->acc, w->sums, w->wsum);
+                                              delta ? w->old : NULL, w->acc, w->sums,
+                                              w->wsum);
+        fresh = (double)changed > ML_KM_DELTA_MAX_MOVED * (double)n;
+        for (ptrdiff_t k = 0; k < K; ++k) fresh |= w->wsum[k] == 0;
         FN(k1_relocate)(w, n, K);
         double shift = 0;
         for (ptrdiff_t k = 0; k < K; ++k) {
@@ -179,7 +226,7 @@ static void FN(k1_column)(FN(k1_work) *w, const REAL *X, ptrdiff_t n, ptrdiff_t 
     }
     if (it == max_iter) it = max_iter - 1;
     if (!strict)   /* labels of the final centers */
-        FN(k1_pass)(w->xr, n, w->C, K, w->cn, w->cb, w->lab, NULL, NULL, NULL);
+        FN(k1_pass)(w->xr, n, w->C, K, w->cn, w->cb, w->lab, NULL, NULL, NULL, NULL);
     double tot = 0;   /* kmeans.c's inertia: partial sums over ML_KM_REDUCE_BLOCK rows */
     for (ptrdiff_t i0 = 0; i0 < n; i0 += ML_KM_REDUCE_BLOCK) {
         const ptrdiff_t hi = i0 + ML_KM_REDUCE_BLOCK < n ? i0 + ML_KM_REDUCE_BLOCK : n;

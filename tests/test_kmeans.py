@@ -179,17 +179,53 @@ def test_lloyd_matches_sklearn_weighted():
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 11, 20])
 @pytest.mark.parametrize("method", ["direct", "gemm"])
 @pytest.mark.parametrize("K", [6, 21])  # GEMM path: row-major below 16 centers
-def test_lloyd_kernel_matches_reference(d, method, K):
+@pytest.mark.parametrize("weighted", [True, False])  # unweighted: the delta passes
+def test_lloyd_kernel_matches_reference(d, method, K, weighted):
     X = blobs(700, d, 5, d)
     C0 = X[np.random.default_rng(d).choice(len(X), K, replace=False)].copy()
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))
+    if not weighted:
+        w = np.ones(len(X))
     C = C0.copy()
-    lab, inertia, n_iter, strict = _k.lloyd(X, w, C, 100, 0.0, method, 2)
+    lab, inertia, n_iter, strict = _k.lloyd(X, w if weighted else None, C, 100, 0.0, method, 2)
     rC, rlab, rinertia, rn_iter, rstrict = ref_lloyd(X, C0, w, 100, 0.0)
     assert (n_iter, strict) == (rn_iter, rstrict)
     np.testing.assert_array_equal(lab, rlab)
     np.testing.assert_allclose(C, rC, rtol=0, atol=1e-10)
     assert inertia == pytest.approx(rinertia, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d,K", [(1, 9), (2, 24), (8, 12), (16, 8), (16, 32), (33, 6)])
+def test_running_sums_are_the_means_of_the_labels(dtype, d, K):
+    """Unweighted Lloyd passes after the first few add only the rows that
+    moved to running sums (csrc accum_delta): the first passes, every pass
+    after ML_KM_DELTA_MAX_RUN (16) delta passes and every pass after an empty
+    cluster sum afresh.  Long runs (uniform data, 64 segments) go through the
+    first two and the deltas' roundings would add up over them: at strict
+    convergence the centers are the means of their labels to a few ulps (the
+    exact means, math.fsum), and the same bits on 1 and 2 threads."""
+    import math
+
+    X = np.random.default_rng(100 + d).random((40_000, d)).astype(dtype)
+    C0 = X[np.random.default_rng(d).choice(len(X), K, replace=False)].copy()
+    runs = []
+    for nt in (1, 2):
+        C = C0.copy()
+        runs.append((C, *_k.lloyd(X, None, C, 2000, 0.0, "auto", nt)))
+    (C, lab, inertia, n_iter, strict), (C2, lab2, *_) = runs
+    assert strict and n_iter > 20, n_iter
+    np.testing.assert_array_equal(C2, C)
+    np.testing.assert_array_equal(lab2, lab)
+    counts = np.bincount(lab, minlength=K)
+    assert counts.min() > 0
+    exact = np.array([[math.fsum(X[lab == k, j].astype(np.float64)) / counts[k]
+                       for j in range(d)] for k in range(K)])
+    scale = np.abs(exact).max()
+    if dtype == np.float32:   # float32(sums / counts): the float32 rounding of the mean
+        np.testing.assert_allclose(C, exact, rtol=0, atol=scale * 2.0 ** -23)
+    else:
+        np.testing.assert_allclose(C, exact, rtol=0, atol=scale * 2e-15)
 
 
 def test_empty_clusters_relocated_like_reference():
@@ -992,7 +1028,10 @@ def test_objective_stop_tol_zero_is_the_fixed_point_and_iterations_shrink_with_t
     shift = KMeans(8, init=init, n_init=1, tol=0.0).fit(X)
     exact = _objective_run(X, init, 300, 0.0)
     np.testing.assert_array_equal(exact.labels_, shift.labels_)
-    np.testing.assert_allclose(exact.cluster_centers_, shift.cluster_centers_, rtol=0, atol=0)
+    # the same partitions; the objective rule's one-pass calls sum every row
+    # afresh where the center-shift run moves its running sums (accum_delta)
+    np.testing.assert_allclose(exact.cluster_centers_, shift.cluster_centers_, rtol=1e-13,
+                               atol=1e-13)
     assert exact.n_iter_ == shift.n_iter_
     iters = [_objective_run(X, init, 300, tol).n_iter_ for tol in (0.0, 1e-6, 1e-4, 1e-2)]
     assert iters == sorted(iters, reverse=True) and iters[-1] < iters[0]

@@ -344,6 +344,9 @@ def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
     return labels, inertia, max_iter, False
 
 
+_START_TIE_RTOL = 1e-12
+
+
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
            n_threads=None, verbose=0, convergence="center_shift"):
@@ -456,7 +459,11 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
                     else "max_iter reached")
                 print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
                       f"inertia {inertia:.6g}")
-            if best is None or inertia < best.inertia:
+            # A later start must beat the best by more than rounding: starts
+            # that reach one partition (in another label order) keep the
+            # first, whatever the last bits of their inertias (weighted rows
+            # and the same rows repeated sum in different orders).
+            if best is None or inertia < best.inertia - _START_TIE_RTOL * best.inertia:
                 best = KMeansResult(centers, labels, inertia, n_iter)
     centers = best.centers + X_mean
     inertia = float(best.inertia) * (1.0 if w is None else w_scale)
