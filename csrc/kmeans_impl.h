@@ -789,7 +789,6 @@ static ML_ALWAYS_INLINE uint64_t km_moved_mask(const int32_t *a, const int32_t *
     for (; t < n; ++t) mask |= (uint64_t)(a[t] != b[t]) << t;
     return mask;
 }
-#define KM_MOVED_MASK(a, b, n) km_moved_mask(a, b, n)
 
 /* The index of the lowest set bit of v != 0. */
 static ML_ALWAYS_INLINE int km_lowest_bit(uint64_t v)
@@ -822,7 +821,7 @@ ML_CLONES static void FN(accum_delta)(const REAL *ML_RESTRICT X, ptrdiff_t m,
     double *ML_RESTRICT cnt = acc + K * d;
     for (ptrdiff_t b0 = 0; b0 < m; b0 += 64) {
         const ptrdiff_t nb = m - b0 < 64 ? m - b0 : 64;
-        const uint64_t moved = KM_MOVED_MASK(nl + b0, L + b0, nb);
+        const uint64_t moved = km_moved_mask(nl + b0, L + b0, nb);
         for (uint64_t r = moved; r; r &= r - 1) {
             const ptrdiff_t b = b0 + km_lowest_bit(r);
             const int32_t kn = nl[b], ko = L[b];
