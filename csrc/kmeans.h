@@ -434,8 +434,10 @@
  *   the pass before it moved more than this fraction of the rows (then, and
  *   at the first pass, the sums are taken afresh; 0 turns the deltas off).
  *   Each moved row costs two row updates against one for a fresh sum, so
- *   past about half the rows the deltas cost more; from a random start
- *   the second pass moves about 20% and the first about all.  C harness,
+ *   past about half the rows the deltas cost more; a third leaves room for
+ *   the fused sums of the one-vector lanes kernel, which cost less than an
+ *   update (a count, not a measured crossover).  From a random start the
+ *   second pass moves about 20% and the first about all.  C harness,
  *   N = 1e6, 1 thread, iterations 3-6, fresh / deltas (medians of 5-7
  *   alternated runs, the same labels): d = 16 float32 K = 8 1.34, K = 32
  *   1.11; d = 8 K = 8 float64 1.19, float32 1.17, K = 32 float64 1.04;
