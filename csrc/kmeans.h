@@ -432,14 +432,24 @@
  * ML_KM_DELTA_MAX_MOVED: a Lloyd pass on unweighted rows adds to the
  *   running sums only the change its moved rows make (accum_delta), unless
  *   the pass before it moved more than this fraction of the rows (then, and
- *   at the first pass, the sums are taken afresh; 0 turns the deltas off).
+ *   at the first pass, the sums are taken afresh).
  *   Each moved row costs two row updates against one for a fresh sum, so
  *   past about half the rows the deltas cost more; a third leaves room for
  *   the fused sums of the one-vector lanes kernel, which cost less than an
  *   update (a count, not a measured crossover).  From a random start the
- *   second pass moves about 20% and the first about all.  C harness,
- *   N = 1e6, 1 thread, iterations 3-6, fresh / deltas (medians of 5-7
- *   alternated runs, the same labels): d = 16 float32 K = 8 1.34, K = 32
+ *   second pass moves about 20% and the first about all.
+ *   ML_KM_DELTA_MAX_MOVED_LOW_D: the same for d <= ML_KM_SMALL_KERNEL_D,
+ *   where a fresh sum is one to three vector additions a row.  Measured
+ *   there: the second pass (about 20% moved) with deltas against fresh
+ *   sums, C harness, N = 1e6, K = 8, 1 thread, medians of 5-9 alternated
+ *   runs: d = 2 0.82, d = 3 0.85, d = 4 0.73, d = 5 0.81, d = 6 0.86,
+ *   d = 8 1.03 (float64), 0.83 (float32); above it d = 16 1.21 (K = 8)
+ *   and 0.99 (K = 32), float32.  The next pass moves about half as many
+ *   as the last from a random start, hence a bound on the last pass of
+ *   twice the crossover (about 10% at low d).  Both at 0: no deltas.
+ *   Passes 3-6 with deltas (3-14% moved), C harness, N = 1e6, 1 thread,
+ *   fresh / deltas (medians of 5-7 alternated runs, the same labels; before
+ *   _LOW_D, when every d had a third): d = 16 float32 K = 8 1.34, K = 32
  *   1.11; d = 8 K = 8 float64 1.19, float32 1.17, K = 32 float64 1.04;
  *   d = 2 1.15, d = 3 1.01 (K = 8, float64); N = 2e5: d = 64 K = 32
  *   float64 1.14, K = 64 float32 1.06, d = 16 K = 256 float32 1.06.
@@ -507,6 +517,9 @@
 #define ML_KM_POLL_ROWS 4096
 #ifndef ML_KM_DELTA_MAX_MOVED
 #define ML_KM_DELTA_MAX_MOVED (1.0 / 3.0)
+#endif
+#ifndef ML_KM_DELTA_MAX_MOVED_LOW_D
+#define ML_KM_DELTA_MAX_MOVED_LOW_D 0.2
 #endif
 #ifndef ML_KM_DELTA_MAX_RUN
 #define ML_KM_DELTA_MAX_RUN 16

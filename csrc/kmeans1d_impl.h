@@ -210,7 +210,7 @@ static void FN(k1_column)(FN(k1_work) *w, const REAL *X, ptrdiff_t n, ptrdiff_t 
         const ptrdiff_t changed = FN(k1_pass)(w->xr, n, w->C, K, w->cn, w->cb, w->lab,
                                               delta ? w->old : NULL, w->acc, w->sums,
                                               w->wsum);
-        fresh = (double)changed > ML_KM_DELTA_MAX_MOVED * (double)n;
+        fresh = (double)changed > ML_KM_DELTA_MAX_MOVED_LOW_D * (double)n;   /* d = 1 */
         for (ptrdiff_t k = 0; k < K; ++k) fresh |= w->wsum[k] == 0;
         FN(k1_relocate)(w, n, K);
         double shift = 0;

@@ -2035,8 +2035,9 @@ typedef struct {
 } FN(km_lloyd_ctx);
 
 /* The sums are taken afresh at the first pass, after a pass that moved more
- * than ML_KM_DELTA_MAX_MOVED of the rows (the deltas would cost more than
- * they save), after an empty cluster (relocate_empty moves rows in the sums,
+ * than ML_KM_DELTA_MAX_MOVED of the rows (ML_KM_DELTA_MAX_MOVED_LOW_D at low
+ * d; the deltas of the next pass would cost more than they save), after an
+ * empty cluster (relocate_empty moves rows in the sums,
  * not in the labels), after ML_KM_DELTA_MAX_RUN passes with deltas (their
  * roundings add up), and always with weights (a weight sum's rounding could
  * leave an emptied cluster a nonzero weight); otherwise the pass adds to the
@@ -2050,7 +2051,9 @@ static int FN(lloyd_step)(void *vctx, int64_t *changed, double *shift)
     c->run = delta ? c->run + 1 : 0;
     FN(pass)(ws, c->hs, c->X, c->w, c->C, c->lab, c->sums, c->wsum, changed, delta);
     if (ml_interrupted()) return ML_ERR_INTERRUPTED;
-    c->fresh = (double)*changed > ML_KM_DELTA_MAX_MOVED * (double)ws->n;
+    const double max_moved = ws->d <= ML_KM_SMALL_KERNEL_D ? ML_KM_DELTA_MAX_MOVED_LOW_D
+                                                           : ML_KM_DELTA_MAX_MOVED;
+    c->fresh = (double)*changed > max_moved * (double)ws->n;
     for (ptrdiff_t k = 0; k < ws->K; ++k) c->fresh |= c->wsum[k] == 0;
     const int st = FN(relocate_empty)(c->X, c->w, ws->n, ws->d, ws->K, c->C,
                                       c->lab, c->sums, c->wsum, ws->nt);
