@@ -1697,12 +1697,6 @@ ML_CLONES static int32_t FN(lab_update)(const int32_t *ML_RESTRICT nl,
     return ch;
 }
 
-/* One pass over the rows: labels of the nearest centers of C (lab, int32,
- * in/out: the number of changed labels is returned in *changed) and, when
- * sums != NULL, the weighted per-cluster sums (K x d) and weights (K).  With
- * bounds (hs != NULL) rows whose label the bounds settle are not reassigned
- * (same labels); the sums are always taken over every row, in the same
- * order, so that the centers are Lloyd's bit for bit. */
 /* out = the m rows of X less shift, in REAL (numpy's X - shift, bit for
  * bit). */
 ML_CLONES static void FN(shift_rows)(const REAL *ML_RESTRICT X, ptrdiff_t m,
@@ -1713,6 +1707,12 @@ ML_CLONES static void FN(shift_rows)(const REAL *ML_RESTRICT X, ptrdiff_t m,
         for (ptrdiff_t j = 0; j < d; ++j) out[b * d + j] = X[b * d + j] - shift[j];
 }
 
+/* One pass over the rows: labels of the nearest centers of C (lab, int32,
+ * in/out: the number of changed labels is returned in *changed) and, when
+ * sums != NULL, the weighted per-cluster sums (K x d) and weights (K).  With
+ * bounds (hs != NULL) rows whose label the bounds settle are not reassigned
+ * (same labels); the sums are always taken over every row, in the same
+ * order, so that the centers are Lloyd's bit for bit. */
 /* Segment s of a pass: its chunks in row order, assigned, then summed into
  * its own accumulator copies acc (when not NULL); returns the labels
  * changed. */
@@ -1764,13 +1764,18 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
     return ch;
 }
 
-/* The segments' partial sums added in segment order, then copy order. */
+/* The segments' partial sums added in segment order, then copy order: into
+ * zeroed sums, or with delta (one unpacked copy per segment: accum_delta)
+ * into the running sums, the counts exactly (integers), and a cluster left
+ * with no rows then gets sums of exactly zero, as a fresh sum would. */
 static void FN(reduce_segments)(const FN(km_work) *ws, ptrdiff_t copies,
-                                double *sums, double *wsum)
+                                int delta, double *sums, double *wsum)
 {
-    const ptrdiff_t d = ws->d, K = ws->K, rs = ws->rs;
-    memset(sums, 0, (size_t)(K * d) * sizeof(double));
-    memset(wsum, 0, (size_t)K * sizeof(double));
+    const ptrdiff_t d = ws->d, K = ws->K, rs = delta ? 0 : ws->rs;
+    if (!delta) {
+        memset(sums, 0, (size_t)(K * d) * sizeof(double));
+        memset(wsum, 0, (size_t)K * sizeof(double));
+    }
     for (ptrdiff_t s = 0; s < ws->S; ++s)
         for (ptrdiff_t c = 0; c < copies; ++c) {
             const double *a = ws->seg + (s * copies + c) * ws->acc_stride;
@@ -1784,22 +1789,10 @@ static void FN(reduce_segments)(const FN(km_work) *ws, ptrdiff_t copies,
             for (ptrdiff_t t = 0; t < K * d; ++t) sums[t] += a[t];
             for (ptrdiff_t k = 0; k < K; ++k) wsum[k] += a[K * d + k];
         }
-}
-
-/* The segments' deltas (one copy each, unpacked) added in segment order
- * to the running sums, the counts exactly (integers).  A cluster left with
- * no rows gets sums of exactly zero, as a fresh sum would give it. */
-static void FN(add_deltas)(const FN(km_work) *ws, double *sums, double *wsum)
-{
-    const ptrdiff_t d = ws->d, K = ws->K;
-    for (ptrdiff_t s = 0; s < ws->S; ++s) {
-        const double *a = ws->seg + s * ws->acc_stride;
-        for (ptrdiff_t t = 0; t < K * d; ++t) sums[t] += a[t];
-        for (ptrdiff_t k = 0; k < K; ++k) wsum[k] += a[K * d + k];
-    }
-    for (ptrdiff_t k = 0; k < K; ++k)
-        if (wsum[k] == 0)
-            memset(sums + k * d, 0, (size_t)d * sizeof(double));
+    if (delta)
+        for (ptrdiff_t k = 0; k < K; ++k)
+            if (wsum[k] == 0)
+                memset(sums + k * d, 0, (size_t)d * sizeof(double));
 }
 
 /* delta: the pass adds to sums/wsum the change that the moved rows make
@@ -1832,10 +1825,7 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     int64_t ch = 0;
     for (ptrdiff_t s = 0; s < S; ++s) ch += ws->seg_changed[s];
     *changed = ch;
-    if (do_sums && delta)
-        FN(add_deltas)(ws, sums, wsum);
-    else if (do_sums)
-        FN(reduce_segments)(ws, copies, sums, wsum);
+    if (do_sums) FN(reduce_segments)(ws, copies, delta, sums, wsum);
 }
 
 /* Squared distance of every row, less shift (in REAL; NULL: none), to its
