@@ -42,6 +42,18 @@ static int FN(k1_alloc)(FN(k1_work) *w, ptrdiff_t n, ptrdiff_t K)
     return ML_OK;
 }
 
+/* kmeans.c's segments of n rows at d = 1 (its work_init): the number of
+ * chunks (*nc), the accumulator copies (*copies) and the segment count. */
+static ptrdiff_t FN(k1_segments)(ptrdiff_t n, ptrdiff_t K, ptrdiff_t *nc, ptrdiff_t *copies)
+{
+    const ptrdiff_t stride = 2 * K;
+    *copies = stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
+    *nc = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
+    ptrdiff_t S = *nc < ML_KM_MAX_SEGMENTS ? *nc : ML_KM_MAX_SEGMENTS;
+    while (S > 1 && (double)S * *copies * stride * 8.0 > ML_KM_MAX_SEGMENT_BYTES) S /= 2;
+    return S < 1 ? 1 : S;
+}
+
 /* Cluster sums added in kmeans.c's order (its pass and accum): rows in chunks
  * of ML_KM_CHUNK, chunks in ML_KM_MAX_SEGMENTS segments, in each segment row b
  * of a chunk into copy b & 3 (4 copies when 2K <= ML_KM_COPIES_MAX_STRIDE),
@@ -49,11 +61,9 @@ static int FN(k1_alloc)(FN(k1_work) *w, ptrdiff_t n, ptrdiff_t K)
 static void FN(k1_sums)(const REAL *xr, ptrdiff_t n, const int32_t *lab, ptrdiff_t K,
                         double *acc, double *sums, double *wsum)
 {
-    const ptrdiff_t stride = 2 * K, copies = stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
-    const ptrdiff_t nc = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
-    ptrdiff_t S = nc < ML_KM_MAX_SEGMENTS ? nc : ML_KM_MAX_SEGMENTS;
-    while (S > 1 && (double)S * copies * stride * 8.0 > ML_KM_MAX_SEGMENT_BYTES) S /= 2;
-    if (S < 1) S = 1;
+    const ptrdiff_t stride = 2 * K;
+    ptrdiff_t nc, copies;
+    const ptrdiff_t S = FN(k1_segments)(n, K, &nc, &copies);
     for (ptrdiff_t k = 0; k < K; ++k) sums[k] = wsum[k] = 0;
     for (ptrdiff_t s = 0; s < S; ++s) {
         for (ptrdiff_t t = 0; t < copies * stride; ++t) acc[t] = 0;
@@ -75,7 +85,7 @@ static void FN(k1_sums)(const REAL *xr, ptrdiff_t n, const int32_t *lab, ptrdiff
 }
 
 /* The running sums moved as kmeans.c's delta passes move them (accum_delta,
- * add_deltas): in each segment the rows whose label changed from old to lab,
+ * reduce_segments): in each segment the rows whose label changed from old to lab,
  * in row order, added to the new cluster and subtracted from the old one in
  * one zeroed copy, the copy added to the sums; a cluster left empty gets
  * sums of exactly zero. */
@@ -83,11 +93,9 @@ static void FN(k1_delta)(const REAL *xr, ptrdiff_t n, const int32_t *old,
                          const int32_t *lab, ptrdiff_t K, double *acc, double *sums,
                          double *wsum)
 {
-    const ptrdiff_t stride = 2 * K, copies = stride <= ML_KM_COPIES_MAX_STRIDE ? 4 : 1;
-    const ptrdiff_t nc = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
-    ptrdiff_t S = nc < ML_KM_MAX_SEGMENTS ? nc : ML_KM_MAX_SEGMENTS;
-    while (S > 1 && (double)S * copies * stride * 8.0 > ML_KM_MAX_SEGMENT_BYTES) S /= 2;
-    if (S < 1) S = 1;
+    const ptrdiff_t stride = 2 * K;
+    ptrdiff_t nc, copies;
+    const ptrdiff_t S = FN(k1_segments)(n, K, &nc, &copies);
     for (ptrdiff_t s = 0; s < S; ++s) {
         for (ptrdiff_t t = 0; t < stride; ++t) acc[t] = 0;
         const ptrdiff_t lo = s * nc / S * ML_KM_CHUNK, hi0 = (s + 1) * nc / S * ML_KM_CHUNK;
