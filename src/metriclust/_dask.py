@@ -48,6 +48,7 @@ import numpy as np
 
 from ._core import streaming
 from ._core.engine import source
+from ._core.kmeans import shifted_centers
 from ._core.validation import check_random_state
 
 __all__ = ["check_dask_array", "kmeans", "predict_labels", "seed_centers",
@@ -113,27 +114,21 @@ def seed_centers(X, n_clusters, *, init="k-means||", sample_weight=None, random_
                                      check_random_state(random_state)), dtype=src.dtype)
 
 
-def _test_shift(centers, dtype):
-    # as KMeans._check_test_data: one shift, in X's dtype, off X and the centers
-    shift = np.asarray(centers).mean(axis=0, dtype=np.float64).astype(dtype)
-    return shift, np.ascontiguousarray(np.asarray(centers) - shift, dtype=dtype)
-
-
 def predict_labels(X, centers):
     """Lazy labels of the nearest centers, int64, with X's row chunks."""
-    shift, C = _test_shift(centers, X.dtype)
+    shift, C = shifted_centers(centers, X.dtype)
     return streaming.predict_labels(source(X), C, shift)
 
 
 def transform_distances(X, centers):
     """Lazy Euclidean distances to the centers, (n, k) in X's dtype, X's row chunks."""
-    shift, C = _test_shift(centers, X.dtype)
+    shift, C = shifted_centers(centers, X.dtype)
     return streaming.distances(source(X), C, shift)
 
 
 def inertia(X, centers, sample_weight=None):
     """``sum_i w_i min_k ||x_i - c_k||^2`` of a dask array (KMeans.score), one pass."""
-    shift, C = _test_shift(centers, X.dtype)
+    shift, C = shifted_centers(centers, X.dtype)
     return streaming.inertia(source(X), C, shift, sample_weight)
 
 

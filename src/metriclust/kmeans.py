@@ -18,7 +18,7 @@ from ._core.base import (BaseEstimator, ClusterMixin, ConvergenceWarning, Interv
                          TransformerMixin, _with_sklearn_twin, check_is_fitted)
 from ._core.blockwise import check_out_of_core, default_block_rows
 from ._core.ondisk import is_out_of_core
-from ._core.kmeans import assign_labels, center_distances, kmeans
+from ._core.kmeans import assign_labels, center_distances, kmeans, shifted_centers
 from ._core.engine import source
 from ._core.streaming import assign_blockwise, distances, kmeans_blockwise, label_counts
 from ._core.validation import (InputError, check_array, check_n_clusters, check_n_features,
@@ -339,11 +339,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = check_array(X)
         check_n_features(self, X)
-        centers = np.asarray(self.cluster_centers_)
-        # one shift, representable in X's dtype, for both (then X - shift is exact
-        # for the rows near the centers)
-        shift = centers.mean(axis=0, dtype=np.float64).astype(X.dtype)
-        return X, shift, np.ascontiguousarray(centers - shift, dtype=X.dtype)
+        return (X, *shifted_centers(self.cluster_centers_, X.dtype))
 
     def _out_of_core_test_data(self, X):
         """Shift and shifted centers for block-wise predict/transform/score."""
@@ -352,9 +348,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if p != self.n_features_in_:
             raise ValueError(f"X has {p} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
-        centers = np.asarray(self.cluster_centers_)
-        shift = centers.mean(axis=0, dtype=np.float64).astype(dtype)
-        return shift, np.ascontiguousarray(centers - shift, dtype=dtype)
+        return shifted_centers(self.cluster_centers_, dtype)
 
     def predict(self, X, block_rows=None):
         """Index of the nearest center of each row of X (ties to the lowest index).

@@ -21,6 +21,7 @@ CONTRACT (stable; callers rely on it):
     assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=None)
         -> (labels int64, sq_distances or None)
     center_distances(X, centers, *, squared=False, shift=None) -> (n_samples, n_clusters) in X.dtype
+    shifted_centers(centers, dtype) -> (shift, centers - shift), both in dtype
 
 X is a validated C-contiguous float32/float64 array (callers validate);
 ``init`` is "k-means++", "random" or an (n_clusters, p) array of centers
@@ -46,7 +47,7 @@ from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
 
 __all__ = ["KMeansResult", "kmeans", "assign_labels", "kmeans_plusplus",
-           "center_distances", "farthest_first", "kmeans_columns_1d"]
+           "center_distances", "shifted_centers", "farthest_first", "kmeans_columns_1d"]
 
 KMeansResult = namedtuple("KMeansResult", ["centers", "labels", "inertia", "n_iter"])
 
@@ -85,6 +86,16 @@ def assign_labels(X, centers, *, shift=None, return_distances=True, n_threads=No
     nt = effective_n_threads(n_threads)
     with _blas_guard(X.shape[1], centers.shape[0]):
         return _k.assign(X, centers, "auto", nt, bool(return_distances), shift)
+
+
+def shifted_centers(centers, dtype):
+    """The shift that predict-style scoring takes off X and the centers (the
+    centers' mean, rounded to X's ``dtype``) and the centers less it, in
+    ``dtype``: one shift, representable in X's dtype, for both (then
+    ``X - shift`` is exact for the rows near the centers)."""
+    centers = np.asarray(centers)
+    shift = centers.mean(axis=0, dtype=np.float64).astype(dtype)
+    return shift, np.ascontiguousarray(centers - shift, dtype=dtype)
 
 
 def center_distances(X, centers, *, squared=False, shift=None, block_rows=4096):
