@@ -26,6 +26,7 @@ from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
            [--rows I ...] [--no-elkan]
+       python benchmarks/bench_kmeans.py --threads 1 2 4 8 16 [--rows I ...] [--quick]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
        python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
@@ -161,7 +162,10 @@ def machine_header(n_threads):
 
 
 def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
+    """The peer table; returns each row's median wall times by library."""
     from metriclust._kernels import _kmeans
+
+    medians = []
 
     say("| N | d | K | dtype | kernel | algorithm=\"auto\" runs | metriclust lloyd ms/it "
         "| sklearn lloyd ms/it | x sklearn (wall) | x sklearn (cpu) | auto: x sklearn (cpu) "
@@ -210,6 +214,44 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
             f"{cpu['sklearn'] / auto_cpu:.2f} | "
             f"{fa} | {fr} | {bound / wall['ours']:.2f} | {tg or '-'} | "
             f"{('yes' if all(met) else 'NO') if met else '-'} |")
+        medians.append(wall)
+    return medians
+
+
+def thread_scaling(counts, rows, repeats, have_faiss, say):
+    """The peer table once per OpenMP thread count (threadpoolctl limits
+    OpenMP and BLAS alike for every library; faiss is told the count), then
+    one summary: each library's time per iteration and its speed-up over
+    the first count, and the ratio to scikit-learn at each count."""
+    from threadpoolctl import threadpool_limits
+
+    runs = {}
+    for t in counts:
+        with threadpool_limits(limits=t, user_api="openmp"), \
+                threadpool_limits(limits=t, user_api="blas"):
+            if have_faiss:
+                import faiss
+
+                faiss.omp_set_num_threads(t)
+            head, bw, gemm = machine_header(t)
+            say(f"### {t} thread{'s' if t > 1 else ''}")
+            say("")
+            for s in head + [""]:
+                say(s)
+            runs[t] = lloyd_rows(rows, repeats, bw, gemm, have_faiss, say)
+            say("")
+    t0 = counts[0]
+    say(f"### Scaling: ms per iteration (speed-up over {t0} thread{'s' if t0 > 1 else ''})")
+    say("")
+    say("| N | d | K | dtype | library | " + " | ".join(f"{t} thr" for t in counts) + " |")
+    say("|---|---|---|---|---|" + "---|" * len(counts))
+    for i, (N, d, K, dt, _, _) in enumerate(rows):
+        for lib in runs[t0][i]:
+            cells = [f"{runs[t][i][lib] * 1e3:.2f} ({runs[t0][i][lib] / runs[t][i][lib]:.2f})"
+                     for t in counts]
+            say(f"| {N:.0e} | {d} | {K} | {dt} | {lib} | " + " | ".join(cells) + " |")
+        cells = [f"{runs[t][i]['sklearn'] / runs[t][i]['ours']:.2f}" for t in counts]
+        say(f"| {N:.0e} | {d} | {K} | {dt} | x sklearn | " + " | ".join(cells) + " |")
 
 
 def blob_data(N, d, K, rng, dtype):
@@ -401,6 +443,9 @@ def main():
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
+    ap.add_argument("--threads", type=int, nargs="*", default=None,
+                    help="the peer table once per OpenMP thread count (threadpoolctl), "
+                         "then a scaling summary; no elkan rows")
     ap.add_argument("--rows", type=int, nargs="*", default=None,
                     help="only these rows of the peer table (0-based indices into ROWS), "
                          "to split a run into several shorter ones")
@@ -421,24 +466,27 @@ def main():
         lines.append(s)
         print(s, flush=True)
 
-    head, bw, gemm = machine_header(nt)
-    for s in head + [""]:
-        say(s)
-    if args.crossover:
-        crossover(args.d, args.K, args.repeats, say)
-    elif args.kernels:
-        kernels(args.d, args.K, args.repeats, say)
-    elif args.pruning:
-        pruning(args.d, args.K, args.repeats, say)
-    elif args.offsets is not None:
-        offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
+    rows = QUICK_ROWS if args.quick else ROWS
+    if args.rows is not None:
+        rows = [rows[i] for i in args.rows]
+    if args.threads:  # one machine header per thread count
+        thread_scaling(args.threads, rows, args.repeats, have_faiss, say)
     else:
-        rows = QUICK_ROWS if args.quick else ROWS
-        if args.rows is not None:
-            rows = [rows[i] for i in args.rows]
-        lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say)
-        if not args.no_elkan:
-            elkan_rows(args.repeats, say)
+        head, bw, gemm = machine_header(nt)
+        for s in head + [""]:
+            say(s)
+        if args.crossover:
+            crossover(args.d, args.K, args.repeats, say)
+        elif args.kernels:
+            kernels(args.d, args.K, args.repeats, say)
+        elif args.pruning:
+            pruning(args.d, args.K, args.repeats, say)
+        elif args.offsets is not None:
+            offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
+        else:
+            lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say)
+            if not args.no_elkan:
+                elkan_rows(args.repeats, say)
     load = os.getloadavg()
     say(f"\n- load average at end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     if args.out:
