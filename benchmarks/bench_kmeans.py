@@ -131,14 +131,17 @@ def fit_faiss(X, C0, m, algorithm=None):
 
 def timed(fit, *args):
     w0, c0 = time.perf_counter(), time.process_time()
-    fit(*args)
-    return time.perf_counter() - w0, time.process_time() - c0
+    model = fit(*args)
+    return time.perf_counter() - w0, time.process_time() - c0, model
 
 
 def per_iteration(fit, X, C0, diff):
-    w1, c1 = timed(fit, X, C0, 2)
-    w2, c2 = timed(fit, X, C0, 2 + diff)
-    return (w2 - w1) / diff, (c2 - c1) / diff
+    """Per-iteration wall and CPU time by the difference of two fits, over the
+    iterations they actually ran (a fit that converges early runs fewer)."""
+    w1, c1, m1 = timed(fit, X, C0, 2)
+    w2, c2, m2 = timed(fit, X, C0, 2 + diff)
+    ran = max(1, getattr(m2, "n_iter_", 2 + diff) - getattr(m1, "n_iter_", 2))
+    return (w2 - w1) / ran, (c2 - c1) / ran
 
 
 def machine_header(n_threads):
@@ -161,7 +164,7 @@ def machine_header(n_threads):
     return lines, bw, gemm
 
 
-def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
+def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say, diff=None):
     """The peer table; returns each row's median wall times by library."""
     from metriclust._kernels import _kmeans
 
@@ -181,14 +184,14 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
         pruned = _kmeans.prefers_pruning(d, K)
         if pruned:  # algorithm="auto" runs another pass than lloyd: time it too
             libs["ours auto"] = lambda X, C0, m: fit_ours(X, C0, m, "auto")
-        diff = 4 if N * K * d > 2e8 else 8
+        row_diff = diff or (4 if N * K * d > 2e8 else 8)
         times = {k: [] for k in libs}
         for fit in libs.values():  # one-time costs (imports, BLAS pool start) untimed
             fit(X, C0, 2)
         time.sleep(0.25)  # a fresh BLAS pool thread spins ~50 ms before it sleeps
         for _ in range(repeats):
             for name, fit in libs.items():
-                times[name].append(per_iteration(fit, X, C0, diff))
+                times[name].append(per_iteration(fit, X, C0, row_diff))
         wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
         cpu = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
         bound = max(N * d * X.itemsize / bw, 2.0 * N * K * d / gemm[dt])
@@ -218,7 +221,7 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say):
     return medians
 
 
-def thread_scaling(counts, rows, repeats, have_faiss, say):
+def thread_scaling(counts, rows, repeats, have_faiss, say, diff=None):
     """The peer table once per OpenMP thread count (threadpoolctl limits
     OpenMP and BLAS alike for every library; faiss is told the count), then
     one summary: each library's time per iteration and its speed-up over
@@ -238,7 +241,7 @@ def thread_scaling(counts, rows, repeats, have_faiss, say):
             say("")
             for s in head + [""]:
                 say(s)
-            runs[t] = lloyd_rows(rows, repeats, bw, gemm, have_faiss, say)
+            runs[t] = lloyd_rows(rows, repeats, bw, gemm, have_faiss, say, diff)
             say("")
     t0 = counts[0]
     say(f"### Scaling: ms per iteration (speed-up over {t0} thread{'s' if t0 > 1 else ''})")
@@ -443,6 +446,10 @@ def main():
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
+    ap.add_argument("--diff", type=int, default=None,
+                    help="time (max_iter = 2 + DIFF) - (max_iter = 2) (default 4 or 8 by "
+                         "size); many threads make an iteration short next to a fit's "
+                         "setup, and need more")
     ap.add_argument("--threads", type=int, nargs="*", default=None,
                     help="the peer table once per OpenMP thread count (threadpoolctl), "
                          "then a scaling summary; no elkan rows")
@@ -470,7 +477,7 @@ def main():
     if args.rows is not None:
         rows = [rows[i] for i in args.rows]
     if args.threads:  # one machine header per thread count
-        thread_scaling(args.threads, rows, args.repeats, have_faiss, say)
+        thread_scaling(args.threads, rows, args.repeats, have_faiss, say, args.diff)
     else:
         head, bw, gemm = machine_header(nt)
         for s in head + [""]:
@@ -484,7 +491,7 @@ def main():
         elif args.offsets is not None:
             offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
         else:
-            lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say)
+            lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say, args.diff)
             if not args.no_elkan:
                 elkan_rows(args.repeats, say)
     load = os.getloadavg()
