@@ -319,6 +319,12 @@
  *   1.15 (64, f32), 1.00 (64, f64), 1.01 (256, f32); d = 32, K = 16, f64:
  *   1.13; d = 64: 0.91 (32, f64), 1.01 (64, f32); d = 128, K = 32, f32: 0.97.
  *   Zen 4 splits zmm operations into two 256-bit halves: no gain, so ymm.
+ *   Eleventh round, N = 1e6, 1 thread: zmm / ymm 1.02 (d = 64, K = 64, f32),
+ *   1.03 (d = 16, K = 256), 1.18 (d = 64, K = 32, f64: the screen widened
+ *   too); labels and center bits equal on nine shapes.  On a 16-core Intel
+ *   Xeon (two 512-bit FMA ports) the ymm kernel ran d = 64, K = 64 at 0.39
+ *   of that machine's sgemm rate (RESULTS.md, eleventh round): a per-CPU
+ *   choice of zmm there is the open lever, not yet measured on such a CPU.
  * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
  *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
  *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
