@@ -336,6 +336,32 @@ def test_one_vs_two_threads_bitwise(dtype, algorithm, d):
     assert a.inertia == b.inertia and a.n_iter == b.n_iter
 
 
+@pytest.mark.parametrize("runner", ["lloyd", "hamerly"])
+@pytest.mark.parametrize("d,K,dtype", [
+    (1, 5, np.float64), (2, 8, np.float64), (3, 8, np.float32), (8, 32, np.float64),
+    (9, 17, np.float32), (16, 32, np.float32), (33, 64, np.float64), (64, 64, np.float32),
+    (64, 32, np.float64), (130, 8, np.float64), (16, 256, np.float32)])
+def test_thread_counts_beyond_two_bitwise(runner, d, K, dtype):
+    """Unweighted passes (running sums after the first) on 3 and 7 threads give
+    1 thread's labels, center bits, inertia and n_iter: a thread count that
+    does not divide the segments, and more threads than this machine's cores
+    (a 16-core run of the C harness checked 1, 3 and 16 likewise).  Every
+    kernel: 1-D, small-d, lanes, the float32 screen (d = 64, K = 32 float64),
+    the tile at d = 130, and K = 256."""
+    X = np.random.default_rng(d * 1000 + K).random((30011, d)).astype(dtype)
+    C0 = X[np.random.default_rng(K).choice(len(X), K, replace=False)].copy()
+    runs = []
+    for nt in (1, 3, 7):
+        C = C0.copy()
+        runs.append((C, *getattr(_k, runner)(X, None, C, 25, 0.0, "auto", nt)))
+    C1, lab1, inertia1, n_iter1, _ = runs[0]
+    assert n_iter1 > 2  # past the fresh sums of the first passes
+    for C, lab, inertia, n_iter, _ in runs[1:]:
+        np.testing.assert_array_equal(lab, lab1)
+        assert C.tobytes() == C1.tobytes()
+        assert inertia == inertia1 and n_iter == n_iter1
+
+
 # --------------------------------------------------------------------------
 # Distance paths across their crossovers; exact pruning ("elkan")
 # --------------------------------------------------------------------------
