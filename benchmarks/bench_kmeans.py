@@ -1,10 +1,11 @@
 """Seconds per Lloyd iteration: metriclust.KMeans vs scikit-learn (and faiss).
 
 Each library fits from the same initial centers with tol=0 and n_init=1, once
-with ``max_iter = 2`` and once with ``2 + diff``; (t2 - t1) / diff is the time
-of one iteration, free of setup, validation and final-inertia costs. The data
-are uniform in the unit cube (Lloyd does not converge in a few iterations
-there). Libraries are interleaved within each repeat; the table shows medians
+with ``max_iter = 2`` and once with ``2 + diff`` (``--diff``; 4 or 8 by
+size); (t2 - t1) over the iterations the second fit ran beyond the first
+(diff, unless it converged sooner) is the time of one iteration, free of
+setup, validation and final-inertia costs. The data are uniform in the unit
+cube (Lloyd does not converge in a few iterations there). Libraries are interleaved within each repeat; the table shows medians
 of the wall time and, as a figure that a loaded machine disturbs less, of the
 process CPU time (all threads; OpenMP waits passively, so a waiting thread
 burns none).
