@@ -61,7 +61,10 @@ def main():
         procs = [build(args.cc, w, b) for w, b in bins.items()]
         if any(p.wait() for p in procs):
             sys.exit("build failed (gcc with OpenMP is needed)")
-        flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+        flags = ""
+        if os.path.exists("/proc/cpuinfo"):
+            with open("/proc/cpuinfo") as f:
+                flags = f.read()
         print(f"- CPU: {os.cpu_count()} logical; avx512f: {'avx512f' in flags}")
         print("")
         print("| N | d | K | dtype | threads | 32 bytes ms/it | 64 bytes ms/it | 64 / 32 "
