@@ -26,7 +26,7 @@ oversubscribed by other jobs, threads that spin at a barrier take the core
 from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
-           [--rows I ...] [--no-elkan]
+           [--rows I ...] [--shapes N,d,K,dtype ...] [--no-elkan]
        python benchmarks/bench_kmeans.py --threads 1 2 4 8 16 [--rows I ...] [--quick]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
@@ -331,13 +331,12 @@ def offsets(offs, repeats, say, N=1_000_000, d=64, K=32):
             f"{same:.6f} |")
 
 
-def crossover(ds, Ks, repeats, say):
+def crossover(ds, Ks, repeats, say, N=200_000):
     """Tile (no BLAS) against BLAS per (d, K): the measurements behind
     ML_KM_TILE_MAX_D / ML_KM_TILE_MAX_K in csrc/kmeans.h."""
     from metriclust._core.threads import single_blas_thread
     from metriclust._kernels import _kmeans
 
-    N = 200_000
     say("| dtype | d | K | tile ms/it | BLAS ms/it | BLAS / tile |")
     say("|---|---|---|---|---|---|")
     for dt in ("float64", "float32"):
@@ -446,6 +445,8 @@ def main():
                          "float64) instead of the peer table")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
+    ap.add_argument("--n", type=int, default=200_000,
+                    help="rows for --crossover (fewer for large K)")
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
     ap.add_argument("--diff", type=int, default=None,
                     help="time (max_iter = 2 + DIFF) - (max_iter = 2) (default 4 or 8 by "
@@ -454,6 +455,8 @@ def main():
     ap.add_argument("--threads", type=int, nargs="*", default=None,
                     help="the peer table once per OpenMP thread count (threadpoolctl), "
                          "then a scaling summary; no elkan rows")
+    ap.add_argument("--shapes", nargs="*", default=None,
+                    help="N,d,K,float32|float64 ...: these rows instead of the issue's")
     ap.add_argument("--rows", type=int, nargs="*", default=None,
                     help="only these rows of the peer table (0-based indices into ROWS), "
                          "to split a run into several shorter ones")
@@ -477,6 +480,9 @@ def main():
     rows = QUICK_ROWS if args.quick else ROWS
     if args.rows is not None:
         rows = [rows[i] for i in args.rows]
+    if args.shapes:  # rows of the table's form without a target
+        rows = [(int(float(N)), int(d), int(K), dt, None, None)
+                for N, d, K, dt in (sh.split(",") for sh in args.shapes)]
     if args.threads:  # one machine header per thread count
         thread_scaling(args.threads, rows, args.repeats, have_faiss, say, args.diff)
     else:
@@ -484,7 +490,7 @@ def main():
         for s in head + [""]:
             say(s)
         if args.crossover:
-            crossover(args.d, args.K, args.repeats, say)
+            crossover(args.d, args.K, args.repeats, say, args.n)
         elif args.kernels:
             kernels(args.d, args.K, args.repeats, say)
         elif args.pruning:

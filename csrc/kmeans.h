@@ -62,8 +62,15 @@
  *   (so the crossover is conservative; bench_kmeans.py --crossover, N = 2e5,
  *   2 threads, BLAS time / tile time): float32 1.2-3.5 at every d in {16, 64, 128} and
  *   K in {8, ..., 256} (1.03 at d = 128, K = 256); float64 1.4-3.0 at
- *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Past d = 128 or
- *   K = 256 it was not measured; BLAS, which blocks for the caches, is kept.
+ *   d = 16, 0.97-1.7 at d = 64, 0.87-1.3 at d = 128.  Eleventh round, past
+ *   the old bounds (d = 128, K = 256), the lanes kernel and the float32
+ *   screen against BLAS (--crossover --n N, 2 threads, load 2, BLAS time /
+ *   no-BLAS time): N = 2e5, d in {2, 16, 64, 128}, K in {512, 1024}: float64
+ *   2.2-3.2, float32 1.18-2.9; N = 5e4, d in {16, 64, 128}, K in {2048,
+ *   4096}: float64 1.9-3.3, float32 1.13-1.8; N = 5e4, d in {160, 256,
+ *   512}, K in {8, 64, 256, 1024}: float64 2.0-2.5, float32 1.09-2.2 but
+ *   1.00 and 0.94 at d = 256, K = 256 and 1024.  Past d = 512 or K = 4096
+ *   it was not measured; BLAS, which blocks for the caches, is kept there.
  * ML_KM_GEMM_ROWWISE_K: GEMM path, below this many centers the distances are
  *   formed row-major (BLAS packs the small C).  Inherited from when BLAS
  *   served every d > 8; not re-measured: the GEMM path now runs below 16
@@ -100,7 +107,11 @@
  *   and d = 64 (1.01).  The pruned pass runs the tile (it needs the second
  *   best score), slower than the lanes and small-d kernels, and on this data
  *   few rows are settled by the bounds: no entry moves, pruning stays off
- *   below K = 256.
+ *   below K = 256.  Eleventh round, after the running sums and with the
+ *   no-BLAS kernels up to K = 4096 (--pruning --d 16 64 --K 128 ... 1024,
+ *   same setup, load 2): uniform data 0.68-0.86 at every K; blobs 1.28 (d =
+ *   16) and 1.54 (d = 64) at K = 128, 1.29-1.98 at K = 256-1024.  Pruning
+ *   stays a bet on clustered data from K = 256 on; not moved.
  * ML_KM_SMALL_MAX_D, ML_KM_SMALL_MAX_K, ML_KM_SMALL_MAX_K_AT_MAX_D: Lloyd's
  *   passes use the small-d kernel (every center read as broadcasts, no
  *   padding, several point vectors in flight, row-packed sums) for
@@ -468,8 +479,8 @@
  * ML_KM_POLL_ROWS: the online pass polls Ctrl-C every this many rows (a
  *   power of two; microseconds apart at any d).
  * ------------------------------------------------------------------------- */
-#define ML_KM_TILE_MAX_D 128
-#define ML_KM_TILE_MAX_K 256
+#define ML_KM_TILE_MAX_D 512
+#define ML_KM_TILE_MAX_K 4096
 #define ML_KM_GEMM_ROWWISE_K 16
 #define ML_KM_CHUNK 256
 #define ML_KM_PAR_MIN_WORK 1e6

@@ -365,10 +365,12 @@ def test_thread_counts_beyond_two_bitwise(runner, d, K, dtype):
 # --------------------------------------------------------------------------
 # Distance paths across their crossovers; exact pruning ("elkan")
 # --------------------------------------------------------------------------
-def _labels_agree_off_ties(lab, X, C, dtype):
+def _labels_agree_off_ties(lab, X, C, dtype, D=None):
     """Labels equal the float64 brute-force argmin wherever the nearest two
-    centers are not within the input type's rounding of each other."""
-    D = ref_sq_dist(X.astype(np.float64), C.astype(np.float64))
+    centers are not within the input type's rounding of each other.  D: the
+    reference's squared distances, where the caller checks several labelings."""
+    if D is None:
+        D = _brute_sq_dist(X, C)
     part = np.sort(D, axis=1)
     gap = (part[:, 1] - part[:, 0]) if C.shape[0] > 1 else np.inf
     scale = (np.linalg.norm(X, axis=1) + np.linalg.norm(C, axis=1).max()) ** 2
@@ -378,19 +380,29 @@ def _labels_agree_off_ties(lab, X, C, dtype):
     np.testing.assert_array_equal(lab[clear], D.argmin(1)[clear])
 
 
+def _brute_sq_dist(X, C):
+    """The reference's direct differences in float64, 32 rows at a time (its
+    n x K x d intermediate would take gigabytes at K = 4096)."""
+    X, C = X.astype(np.float64), C.astype(np.float64)
+    return np.concatenate([ref_sq_dist(X[i:i + 32], C) for i in range(0, len(X), 32)])
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 127, 128, 129, 130])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 127, 128, 129, 130,
+                               511, 512, 513])
 def test_assign_paths_across_crossovers(dtype, d):
     """Every kernel (small-d, centers across lanes, tile, BLAS), forced and as
-    the table picks it, with K across their blocks and crossovers, against
-    brute force."""
+    the table picks it, with K across their blocks and crossovers (BLAS past
+    d = 512 or K = 4096), against brute force."""
     rng = np.random.default_rng(d)
     X = rng.normal(size=(531, d)).astype(dtype)  # a partial chunk and tile
-    for K in (1, 5, 6, 7, 13, 64, 257):
+    wide_K = (4096, 4097) if d in (16, 130) else ()
+    for K in (1, 5, 6, 7, 13, 64, 257) + wide_K:
         C = rng.normal(size=(K, d)).astype(dtype)
+        D = _brute_sq_dist(X, C)
         for method in ("direct", "gemm", "auto", "tile", "lanes", "small"):
             lab, _ = _k.assign(X, C, method, 2, False)
-            _labels_agree_off_ties(lab, X, C, dtype)
+            _labels_agree_off_ties(lab, X, C, dtype, D)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -726,8 +738,9 @@ def test_float32_data_sums_in_float64(algorithm):
 def test_elkan_path_choice_and_errors():
     from metriclust import KMeans
 
-    assert _k.uses_gemm(200, "auto", 8) and not _k.uses_gemm(16, "auto", 8)
-    assert _k.uses_gemm(16, "gemm", 8) and not _k.uses_gemm(500, "direct", 8)
+    assert _k.uses_gemm(513, "auto", 8) and not _k.uses_gemm(512, "auto", 8)
+    assert _k.uses_gemm(16, "auto", 4097) and not _k.uses_gemm(16, "auto", 4096)
+    assert _k.uses_gemm(16, "gemm", 8) and not _k.uses_gemm(600, "direct", 8)
     assert _k.simd_level() in (0, 1, 3, 4)
     assert _k.prefers_pruning(16, 256) and not _k.prefers_pruning(2, 256)
     assert not _k.prefers_pruning(16, 8)
