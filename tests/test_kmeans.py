@@ -340,15 +340,18 @@ def test_one_vs_two_threads_bitwise(dtype, algorithm, d):
 @pytest.mark.parametrize("d,K,dtype", [
     (1, 5, np.float64), (2, 8, np.float64), (3, 8, np.float32), (8, 32, np.float64),
     (9, 17, np.float32), (16, 32, np.float32), (33, 64, np.float64), (64, 64, np.float32),
-    (64, 32, np.float64), (130, 8, np.float64), (16, 256, np.float32)])
+    (64, 32, np.float64), (130, 8, np.float64), (16, 256, np.float32),
+    (300, 300, np.float64), (64, 1024, np.float32)])
 def test_thread_counts_beyond_two_bitwise(runner, d, K, dtype):
     """Unweighted passes (running sums after the first) on 3 and 7 threads give
     1 thread's labels, center bits, inertia and n_iter: a thread count that
     does not divide the segments, and more threads than this machine's cores
     (a 16-core run of the C harness checked 1, 3 and 16 likewise).  Every
     kernel: 1-D, small-d, lanes, the float32 screen (d = 64, K = 32 float64),
-    the tile at d = 130, and K = 256."""
-    X = np.random.default_rng(d * 1000 + K).random((30011, d)).astype(dtype)
+    the tile at d = 130, K = 256, and past the old BLAS crossover (d = 300,
+    K = 1024)."""
+    n = 30011 if d * K < 20000 else 8011  # wide shapes cost K d a row: fewer rows
+    X = np.random.default_rng(d * 1000 + K).random((n, d)).astype(dtype)
     C0 = X[np.random.default_rng(K).choice(len(X), K, replace=False)].copy()
     runs = []
     for nt in (1, 3, 7):
