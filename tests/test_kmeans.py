@@ -548,21 +548,21 @@ def test_weighted_sums_same_bits_on_every_path(dtype, d):
 def test_kernel_table():
     """The one table in csrc/kmeans.h: small-d kernel for d <= 8 and K <= 64
     (its d = 16 instance only when forced: the lanes kernel's one-vector form
-    is faster there), centers across lanes up to d = 128 and K = 256, BLAS
+    is faster there), centers across lanes up to d = 512 and K = 4096, BLAS
     beyond; "direct" never calls BLAS; forced kernels are served."""
     for d in range(1, 9):
         assert _k.kernel(d, 16) == "small"
         assert _k.kernel(d, 65) == "lanes"
     assert _k.kernel(8, 64) == "small" and _k.kernel(7, 64) == "small"
-    for d in (9, 16, 64, 128):
-        for K in (9, 64, 256):
+    for d in (9, 16, 64, 128, 512):
+        for K in (9, 64, 256, 4096):
             assert _k.kernel(d, K) == "lanes"
         for K in (1, 8):
             assert _k.kernel(d, K) == "lanes"
             assert _k.kernel(d, K, dtype=np.float32) == "lanes"
     assert _k.kernel(15, 8, "small") == "tile" and _k.kernel(16, 64, "small") == "small"
-    assert _k.kernel(129, 8) == "gemm" and _k.kernel(16, 257) == "gemm"
-    assert _k.kernel(129, 8, "direct") == "lanes" and _k.kernel(16, 257, "direct") == "lanes"
+    assert _k.kernel(513, 8) == "gemm" and _k.kernel(16, 4097) == "gemm"
+    assert _k.kernel(513, 8, "direct") == "lanes" and _k.kernel(16, 4097, "direct") == "lanes"
     assert _k.kernel(3, 8, "tile") == "tile" and _k.kernel(30, 8, "small") == "tile"
     assert _k.kernel(3, 8, "lanes") == "lanes" and _k.kernel(300, 8, "gemm") == "gemm"
     with pytest.raises(ValueError, match="method"):

@@ -64,17 +64,17 @@ def test_screen_table():
     crossover (kmeans.h: d >= 32 and K >= 8, or d >= 16 and K >= 32); never float32
     data, the small-d kernel, BLAS, a forced "lanes" or "tile"; "screen"
     forces it at any shape the lanes kernel serves."""
-    for d in (16, 24, 32, 64, 128):
-        for K in (8, 32, 64):
+    for d in (16, 24, 32, 64, 128, 512):
+        for K in (8, 32, 64, 4096):
             assert _k.kernel(d, K) == "lanes"
             assert _k.screens(d, K) == (d >= 32 or K >= 32)
             assert _k.screens(d, K, "direct") == _k.screens(d, K)
             assert not _k.screens(d, K, dtype=np.float32)
             assert not _k.screens(d, K, "lanes") and not _k.screens(d, K, "tile")
     assert not _k.screens(8, 32) and not _k.screens(3, 8)  # small-d kernel
-    assert not _k.screens(129, 32) and not _k.screens(16, 257)  # BLAS
+    assert not _k.screens(513, 32) and not _k.screens(16, 4097)  # BLAS
     assert _k.screens(9, 2, "screen") and _k.screens(3, 8, "screen")
-    assert _k.screens(129, 32, "screen") and not _k.screens(129, 32, "screen", np.float32)
+    assert _k.screens(513, 32, "screen") and not _k.screens(513, 32, "screen", np.float32)
     assert _k.kernel(9, 2, "screen") == "lanes"
     with pytest.raises(ValueError, match="method"):
         _k.screens(16, 8, "fast")

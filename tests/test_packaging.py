@@ -89,7 +89,7 @@ def test_small_kmeans_fit_does_not_import_scipy():
         print(_blas.loaded())
         # Wide data takes the GEMM path: scipy's BLAS is loaded then, without
         # scipy.linalg's __init__ (_blas.scipy_capi).
-        Xw = np.random.default_rng(1).normal(size=(300, 200))
+        Xw = np.random.default_rng(1).normal(size=(300, 600))
         KMeans(8, random_state=0).fit(Xw)
         print('scipy.linalg.cython_blas' in sys.modules, _blas.loaded())
         print('scipy.linalg' in sys.modules)
