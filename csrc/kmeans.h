@@ -111,7 +111,23 @@
  *   no-BLAS kernels up to K = 4096 (--pruning --d 16 64 --K 128 ... 1024,
  *   same setup, load 2): uniform data 0.68-0.86 at every K; blobs 1.28 (d =
  *   16) and 1.54 (d = 64) at K = 128, 1.29-1.98 at K = 256-1024.  Pruning
- *   stays a bet on clustered data from K = 256 on; not moved.
+ *   stays a bet on clustered data from K = 256 on; not moved.  Twelfth
+ *   round, with ML_KM_PRUNE_MAX_OPEN (same setup, d = 16 and 64, K = 64,
+ *   128, 256, 1024, two runs alternating with main's wheel, load 1.5-1.9):
+ *   uniform data 0.85-1.14 (main 0.48-0.76), blobs 0.96-2.01 (main
+ *   0.99-2.26, the same within the runs' spread).  Pruning from K = 128
+ *   would gain 1.33-1.65 on the blobs there and cost up to 15% (0.85) on
+ *   uniform data: not moved.
+ * ML_KM_PRUNE_MAX_OPEN: a pruned fit whose bounds leave more than this share
+ *   of the rows open at a pass after the first drops them and runs unpruned
+ *   passes (the lanes kernel; the float32 screen for float64 data) for the
+ *   rest of the fit: the same labels, cheaper passes.  Twelfth round,
+ *   rows left open per pass, counted in the C core (N = 2e5, float32, the
+ *   --pruning data and inits, d = 16 and 64, K = 64, 256, 1024): uniform
+ *   data 0.996-1.000 at the second pass, 0.84-1.00 at the third, still
+ *   0.33-0.62 at the fortieth; the blobs 0.68-0.73 at the second pass,
+ *   0.49-0.57 at the third, below 0.10 for good after 5-21.  0.85 parts the
+ *   two at the second pass with a margin on both sides.
  * ML_KM_SMALL_MAX_D, ML_KM_SMALL_MAX_K, ML_KM_SMALL_MAX_K_AT_MAX_D: Lloyd's
  *   passes use the small-d kernel (every center read as broadcasts, no
  *   padding, several point vectors in flight, row-packed sums) for
@@ -492,6 +508,9 @@
 #define ML_KM_PP_BLOCK 2048
 #define ML_KM_PRUNE_MIN_K 256
 #define ML_KM_PRUNE_MIN_D 16
+#ifndef ML_KM_PRUNE_MAX_OPEN
+#define ML_KM_PRUNE_MAX_OPEN 0.85
+#endif
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 64
@@ -611,7 +630,9 @@ int ml_kmeans_lloyd_f32(const float *X, const float *w, ptrdiff_t n,
  * the others, moved by the center shifts; a row is reassigned only when the
  * bounds, widened by the rounding of the scores, cannot prove its label.
  * Labels, centers, inertia and n_iter are those of ml_kmeans_lloyd bit for
- * bit; it pays when K is large and the clusters are separated. */
+ * bit; it pays when K is large and the clusters are separated.  A fit whose
+ * bounds leave most rows open (ML_KM_PRUNE_MAX_OPEN) drops them and runs
+ * unpruned passes from there. */
 int ml_kmeans_hamerly_f64(const double *X, const double *w, ptrdiff_t n,
                           ptrdiff_t d, ptrdiff_t K, double *centers,
                           int max_iter, double tol, int64_t *labels,

@@ -1007,7 +1007,7 @@ typedef struct {
 /* Workspace shared by the Lloyd and online drivers and assignment. */
 typedef struct {
     ptrdiff_t n, d, K, n_chunks, S, copies, stride, nblk;
-    int nt, use_gemm;
+    int nt, use_gemm, method;
     GEMM_T gemm;
     FN(km_tile_fn) tile;
     FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
@@ -1023,7 +1023,7 @@ typedef struct {
     REAL *cblk, *cnb;     /* nblk x d x KM_TK, nblk x KM_TK (tile path) */
     double *seg;          /* S x copies x acc_stride partial sums, 64-byte aligned */
     double *seg_mem;      /* its allocation */
-    int64_t *seg_changed; /* S */
+    int64_t *seg_changed; /* 2 S: per segment, labels changed, then rows open */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
     const REAL *shift;    /* d: subtracted from every row first, or NULL */
@@ -1152,6 +1152,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
 {
     memset(ws, 0, sizeof(*ws));
     ws->n = n; ws->d = d; ws->K = K; ws->gemm = gemm; ws->shift = shift;
+    ws->method = method;
     ws->nt = ml_threads(n_threads);
     if (ws->nt < 1) ws->nt = 1;
     if (method == ML_KM_GEMM && !gemm) return ML_ERR_ARG;
@@ -1198,7 +1199,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->cblk = malloc((size_t)(ws->nblk * KM_TK * d) * sizeof(REAL));
     ws->cnb = malloc((size_t)(ws->nblk * KM_TK) * sizeof(REAL));
     ws->scratch = malloc((size_t)(ws->nt * ws->per_thread) * sizeof(REAL));
-    ws->seg_changed = malloc((size_t)S * sizeof(int64_t));
+    ws->seg_changed = malloc((size_t)(2 * S) * sizeof(int64_t));
     if (with_sums) {
         /* 64-byte aligned (acc_stride above; malloc gives 16 bytes). */
         ws->seg_mem = malloc((size_t)(S * ws->copies * ws->acc_stride + 8) * sizeof(double));
@@ -1216,6 +1217,20 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
+#endif
+    return ML_OK;
+}
+
+/* What an unpruned pass has that a pruned fit's workspace lacks: the float32
+ * screen (work_init), for a fit whose bounds stop pruning. */
+static int FN(unpruned_init)(FN(km_work) *ws)
+{
+#if KM_SCREEN
+    if (!ws->screen && ws->lanes &&
+        ml_kmeans_screens(ws->d, ws->K, ws->method, ws->gemm != NULL, (int)sizeof(REAL)))
+        return FN(screen_init)(ws);
+#else
+    (void)ws;
 #endif
     return ML_OK;
 }
@@ -1355,7 +1370,9 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
  * that the labels are those of Lloyd's pass, bit for bit: a computed score
  * is within err = gamma (||x|| + max_k ||c_k||)^2 of ||x - c||^2 - ||x||^2
  * (a dot product of d + 1 terms plus the norm, any summation order), and
- * the label is kept only if u^2 + 2 err < L^2, L the lower bound. */
+ * the label is kept only if u^2 + 2 err < L^2, L the lower bound.  The
+ * pass counts the rows it left open (hs->open); lloyd_step drops the bounds
+ * (hs->off) when they stop paying (ML_KM_PRUNE_MAX_OPEN). */
 #ifndef KM_BOUNDS_DEFINED
 #define KM_BOUNDS_DEFINED
 typedef struct {
@@ -1365,6 +1382,9 @@ typedef struct {
     double *half;    /* K: half the distance from c_k to its nearest other center */
     double shift_max, gamma, R;
     int fresh;       /* no bounds yet: assign every row */
+    int passes;      /* passes run with the bounds */
+    int off;         /* the bounds stopped paying: unpruned passes from here */
+    int64_t open;    /* rows the last pass left open */
 } km_bounds;
 #endif
 
@@ -1464,21 +1484,21 @@ static ptrdiff_t FN(bounds_filter)(km_bounds *hs, const REAL *X, ptrdiff_t i0,
 /* Assignment of one chunk: all rows (hs == NULL), or only the rows the
  * bounds leave open, gathered into s->gx; their bounds are reset from the
  * best and second best scores. */
-static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
-                            const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
-                            const REAL *C, FN(km_scratch) *sc,
-                            const int32_t *L, int32_t *newlab)
+static ptrdiff_t FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
+                                 const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
+                                 const REAL *C, FN(km_scratch) *sc,
+                                 const int32_t *L, int32_t *newlab)
 {
     if (!hs) {
         FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
-        return;
+        return m;
     }
     const ptrdiff_t d = ws->d;
     ptrdiff_t open[ML_KM_CHUNK];
     int32_t glab[ML_KM_CHUNK];
     memcpy(newlab, L, (size_t)m * sizeof(int32_t));
     const ptrdiff_t no = FN(bounds_filter)(hs, Xc, i0, m, d, C, L, open);
-    if (no == 0) return;
+    if (no == 0) return 0;
     /* Most rows open: assign the chunk in place (a row's scores do not
      * depend on the rows beside it) rather than gather it. */
     const int whole = 2 * no > m;
@@ -1500,6 +1520,7 @@ static void FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
         hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + ML_KM_BOUND_SLACK);
         hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + ML_KM_BOUND_SLACK);
     }
+    return no;
 }
 
 #if KM_SCREEN
@@ -1719,11 +1740,13 @@ ML_CLONES static void FN(shift_rows)(const REAL *ML_RESTRICT X, ptrdiff_t m,
 static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
                                 const REAL *X, const REAL *w, const REAL *C,
                                 int32_t *lab, ptrdiff_t s, FN(km_scratch) *sc,
-                                double *acc, ptrdiff_t copies, int delta)
+                                double *acc, ptrdiff_t copies, int delta,
+                                int64_t *opened)
 {
     const ptrdiff_t d = ws->d, nc = ws->n_chunks, n = ws->n;
     int32_t newlab[ML_KM_CHUNK];
     int64_t ch = 0;
+    *opened = 0;
     if (acc) memset(acc, 0, (size_t)(copies * ws->acc_stride) * sizeof(double));
     const ptrdiff_t c_lo = s * nc / ws->S, c_hi = (s + 1) * nc / ws->S;
     for (ptrdiff_t c = c_lo; c < c_hi && !ml_interrupted(); ++c) {
@@ -1750,7 +1773,7 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
             FN(screen_rows)(ws, Xc, m, C, sc, newlab);
 #endif
         else
-            FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
+            *opened += FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
         if (acc && delta)
             FN(accum_delta)(Xc, m, d, newlab, L, acc, ws->K);
         ch += FN(lab_update)(newlab, L, m);
@@ -1804,6 +1827,7 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     const ptrdiff_t d = ws->d, K = ws->K, S = ws->S;
     const int do_sums = sums != NULL;
     const ptrdiff_t copies = do_sums ? (delta ? 1 : ws->copies) : 0;
+    if (hs && hs->off) hs = NULL;
     FN(center_prep)(ws, C);
     if (hs) FN(bounds_prep)(hs, C, K, d);
     /* Small problems run on one thread: a parallel region costs more than it
@@ -1818,12 +1842,20 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
         for (ptrdiff_t s = 0; s < S; ++s) {
             double *acc = do_sums ? ws->seg + s * copies * ws->acc_stride : NULL;
             ws->seg_changed[s] = FN(pass_segment)(ws, hs, X, w, C, lab, s, &sc,
-                                                  acc, copies, delta);
+                                                  acc, copies, delta,
+                                                  ws->seg_changed + S + s);
         }
     }
-    if (hs) hs->fresh = 0;
-    int64_t ch = 0;
-    for (ptrdiff_t s = 0; s < S; ++s) ch += ws->seg_changed[s];
+    int64_t ch = 0, op = 0;
+    for (ptrdiff_t s = 0; s < S; ++s) {
+        ch += ws->seg_changed[s];
+        op += ws->seg_changed[S + s];
+    }
+    if (hs) {
+        hs->fresh = 0;
+        hs->passes += 1;
+        hs->open = op;
+    }
     *changed = ch;
     if (do_sums) FN(reduce_segments)(ws, copies, delta, sums, wsum);
 }
@@ -2041,6 +2073,15 @@ static int FN(lloyd_step)(void *vctx, int64_t *changed, double *shift)
     c->run = delta ? c->run + 1 : 0;
     FN(pass)(ws, c->hs, c->X, c->w, c->C, c->lab, c->sums, c->wsum, changed, delta);
     if (ml_interrupted()) return ML_ERR_INTERRUPTED;
+    if (c->hs && !c->hs->off && c->hs->passes >= 2 &&
+        (double)c->hs->open > ML_KM_PRUNE_MAX_OPEN * (double)ws->n) {
+        /* The bounds left most rows open: unpruned passes for the rest of
+         * the fit (the same labels), with the float32 screen where an
+         * unpruned fit has it. */
+        c->hs->off = 1;
+        const int st = FN(unpruned_init)(ws);
+        if (st != ML_OK) return st;
+    }
     const double max_moved = ws->d <= ML_KM_SMALL_KERNEL_D ? ML_KM_DELTA_MAX_MOVED_LOW_D
                                                            : ML_KM_DELTA_MAX_MOVED;
     c->fresh = (double)*changed > max_moved * (double)ws->n;

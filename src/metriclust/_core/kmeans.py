@@ -366,7 +366,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
     (assignment, then weighted means) or the sequential (online) update.
     ``algorithm`` is "lloyd", "elkan" (Lloyd with exact triangle-inequality
-    pruning, Hamerly's bounds: the same labels, centers and n_iter), "auto"
+    pruning, Hamerly's bounds, dropped for the rest of a fit once they leave
+    most rows open: the same labels, centers and n_iter), "auto"
     (pruning for many clusters in enough dimensions, where it was measured to
     pay: ``_k.prefers_pruning``) or "online". The data
     are centered first (as scikit-learn does) for accurate distances; a run
