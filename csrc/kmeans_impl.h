@@ -1483,7 +1483,7 @@ static ptrdiff_t FN(bounds_filter)(km_bounds *hs, const REAL *X, ptrdiff_t i0,
 
 /* Assignment of one chunk: all rows (hs == NULL), or only the rows the
  * bounds leave open, gathered into s->gx; their bounds are reset from the
- * best and second best scores. */
+ * best and second best scores.  Returns the number of rows scored. */
 static ptrdiff_t FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
                                  const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
                                  const REAL *C, FN(km_scratch) *sc,
@@ -1736,7 +1736,7 @@ ML_CLONES static void FN(shift_rows)(const REAL *ML_RESTRICT X, ptrdiff_t m,
  * order, so that the centers are Lloyd's bit for bit. */
 /* Segment s of a pass: its chunks in row order, assigned, then summed into
  * its own accumulator copies acc (when not NULL); returns the labels
- * changed. */
+ * changed, and the rows scored in *opened. */
 static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
                                 const REAL *X, const REAL *w, const REAL *C,
                                 int32_t *lab, ptrdiff_t s, FN(km_scratch) *sc,
