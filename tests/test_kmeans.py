@@ -487,10 +487,11 @@ def test_pruning_that_stops_paying_gives_lloyds_result(dtype, d, K):
     """On uniform data the bounds leave nearly every row open at the second
     pass (99.6-100% at d = 16 and 64, K = 64-1024, N = 2e5, counted in the
     C core in the twelfth round), so a pruned fit drops them there
-    (ML_KM_PRUNE_MAX_OPEN) and runs unpruned passes for the rest, with the
-    float32 screen for float64 data from d = 32: labels, center bits, inertia
-    and n_iter stay Lloyd's, weighted and not, stopping right after the
-    switch, one pass later, and to convergence."""
+    (ML_KM_PRUNE_MAX_OPEN) and runs unpruned passes for the rest, float64
+    ones through the float32 screen (set up at the switch; every shape here
+    has it): labels, center bits, inertia and n_iter stay Lloyd's, weighted
+    and not, stopping right after the switch, one pass later, and to
+    convergence."""
     rng = np.random.default_rng(d + K)
     X = rng.random((9001, d)).astype(dtype)
     w = rng.uniform(0.5, 2.0, len(X)).astype(dtype)
