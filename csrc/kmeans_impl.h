@@ -1023,7 +1023,8 @@ typedef struct {
     REAL *cblk, *cnb;     /* nblk x d x KM_TK, nblk x KM_TK (tile path) */
     double *seg;          /* S x copies x acc_stride partial sums, 64-byte aligned */
     double *seg_mem;      /* its allocation */
-    int64_t *seg_changed; /* 2 S: per segment, labels changed, then rows open */
+    int64_t *seg_changed; /* S: labels changed per segment */
+    int64_t *seg_open;    /* S: rows scored per segment */
     REAL *scratch;        /* nt x per_thread */
     ptrdiff_t per_thread;
     const REAL *shift;    /* d: subtracted from every row first, or NULL */
@@ -1098,7 +1099,7 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
 static void FN(work_free)(FN(km_work) *ws)
 {
     free(ws->cn); free(ws->cpk); free(ws->ct); free(ws->cblk); free(ws->cnb); free(ws->seg_mem);
-    free(ws->seg_changed); free(ws->scratch);
+    free(ws->seg_changed); free(ws->seg_open); free(ws->scratch);
 #if KM_SCREEN
     free(ws->ct32); free(ws->sbuf); free(ws->sb.t);
 #endif
@@ -1145,6 +1146,21 @@ static int FN(screen_init)(FN(km_work) *ws)
     return ML_OK;
 }
 #endif
+
+/* What an unpruned pass has that a pruned one lacks: the float32 screen,
+ * where ml_kmeans_screens says it serves.  Set up by work_init for an
+ * unpruned fit, and by lloyd_step when a pruned fit drops its bounds. */
+static int FN(unpruned_init)(FN(km_work) *ws)
+{
+#if KM_SCREEN
+    if (!ws->screen && ws->lanes &&
+        ml_kmeans_screens(ws->d, ws->K, ws->method, ws->gemm != NULL, (int)sizeof(REAL)))
+        return FN(screen_init)(ws);
+#else
+    (void)ws;
+#endif
+    return ML_OK;
+}
 
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
@@ -1199,39 +1215,22 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->cblk = malloc((size_t)(ws->nblk * KM_TK * d) * sizeof(REAL));
     ws->cnb = malloc((size_t)(ws->nblk * KM_TK) * sizeof(REAL));
     ws->scratch = malloc((size_t)(ws->nt * ws->per_thread) * sizeof(REAL));
-    ws->seg_changed = malloc((size_t)(2 * S) * sizeof(int64_t));
+    ws->seg_changed = malloc((size_t)S * sizeof(int64_t));
+    ws->seg_open = malloc((size_t)S * sizeof(int64_t));
     if (with_sums) {
         /* 64-byte aligned (acc_stride above; malloc gives 16 bytes). */
         ws->seg_mem = malloc((size_t)(S * ws->copies * ws->acc_stride + 8) * sizeof(double));
         ws->seg = ws->seg_mem ? (double *)KM_ALIGN64(ws->seg_mem) : NULL;
     }
-    if (!ws->cn || !ws->cpk || (ws->lanes && !ws->ct) || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed ||
+    if (!ws->cn || !ws->cpk || (ws->lanes && !ws->ct) || !ws->cblk || !ws->cnb || !ws->scratch || !ws->seg_changed || !ws->seg_open ||
         (with_sums && !ws->seg)) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
-#if KM_SCREEN
-    if (!pruned && ws->lanes &&
-        ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL)) &&
-        FN(screen_init)(ws) != ML_OK) {
+    if (!pruned && FN(unpruned_init)(ws) != ML_OK) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
-#endif
-    return ML_OK;
-}
-
-/* What an unpruned pass has that a pruned fit's workspace lacks: the float32
- * screen (work_init), for a fit whose bounds stop pruning. */
-static int FN(unpruned_init)(FN(km_work) *ws)
-{
-#if KM_SCREEN
-    if (!ws->screen && ws->lanes &&
-        ml_kmeans_screens(ws->d, ws->K, ws->method, ws->gemm != NULL, (int)sizeof(REAL)))
-        return FN(screen_init)(ws);
-#else
-    (void)ws;
-#endif
     return ML_OK;
 }
 
@@ -1382,9 +1381,9 @@ typedef struct {
     double *half;    /* K: half the distance from c_k to its nearest other center */
     double shift_max, gamma, R;
     int fresh;       /* no bounds yet: assign every row */
-    int passes;      /* passes run with the bounds */
     int off;         /* the bounds stopped paying: unpruned passes from here */
-    int64_t open;    /* rows the last pass left open */
+    int64_t open;    /* rows the last pass left open (0 after the first,
+                      * which had no bounds to filter with) */
 } km_bounds;
 #endif
 
@@ -1843,18 +1842,17 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
             double *acc = do_sums ? ws->seg + s * copies * ws->acc_stride : NULL;
             ws->seg_changed[s] = FN(pass_segment)(ws, hs, X, w, C, lab, s, &sc,
                                                   acc, copies, delta,
-                                                  ws->seg_changed + S + s);
+                                                  ws->seg_open + s);
         }
     }
     int64_t ch = 0, op = 0;
     for (ptrdiff_t s = 0; s < S; ++s) {
         ch += ws->seg_changed[s];
-        op += ws->seg_changed[S + s];
+        op += ws->seg_open[s];
     }
     if (hs) {
+        hs->open = hs->fresh ? 0 : op;
         hs->fresh = 0;
-        hs->passes += 1;
-        hs->open = op;
     }
     *changed = ch;
     if (do_sums) FN(reduce_segments)(ws, copies, delta, sums, wsum);
@@ -2073,7 +2071,7 @@ static int FN(lloyd_step)(void *vctx, int64_t *changed, double *shift)
     c->run = delta ? c->run + 1 : 0;
     FN(pass)(ws, c->hs, c->X, c->w, c->C, c->lab, c->sums, c->wsum, changed, delta);
     if (ml_interrupted()) return ML_ERR_INTERRUPTED;
-    if (c->hs && !c->hs->off && c->hs->passes >= 2 &&
+    if (c->hs && !c->hs->off &&
         (double)c->hs->open > ML_KM_PRUNE_MAX_OPEN * (double)ws->n) {
         /* The bounds left most rows open: unpruned passes for the rest of
          * the fit (the same labels), with the float32 screen where an
