@@ -31,6 +31,7 @@ Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
        python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
+           [--dtype float32|float64]
        python benchmarks/bench_kmeans.py --offsets [0 10 1e4]
 
 --kernels times the no-BLAS kernels forced one by one (method "small" for
@@ -446,6 +447,8 @@ def main():
     ap.add_argument("--offsets", type=float, nargs="*", default=None,
                     help="predict on data this far from the origin (d = 64, K = 32, "
                          "float64) instead of the peer table")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"],
+                    help="the data's dtype for --pruning")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
     ap.add_argument("--K", type=int, nargs="*", default=[8, 32, 64, 128, 256])
     ap.add_argument("--n", type=int, default=200_000,
@@ -497,7 +500,7 @@ def main():
         elif args.kernels:
             kernels(args.d, args.K, args.repeats, say)
         elif args.pruning:
-            pruning(args.d, args.K, args.repeats, say)
+            pruning(args.d, args.K, args.repeats, say, dtype=args.dtype)
         elif args.offsets is not None:
             offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
         else:

@@ -117,7 +117,17 @@
  *   uniform data 0.85-1.14 (main 0.48-0.76), blobs 0.96-2.01 (main
  *   0.99-2.26, the same within the runs' spread).  Pruning from K = 128
  *   would gain 1.33-1.65 on the blobs there and cost up to 15% (0.85) on
- *   uniform data: not moved.
+ *   uniform data: not moved.  Thirteenth round, the pruned passes on the
+ *   lanes kernel's form with second-best scores, the bounds' distances in
+ *   four partial sums, and the probe (ML_KM_PRUNE_PROBE_STRIDE) (same
+ *   setup, float32 and float64, two runs each alternating with main's
+ *   wheel, load 1.4-2.1): float32 blobs 1.17-2.64 (main 0.85-2.05), at
+ *   K = 128 2.02-2.46 (main 1.34-1.58); float64 blobs 1.01-1.65 (main
+ *   0.88-1.37), at K = 128 1.23-1.48; uniform data 0.82-1.17 in both
+ *   dtypes (main 0.79-1.06), at K = 128 0.83-1.08.  Moved to K = 128: up
+ *   to 2.5x on clustered data against at most the runs' noise, about 10%,
+ *   on unclustered data.  K = 64 would gain 1.0-1.9 on the blobs for the
+ *   same cost: not moved.
  * ML_KM_PRUNE_MAX_OPEN: a pruned fit whose bounds leave more than this share
  *   of the rows open at a pass after the first drops them and runs unpruned
  *   passes (the lanes kernel; the float32 screen for float64 data) for the
@@ -128,6 +138,14 @@
  *   0.33-0.62 at the fortieth; the blobs 0.68-0.73 at the second pass,
  *   0.49-0.57 at the third, below 0.10 for good after 5-21.  0.85 parts the
  *   two at the second pass with a margin on both sides.
+ * ML_KM_PRUNE_PROBE_STRIDE: before each pruned pass after the first, the
+ *   bounds are tried on every this-many-th row (bounds_probe, nothing
+ *   written); if more than ML_KM_PRUNE_MAX_OPEN of those would be open, the
+ *   fit drops its bounds before the pass instead of after it (on uniform
+ *   data: the second pass runs unpruned).  At 16 the probe reads 1/16 of
+ *   the rows once, a few cycles per coordinate: far below the pass it
+ *   decides on (K products a coordinate), and at N = 2e5 its estimate
+ *   (12500 rows) is within 0.01 of the share.
  * ML_KM_SMALL_MAX_D, ML_KM_SMALL_MAX_K, ML_KM_SMALL_MAX_K_AT_MAX_D: Lloyd's
  *   passes use the small-d kernel (every center read as broadcasts, no
  *   padding, several point vectors in flight, row-packed sums) for
@@ -506,11 +524,12 @@
 #define ML_KM_MAX_SEGMENT_BYTES 64e6
 #define ML_KM_REDUCE_BLOCK 4096
 #define ML_KM_PP_BLOCK 2048
-#define ML_KM_PRUNE_MIN_K 256
+#define ML_KM_PRUNE_MIN_K 128
 #define ML_KM_PRUNE_MIN_D 16
 #ifndef ML_KM_PRUNE_MAX_OPEN
 #define ML_KM_PRUNE_MAX_OPEN 0.85
 #endif
+#define ML_KM_PRUNE_PROBE_STRIDE 16
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 64

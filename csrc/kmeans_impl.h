@@ -312,6 +312,10 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
 typedef void (*FN(km_lanes_sums_fn))(const REAL *, const REAL *, ptrdiff_t,
                                      ptrdiff_t, const REAL *, int32_t *,
                                      double *, ptrdiff_t, ptrdiff_t, ptrdiff_t);
+/* The pruned pass's form: labels, best and second-best scores (cv_body_b2). */
+typedef void (*FN(km_lanes_b2_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
+                                   const REAL *, ptrdiff_t, int32_t *, REAL *,
+                                   REAL *);
 static ML_ALWAYS_INLINE void
 FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
               const ptrdiff_t d, ptrdiff_t k, double *ML_RESTRICT acc,
@@ -387,6 +391,29 @@ KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
 #endif
 KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
 #undef KM_CV1_FN
+/* The pruned pass's form (cv_body_b2), with the blocking of the kernel above
+ * (one vector, Q = 1, where the centers fit one). */
+#define KM_CVB_FN(TGT, ISA, VB, PP, Q)                                         \
+    TGT static void FN(lanesb2_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,       \
+                                             ptrdiff_t d, const REAL *ct,      \
+                                             ptrdiff_t nb, int32_t *lab,       \
+                                             REAL *best, REAL *second)         \
+    {                                                                          \
+        KM_CAT(KM_CAT(cv_body_b2, SFX), VB)(X, m, d, ct, nb, lab, best,        \
+                                            second, PP, Q);                    \
+    }
+#if ML_HAVE_CLONES
+KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
+KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
+KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
+KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
+KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
+KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
+#endif
+KM_CVB_FN(, base, 16, ML_KM_LANES_P16(1), 1)
+KM_CVB_FN(, base, 16, ML_KM_LANES_P16(2), 2)
+KM_CVB_FN(, base, 16, ML_KM_LANES_P16(4), 4)
+#undef KM_CVB_FN
 #if defined(KM_LANES2) && KM_LANES2
 /* The float32 screen's kernel (best and second best; screen_rows), with the
  * blocking of the kernel above. */
@@ -434,6 +461,30 @@ static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
         lab[b] = bk;
     }
 }
+/* The pruned pass's form, portable: best and second-best scores as well. */
+static void FN(lanesb2_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
+                               ptrdiff_t d, const REAL *ML_RESTRICT ct,
+                               ptrdiff_t nb, int32_t *ML_RESTRICT lab,
+                               REAL *ML_RESTRICT best, REAL *ML_RESTRICT second)
+{
+    const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        const REAL *x = X + b * d;
+        REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
+        int32_t bk = 0;
+        for (ptrdiff_t k = 0; k < nb * W; ++k) {
+            const REAL *cb = ct + (k / W) * (d + 1) * W + k % W;
+            REAL a = cb[0];
+            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[(1 + j) * W];
+            const REAL hi = a < bs ? bs : a;
+            s2 = hi < s2 ? hi : s2;
+            if (a < bs) { bs = a; bk = (int32_t)k; }
+        }
+        lab[b] = bk;
+        best[b] = bs;
+        second[b] = s2;
+    }
+}
 #if defined(KM_LANES2) && KM_LANES2
 /* The screen's kernel, portable form: best and second best as well. */
 static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
@@ -473,34 +524,70 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
 #endif
 ML_FP_CONTRACT_END
 
-/* The centers-across-lanes kernel for K centers on this CPU, with its block
- * width (*W, centers per block) and block count (*nb). */
-static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+/* The blocking of the centers-across-lanes kernels for K centers on this
+ * CPU: Q vectors per block (returned), block width *W (centers per block)
+ * and block count *nb. */
+static int FN(lanes_blocking)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 {
     const int level = ml_simd_level();
     const ptrdiff_t VL = KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL);
     (void)level;  /* unused where KM_LANES_VB does not depend on it */
 #if KM_HAVE_VEC
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
-    FN(km_lanes_fn) f;
-#if ML_HAVE_CLONES
-    if (K <= VL)
-        f = level >= 4 ? FN(lanes1_v4) : level == 3 ? FN(lanes1_v3) : FN(lanes1_base);
-    else if (level >= 4)
-        f = Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
-    else if (level == 3)
-        f = Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
-    else
-#endif
-        f = K <= VL ? FN(lanes1_base) : Q == 1 ? FN(lanes_base_q1)
-            : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
 #else
     const int Q = 1;
-    FN(km_lanes_fn) f = FN(lanes_scalar);
 #endif
     *W = Q * VL;
     *nb = (K + *W - 1) / *W;
-    return f;
+    return Q;
+}
+
+/* The centers-across-lanes kernel for K centers on this CPU, with its block
+ * width (*W, centers per block) and block count (*nb). */
+static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+{
+    const int Q = FN(lanes_blocking)(K, W, nb);
+    (void)Q;
+#if KM_HAVE_VEC
+    const int level = ml_simd_level();
+    const int one = *nb == 1 && Q == 1;  /* K <= the lanes of one vector */
+#if ML_HAVE_CLONES
+    if (one)
+        return level >= 4 ? FN(lanes1_v4) : level == 3 ? FN(lanes1_v3) : FN(lanes1_base);
+    if (level >= 4)
+        return Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
+    if (level == 3)
+        return Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
+#else
+    (void)level;
+#endif
+    return one ? FN(lanes1_base) : Q == 1 ? FN(lanes_base_q1)
+           : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
+#else
+    return FN(lanes_scalar);
+#endif
+}
+
+/* The pruned pass's form for K centers (lanes_for's blocking). */
+static FN(km_lanes_b2_fn) FN(lanes_b2_for)(ptrdiff_t K)
+{
+    ptrdiff_t W, nb;
+    const int Q = FN(lanes_blocking)(K, &W, &nb);
+    (void)Q;
+#if KM_HAVE_VEC
+    const int level = ml_simd_level();
+#if ML_HAVE_CLONES
+    if (level >= 4)
+        return Q == 1 ? FN(lanesb2_v4_q1) : Q == 2 ? FN(lanesb2_v4_q2) : FN(lanesb2_v4_q4);
+    if (level == 3)
+        return Q == 1 ? FN(lanesb2_v3_q1) : Q == 2 ? FN(lanesb2_v3_q2) : FN(lanesb2_v3_q4);
+#else
+    (void)level;
+#endif
+    return Q == 1 ? FN(lanesb2_base_q1) : Q == 2 ? FN(lanesb2_base_q2) : FN(lanesb2_base_q4);
+#else
+    return FN(lanesb2_scalar);
+#endif
 }
 
 /* The one-vector form with sums for K centers on this CPU, NULL where
@@ -1013,6 +1100,7 @@ typedef struct {
     FN(km_small_fn) small; /* NULL: the tile (or BLAS) serves every pass */
     FN(km_lanes_fn) lanes; /* centers-across-lanes kernel, or NULL */
     FN(km_lanes_sums_fn) lanes_sums; /* its one-vector form with sums, or NULL */
+    FN(km_lanes_b2_fn) lanes_b2;     /* its form with second best (pruned passes) */
     ptrdiff_t lw, lnb;     /* its block width and block count */
     REAL *ct;              /* lnb x (d + 1) x lw packed centers (lanes) */
     FN(km_accum_packed_fn) accum_packed; /* with small: row-packed sums */
@@ -1054,6 +1142,10 @@ static void FN(assign_chunk)(const FN(km_work) *ws, const REAL *X, ptrdiff_t m,
     }
     if (ws->lanes && !best2) {
         ws->lanes(X, m, d, ws->ct, ws->lnb, lab);
+        return;
+    }
+    if (ws->lanes_b2 && best2) {
+        ws->lanes_b2(X, m, d, ws->ct, ws->lnb, lab, s->best, best2);
         return;
     }
     if (!ws->use_gemm) {
@@ -1147,21 +1239,6 @@ static int FN(screen_init)(FN(km_work) *ws)
 }
 #endif
 
-/* What an unpruned pass has that a pruned one lacks: the float32 screen,
- * where ml_kmeans_screens says it serves.  Set up by work_init for an
- * unpruned fit, and by lloyd_step when a pruned fit drops its bounds. */
-static int FN(unpruned_init)(FN(km_work) *ws)
-{
-#if KM_SCREEN
-    if (!ws->screen && ws->lanes &&
-        ml_kmeans_screens(ws->d, ws->K, ws->method, ws->gemm != NULL, (int)sizeof(REAL)))
-        return FN(screen_init)(ws);
-#else
-    (void)ws;
-#endif
-    return ML_OK;
-}
-
 static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
                          ptrdiff_t K, GEMM_T gemm, int method, int n_threads,
                          int with_sums, int pruned, const REAL *shift)
@@ -1178,6 +1255,7 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
     ws->small = kernel == ML_KM_KERNEL_SMALL ? FN(small_for)(d) : NULL;
     ws->lanes = kernel == ML_KM_KERNEL_LANES ? FN(lanes_for)(K, &ws->lw, &ws->lnb) : NULL;
     ws->lanes_sums = ws->lanes ? FN(lanes_sums_for)(K) : NULL;
+    ws->lanes_b2 = ws->lanes && pruned ? FN(lanes_b2_for)(K) : NULL;
     ws->nblk = (K + KM_TK - 1) / KM_TK;
     ws->n_chunks = (n + ML_KM_CHUNK - 1) / ML_KM_CHUNK;
     /* Interleaved accumulator copies break the add-latency chain when
@@ -1227,10 +1305,16 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
-    if (!pruned && FN(unpruned_init)(ws) != ML_OK) {
+#if KM_SCREEN
+    /* The float32 screen of the unpruned passes, where ml_kmeans_screens
+     * says it serves; a pruned fit has it from the start too, for the passes
+     * after it drops its bounds (lloyd_step). */
+    if (ws->lanes && ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL)) &&
+        FN(screen_init)(ws) != ML_OK) {
         FN(work_free)(ws);
         return ML_ERR_ALLOC;
     }
+#endif
     return ML_OK;
 }
 
@@ -1370,8 +1454,10 @@ static void FN(center_prep)(FN(km_work) *ws, const REAL *C)
  * is within err = gamma (||x|| + max_k ||c_k||)^2 of ||x - c||^2 - ||x||^2
  * (a dot product of d + 1 terms plus the norm, any summation order), and
  * the label is kept only if u^2 + 2 err < L^2, L the lower bound.  The
- * pass counts the rows it left open (hs->open); lloyd_step drops the bounds
- * (hs->off) when they stop paying (ML_KM_PRUNE_MAX_OPEN). */
+ * pass counts the rows it left open (hs->open); the bounds are dropped
+ * (hs->off) when they stop paying (ML_KM_PRUNE_MAX_OPEN): before a pass, by
+ * pass on a sample of the rows (bounds_probe), or after it, by lloyd_step
+ * on its count. */
 #ifndef KM_BOUNDS_DEFINED
 #define KM_BOUNDS_DEFINED
 typedef struct {
@@ -1413,13 +1499,40 @@ static void FN(bounds_prep)(km_bounds *hs, const REAL *C, ptrdiff_t K,
     hs->shift_max = smax;
 }
 
+/* ||x - c||^2 (c NULL: ||x||^2) in float64, in four partial sums: a single
+ * sum waits on the add latency at every term (perf, d = 64: the bounds'
+ * upkeep took as long as a pass's scores).  The bounds allow any summation
+ * order (their slack is far above d + 1 roundings). */
+static ML_ALWAYS_INLINE double FN(row_sq_dist)(const REAL *ML_RESTRICT x,
+                                               const REAL *ML_RESTRICT c,
+                                               ptrdiff_t d)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    ptrdiff_t j = 0;
+    for (; j + 4 <= d; j += 4) {
+        const double t0 = (double)x[j] - (c ? (double)c[j] : 0.0);
+        const double t1 = (double)x[j + 1] - (c ? (double)c[j + 1] : 0.0);
+        const double t2 = (double)x[j + 2] - (c ? (double)c[j + 2] : 0.0);
+        const double t3 = (double)x[j + 3] - (c ? (double)c[j + 3] : 0.0);
+        s0 += t0 * t0;
+        s1 += t1 * t1;
+        s2 += t2 * t2;
+        s3 += t3 * t3;
+    }
+    for (; j < d; ++j) {
+        const double t = (double)x[j] - (c ? (double)c[j] : 0.0);
+        s0 += t * t;
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
 static void FN(bounds_free)(km_bounds *hs)
 {
     free(hs->u); free(hs->l); free(hs->xn); free(hs->shift); free(hs->half);
 }
 
 static int FN(bounds_init)(km_bounds *hs, const REAL *X, ptrdiff_t n,
-                           ptrdiff_t d, ptrdiff_t K)
+                           ptrdiff_t d, ptrdiff_t K, int nt)
 {
     memset(hs, 0, sizeof *hs);
     hs->u = malloc((size_t)n * sizeof(double));
@@ -1431,16 +1544,39 @@ static int FN(bounds_init)(km_bounds *hs, const REAL *X, ptrdiff_t n,
         FN(bounds_free)(hs);
         return ML_ERR_ALLOC;
     }
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        double s = 0;
-        for (ptrdiff_t j = 0; j < d; ++j) s += (double)X[i * d + j] * (double)X[i * d + j];
-        hs->xn[i] = sqrt(s);
-    }
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
+    for (ptrdiff_t i = 0; i < n; ++i) hs->xn[i] = sqrt(FN(row_sq_dist)(X + i * d, NULL, d));
+    (void)nt;
     /* Twice the textbook (d + 1) unit roundoffs of a dot product plus those
      * of the center norm. */
     hs->gamma = (double)(2 * d + 4) * REAL_EPS;
     hs->fresh = 1;
     return ML_OK;
+}
+
+/* Whether the bounds settle row i (x, its label a >= 0) against centers C:
+ * its moved bounds, tightened to the distance itself when they alone do
+ * not, in *u and *l. */
+static ML_ALWAYS_INLINE int FN(bounds_settle)(const km_bounds *hs, const REAL *x,
+                                              ptrdiff_t i, int32_t a, const REAL *C,
+                                              ptrdiff_t d, double *u_out,
+                                              double *l_out)
+{
+    const double slack = 1 + ML_KM_BOUND_SLACK;
+    const double e = hs->xn[i] + hs->R, err2 = 2 * hs->gamma * e * e;
+    double u = (hs->u[i] + hs->shift[a]) * slack;
+    const double l = (hs->l[i] - hs->shift_max) / slack;
+    double lb = 2 * hs->half[a] - u;
+    lb = l > lb ? l : lb;
+    if (!(lb > 0 && u * u + err2 < lb * lb)) {
+        u = sqrt(FN(row_sq_dist)(x, C + (ptrdiff_t)a * d, d)) * slack;
+        lb = 2 * hs->half[a] - u;
+        lb = l > lb ? l : lb;
+        if (!(lb > 0 && u * u + err2 < lb * lb)) return 0;
+    }
+    *u_out = u;
+    *l_out = l;
+    return 1;
 }
 
 /* Rows of one chunk whose label the bounds cannot settle: their indices
@@ -1451,33 +1587,32 @@ static ptrdiff_t FN(bounds_filter)(km_bounds *hs, const REAL *X, ptrdiff_t i0,
                                    const int32_t *L, ptrdiff_t *open)
 {
     ptrdiff_t no = 0;
-    const double slack = 1 + ML_KM_BOUND_SLACK;
     for (ptrdiff_t b = 0; b < m; ++b) {
         const ptrdiff_t i = i0 + b;
-        const int32_t a = L[b];
-        if (hs->fresh || a < 0) { open[no++] = b; continue; }
-        const double e = hs->xn[i] + hs->R, err2 = 2 * hs->gamma * e * e;
-        double u = (hs->u[i] + hs->shift[a]) * slack;
-        double l = (hs->l[i] - hs->shift_max) / slack;
-        double lb = 2 * hs->half[a] - u;
-        lb = l > lb ? l : lb;
-        if (!(lb > 0 && u * u + err2 < lb * lb)) {
-            /* Tighten u to the distance itself, then try again. */
-            const REAL *x = X + b * d, *c = C + (ptrdiff_t)a * d;
-            double s = 0;
-            for (ptrdiff_t j = 0; j < d; ++j) {
-                const double t = (double)x[j] - (double)c[j];
-                s += t * t;
-            }
-            u = sqrt(s) * slack;
-            lb = 2 * hs->half[a] - u;
-            lb = l > lb ? l : lb;
-            if (!(lb > 0 && u * u + err2 < lb * lb)) { open[no++] = b; continue; }
+        double u, l;
+        if (hs->fresh || L[b] < 0 || !FN(bounds_settle)(hs, X + b * d, i, L[b], C, d, &u, &l)) {
+            open[no++] = b;
+            continue;
         }
         hs->u[i] = u;
         hs->l[i] = l;
     }
     return no;
+}
+
+/* The share of the rows the bounds would leave open at this pass, estimated
+ * on every ML_KM_PRUNE_PROBE_STRIDE-th row (nothing written): a pass that
+ * would score most rows anyway runs unpruned (pass), and the fit with it
+ * (lloyd_step).  Depends on the data, labels and bounds only. */
+static double FN(bounds_probe)(const km_bounds *hs, const REAL *X, ptrdiff_t n,
+                               ptrdiff_t d, const REAL *C, const int32_t *lab)
+{
+    ptrdiff_t seen = 0, open = 0;
+    for (ptrdiff_t i = 0; i < n; i += ML_KM_PRUNE_PROBE_STRIDE, ++seen) {
+        double u, l;
+        open += lab[i] < 0 || !FN(bounds_settle)(hs, X + i * d, i, lab[i], C, d, &u, &l);
+    }
+    return seen ? (double)open / (double)seen : 0.0;
 }
 
 /* Assignment of one chunk: all rows (hs == NULL), or only the rows the
@@ -1829,6 +1964,11 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     if (hs && hs->off) hs = NULL;
     FN(center_prep)(ws, C);
     if (hs) FN(bounds_prep)(hs, C, K, d);
+    if (hs && !hs->fresh && !ws->shift &&
+        FN(bounds_probe)(hs, X, ws->n, d, C, lab) > ML_KM_PRUNE_MAX_OPEN) {
+        hs->off = 1;
+        hs = NULL;
+    }
     /* Small problems run on one thread: a parallel region costs more than it
      * saves, badly so on a loaded machine.  (Results do not depend on it.) */
     int nt = ws->nt;
@@ -2071,15 +2211,10 @@ static int FN(lloyd_step)(void *vctx, int64_t *changed, double *shift)
     c->run = delta ? c->run + 1 : 0;
     FN(pass)(ws, c->hs, c->X, c->w, c->C, c->lab, c->sums, c->wsum, changed, delta);
     if (ml_interrupted()) return ML_ERR_INTERRUPTED;
-    if (c->hs && !c->hs->off &&
-        (double)c->hs->open > ML_KM_PRUNE_MAX_OPEN * (double)ws->n) {
-        /* The bounds left most rows open: unpruned passes for the rest of
-         * the fit (the same labels), with the float32 screen where an
-         * unpruned fit has it. */
+    /* The bounds left most rows open: unpruned passes for the rest of the
+     * fit (the same labels; pass's probe may drop them before a pass). */
+    if (c->hs && (double)c->hs->open > ML_KM_PRUNE_MAX_OPEN * (double)ws->n)
         c->hs->off = 1;
-        const int st = FN(unpruned_init)(ws);
-        if (st != ML_OK) return st;
-    }
     const double max_moved = ws->d <= ML_KM_SMALL_KERNEL_D ? ML_KM_DELTA_MAX_MOVED_LOW_D
                                                            : ML_KM_DELTA_MAX_MOVED;
     c->fresh = (double)*changed > max_moved * (double)ws->n;
@@ -2120,7 +2255,7 @@ static int FN(lloyd_run)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     double *sums = malloc((size_t)(K * d) * sizeof(double));
     double *wsum = malloc((size_t)K * sizeof(double));
     if (!lab || !buf || !sums || !wsum) { st = ML_ERR_ALLOC; goto done; }
-    if (prune && (st = FN(bounds_init)(&hs, X, n, d, K)) != ML_OK) goto done;
+    if (prune && (st = FN(bounds_init)(&hs, X, n, d, K, ws.nt)) != ML_OK) goto done;
     FN(km_lloyd_ctx) ctx = {&ws, hp, X, w, centers, buf, lab, sums, wsum, 1, 0};
     st = FN(drive)(&ws, hp, FN(lloyd_step), FN(lloyd_centers), &ctx, 0, X, w,
                    lab, max_iter, tol, labels, inertia, n_iter, strict);

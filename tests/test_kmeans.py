@@ -506,6 +506,35 @@ def test_pruning_that_stops_paying_gives_lloyds_result(dtype, d, K):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [9, 16, 20, 40])
+def test_pruned_lanes_form_equals_lloyd_on_ties(dtype, d):
+    """From d = 9 the pruned passes score their open rows with the
+    centers-across-lanes kernel's form that also keeps the second-best score
+    (cv_body_b2): on an integer grid, where many distances tie exactly, its
+    labels follow the lowest-index rule of Lloyd's kernels, with one vector
+    of centers, one block of several and several blocks (K up to 256), in
+    whole and partial chunks and steps; elkan's result is lloyd's, bit for
+    bit (and the tile's), after one pass and to convergence, on clustered
+    and on uniform grids (where the fit may stop pruning)."""
+    rng = np.random.default_rng(200 + d)
+    for spread in (1, 6):
+        X = rng.integers(-3, 4, size=(3001, d)).astype(dtype)
+        X += (spread * rng.integers(0, 4, size=(len(X), 1))).astype(dtype)
+        w = rng.integers(1, 4, size=len(X)).astype(dtype)
+        for K in (5, 8, 17, 33, 64, 100, 256):
+            init = X[rng.choice(len(X), K, replace=False)].copy()
+            init[1::3] = init[::3][: len(init[1::3])]  # duplicate centers: exact ties
+            for max_iter in (1, 2, 300):
+                Ca, Cb, Ct = init.copy(), init.copy(), init.copy()
+                a = _k.lloyd(X, w, Ca, max_iter, 0.0, "auto", 2)
+                b = _k.hamerly(X, w, Cb, max_iter, 0.0, "auto", 2)
+                t = _k.lloyd(X, w, Ct, max_iter, 0.0, "tile", 1)  # another kernel
+                for r, Cr in ((a, Ca), (t, Ct)):
+                    np.testing.assert_array_equal(r[0], b[0])
+                    assert r[1:] == b[1:] and Cr.tobytes() == Cb.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8, 16])
 def test_small_d_kernel_equals_tile(dtype, d):
     """The small-d kernel (Lloyd's passes for d <= 8, K <= 64; float32 d = 16, K <= 8) and the tile
@@ -769,8 +798,8 @@ def test_elkan_path_choice_and_errors():
     assert _k.uses_gemm(16, "auto", 4097) and not _k.uses_gemm(16, "auto", 4096)
     assert _k.uses_gemm(16, "gemm", 8) and not _k.uses_gemm(600, "direct", 8)
     assert _k.simd_level() in (0, 1, 3, 4)
-    assert _k.prefers_pruning(16, 256) and not _k.prefers_pruning(2, 256)
-    assert not _k.prefers_pruning(16, 8)
+    assert _k.prefers_pruning(16, 128) and not _k.prefers_pruning(2, 256)
+    assert not _k.prefers_pruning(16, 127) and not _k.prefers_pruning(15, 128)
     X = blobs(500, 2, 3, 0)
     for algorithm in ("lloyd", "elkan", "auto", "online"):
         assert KMeans(3, algorithm=algorithm, random_state=0).fit(X).labels_.shape == (500,)

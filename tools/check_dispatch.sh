@@ -137,7 +137,7 @@ done
 best=$(head -1 "$work/clones.out" | cut -d' ' -f2)
 echo "   the clones build runs level $best on this CPU"
 
-labels() { grep '^lloyd' "$1" | sed 's/ centers=.*//'; }
+labels() { grep '^lloyd\|^pruned' "$1" | sed 's/ centers=.*//'; }
 status=0
 for cap in 4 3 1; do
     want=$(( best < cap ? best : cap ))

@@ -7,6 +7,7 @@
  *
  *   level N
  *   lloyd f64|f32 method M labels=HASH centers=HASH
+ *   pruned f64|f32 uniform|clustered labels=HASH centers=HASH
  *   gram f64|f32 HASH
  *
  * labels= must agree everywhere (the assignment is exact up to ties that
@@ -28,7 +29,61 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
     return h;
 }
 
-enum { N = 6000, D = 5, K = 13, NG = 97, DG = 7 };
+enum { N = 6000, D = 5, K = 13, NG = 97, DG = 7, NP = 1500, DP = 20, KP = 37 };
+
+/* Lloyd with Hamerly's bounds (the centers-across-lanes kernel's form with
+ * second-best scores) against Lloyd at d = DP, K = KP, on the uniform points
+ * (the bounds soon leave most rows open: the fit stops pruning) and on
+ * KP clusters (it prunes to the end): labels and centers must be Lloyd's,
+ * bit for bit, at every level. */
+static int pruned_check(const double *X, const float *Xf)
+{
+    static double Y[NP * DP], C[KP * DP], C2[KP * DP];
+    static float Yf[NP * DP], Cf[KP * DP], Cf2[KP * DP];
+    static int64_t lab[NP], lab2[NP];
+    for (int clustered = 0; clustered < 2; ++clustered) {
+        for (int t = 0; t < NP * DP; ++t) {
+            const int i = t / DP, j = t % DP;
+            const double off = clustered ? (double)((i % KP) * (j + 1) * 7919 % 101) / 10.0 : 0.0;
+            Y[t] = X[t] + off;
+            Yf[t] = (float)Y[t];
+        }
+        for (int f32 = 0; f32 < 2; ++f32) {
+            ml_test_centers(Y, Yf, NP, DP, KP, 31, C, Cf);
+            memcpy(C2, C, sizeof C);
+            memcpy(Cf2, Cf, sizeof Cf);
+            double in1, in2;
+            int it1, it2, s1, s2, st1, st2;
+            if (f32) {
+                st1 = ml_kmeans_lloyd_f32(Yf, NULL, NP, DP, KP, Cf, 20, 0.0, lab, &in1, &it1,
+                                          &s1, NULL, ML_KM_DIRECT, 1);
+                st2 = ml_kmeans_hamerly_f32(Yf, NULL, NP, DP, KP, Cf2, 20, 0.0, lab2, &in2,
+                                            &it2, &s2, NULL, ML_KM_DIRECT, 1);
+            } else {
+                st1 = ml_kmeans_lloyd_f64(Y, NULL, NP, DP, KP, C, 20, 0.0, lab, &in1, &it1,
+                                          &s1, NULL, ML_KM_DIRECT, 1);
+                st2 = ml_kmeans_hamerly_f64(Y, NULL, NP, DP, KP, C2, 20, 0.0, lab2, &in2,
+                                            &it2, &s2, NULL, ML_KM_DIRECT, 1);
+            }
+            if (st1 != 0 || st2 != 0) {
+                fprintf(stderr, "pruned check: status %d %d\n", st1, st2);
+                return 1;
+            }
+            if (memcmp(lab, lab2, sizeof lab) != 0 || it1 != it2 ||
+                (f32 ? memcmp(Cf, Cf2, sizeof Cf) : memcmp(C, C2, sizeof C)) != 0) {
+                fprintf(stderr, "pruned check: %s %s: the pruned fit is not Lloyd's\n",
+                        f32 ? "f32" : "f64", clustered ? "clustered" : "uniform");
+                return 1;
+            }
+            printf("pruned %s %s labels=%016llx centers=%016llx\n", f32 ? "f32" : "f64",
+                   clustered ? "clustered" : "uniform",
+                   (unsigned long long)fnv(lab, sizeof lab, 14695981039346656037ULL),
+                   (unsigned long long)(f32 ? fnv(Cf, sizeof Cf, 14695981039346656037ULL)
+                                            : fnv(C, sizeof C, 14695981039346656037ULL)));
+        }
+    }
+    return 0;
+}
 
 int main(void)
 {
@@ -56,6 +111,7 @@ int main(void)
                    (unsigned long long)(f32 ? fnv(Cf, sizeof Cf, 14695981039346656037ULL)
                                             : fnv(C, sizeof C, 14695981039346656037ULL)));
         }
+    if (pruned_check(X, Xf) != 0) return 1;
     if (ml_gaussian_gram_f64(Xg, NG, Xg, NG, DG, 0.8, G, NULL, 1) != 0 ||
         ml_gaussian_gram_f32(Xgf, NG, Xgf, NG, DG, 0.8, Gf, NULL, 1) != 0) {
         fprintf(stderr, "gram failed\n");
