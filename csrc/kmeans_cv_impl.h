@@ -315,51 +315,11 @@ CVN(cv_body1)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w,
             FN(accum_row)(X, w, done, d, lab[done], sacc, copies, stride, K);
 }
 
-CV_TGT static ML_ALWAYS_INLINE void
-CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
-             const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
-             const int P, const int Q)
-{
-    typedef CVN(km_cv) V;
-    typedef CVN(km_cvi) VI;
-    const ptrdiff_t W = (ptrdiff_t)Q * CV_VL, bstride = (d + 1) * W;
-    VI lane;
-    CV_UNROLL
-    for (int l = 0; l < CV_VL; ++l) lane[l] = l;
-    for (ptrdiff_t b0 = 0; b0 < m; b0 += P) {
-        const ptrdiff_t np = m - b0 < P ? m - b0 : P;
-        const REAL *xp[KM_CV_MAXP];
-        /* Rows past the chunk's end repeat its row b0 (labels discarded). */
-        CV_UNROLL
-        for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
-#if CV_X86
-        if (nb == 1) {  /* one block: cv_first_min, the same labels */
-            V acc[KM_CV_MAXP][KM_CV_MAXQ];
-            CVN(cv_acc_init)(acc, ct, P, Q);
-            CVN(cv_acc_dot)(acc, xp, ct + W, d, W, P, Q, NULL, 0);
-            CV_UNROLL
-            for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_first_min)(acc[p], &lane, Q);
-            continue;
-        }
-#endif
-        V bs[KM_CV_MAXP];
-        VI bk[KM_CV_MAXP];
-        for (ptrdiff_t blk = 0; blk < nb; ++blk) {
-            const REAL *cb = ct + blk * bstride;
-            V acc[KM_CV_MAXP][KM_CV_MAXQ];
-            CVN(cv_acc_init)(acc, cb, P, Q);
-            CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, NULL, 0);
-            CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q);
-        }
-        CV_UNROLL
-        for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
-    }
-}
-/* The screen's variant (kmeans_impl.h, screen_rows): each lane also keeps
- * its second-best score (s2: the smallest score that is not its running
- * minimum, strict < as above: an equal score goes to s2), so that the
- * lanes give the two smallest scores of the point; the kernel above is
- * unchanged for its callers. */
+/* The screen's variant (kmeans_impl.h, screen_rows; and the pruned pass's,
+ * cv_body below): each lane also keeps its second-best score (s2: the
+ * smallest score that is not its running minimum, strict < as above: an
+ * equal score goes to s2), so that the lanes give the two smallest scores
+ * of the point. */
 /* The best and second best are taken with CV_VMIN and CV_VMAX (one
  * instruction each on x86): the values of the strict < and its selects for
  * finite scores (the only rows the screen settles: screen_rows), and best's
@@ -540,18 +500,19 @@ CVN(cv_body2)(const double *ML_RESTRICT X, const double *ML_RESTRICT t,
         }
     }
 }
-/* The pruned pass's kernel (kmeans_impl.h, assign_rows): cv_body's labels
- * (cv_lane_argmin: the lowest index among the lanes that hold the minimum,
- * the tile's tie rule) and each point's best and second-best score
- * (cv_acc_min2, cv_lane_min2; the tile's values: the scores are the same
- * bits), which reset its bounds.  Replaces the tile there, which was
- * 1.04-1.43 times slower than this kernel's blocking (d = 16 and 64, K = 64
- * to 1024, float32). */
+/* The labels of a chunk (lab; see the top of this file), and with `with2`
+ * (the pruned pass: kmeans_impl.h, assign_rows) each point's best and
+ * second-best score in best[] and second[] too (cv_acc_min2, cv_lane_min2:
+ * the tile's values, the scores being the same bits), which reset its
+ * bounds; the label then still comes from cv_lane_argmin (the lowest index
+ * among the lanes that hold the minimum: the tile's tie rule, which the
+ * screen's lane reduction does not keep).  The pruned pass ran the tile
+ * before, 1.04-1.43 times slower (d = 16 and 64, K = 64 to 1024). */
 CV_TGT static ML_ALWAYS_INLINE void
-CVN(cv_body_b2)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
-                const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
-                REAL *ML_RESTRICT best, REAL *ML_RESTRICT second, const int P,
-                const int Q)
+CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
+             const REAL *ML_RESTRICT ct, ptrdiff_t nb, int32_t *ML_RESTRICT lab,
+             REAL *ML_RESTRICT best, REAL *ML_RESTRICT second, const int P,
+             const int Q, const int with2)
 {
     typedef CVN(km_cv) V;
     typedef CVN(km_cvi) VI;
@@ -565,6 +526,16 @@ CVN(cv_body_b2)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
         /* Rows past the chunk's end repeat its row b0 (results discarded). */
         CV_UNROLL
         for (int p = 0; p < P; ++p) xp[p] = X + (b0 + (p < np ? p : 0)) * d;
+#if CV_X86
+        if (!with2 && nb == 1) {  /* one block: cv_first_min, the same labels */
+            V acc[KM_CV_MAXP][KM_CV_MAXQ];
+            CVN(cv_acc_init)(acc, ct, P, Q);
+            CVN(cv_acc_dot)(acc, xp, ct + W, d, W, P, Q, NULL, 0);
+            CV_UNROLL
+            for (int p = 0; p < np; ++p) lab[b0 + p] = CVN(cv_first_min)(acc[p], &lane, Q);
+            continue;
+        }
+#endif
         V bs[KM_CV_MAXP], s2[KM_CV_MAXP];
         VI bk[KM_CV_MAXP];
         for (ptrdiff_t blk = 0; blk < nb; ++blk) {
@@ -572,12 +543,16 @@ CVN(cv_body_b2)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
             CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, NULL, 0);
-            CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+            if (with2)
+                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+            else
+                CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q);
         }
         CV_UNROLL
         for (int p = 0; p < np; ++p) {
-            (void)CVN(cv_lane_min2)(&bs[p], &s2[p], &bk[p], &lane, best + b0 + p,
-                                    second + b0 + p);
+            if (with2)
+                (void)CVN(cv_lane_min2)(&bs[p], &s2[p], &bk[p], &lane, best + b0 + p,
+                                        second + b0 + p);
             lab[b0 + p] = CVN(cv_lane_argmin)(&bs[p], &bk[p], &lane);
         }
     }

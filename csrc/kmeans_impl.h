@@ -312,7 +312,7 @@ typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
 typedef void (*FN(km_lanes_sums_fn))(const REAL *, const REAL *, ptrdiff_t,
                                      ptrdiff_t, const REAL *, int32_t *,
                                      double *, ptrdiff_t, ptrdiff_t, ptrdiff_t);
-/* The pruned pass's form: labels, best and second-best scores (cv_body_b2). */
+/* The pruned pass's form: labels, best and second-best scores (cv_body). */
 typedef void (*FN(km_lanes_b2_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
                                    const REAL *, ptrdiff_t, int32_t *, REAL *,
                                    REAL *);
@@ -345,7 +345,8 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
                                            ptrdiff_t d, const REAL *ct,        \
                                            ptrdiff_t nb, int32_t *lab)         \
     {                                                                          \
-        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, PP, Q);         \
+        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, NULL, NULL, PP, \
+                                         Q, 0);                                \
     }
 #if ML_HAVE_CLONES
 KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
@@ -391,16 +392,17 @@ KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
 #endif
 KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
 #undef KM_CV1_FN
-/* The pruned pass's form (cv_body_b2), with the blocking of the kernel above
- * (one vector, Q = 1, where the centers fit one). */
+/* The pruned pass's form (cv_body with second-best scores), with the
+ * blocking of the kernel above (one vector, Q = 1, where the centers fit
+ * one). */
 #define KM_CVB_FN(TGT, ISA, VB, PP, Q)                                         \
     TGT static void FN(lanesb2_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,       \
                                              ptrdiff_t d, const REAL *ct,      \
                                              ptrdiff_t nb, int32_t *lab,       \
                                              REAL *best, REAL *second)         \
     {                                                                          \
-        KM_CAT(KM_CAT(cv_body_b2, SFX), VB)(X, m, d, ct, nb, lab, best,        \
-                                            second, PP, Q);                    \
+        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, best, second,   \
+                                         PP, Q, 1);                            \
     }
 #if ML_HAVE_CLONES
 KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
@@ -494,7 +496,6 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
                               int32_t *ML_RESTRICT lab, REAL *ML_RESTRICT best,
                               REAL *ML_RESTRICT second, double *ML_RESTRICT xn)
 {
-    const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
     for (ptrdiff_t b = 0; b < m; ++b) {
         REAL *x = x32;  /* this row (translated) in REAL, dead after it */
         double q = 0;
@@ -504,19 +505,7 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
             x[j] = (REAL)y;
         }
         xn[b] = q;
-        REAL bs = (REAL)INFINITY, s2 = (REAL)INFINITY;
-        int32_t bk = 0;
-        for (ptrdiff_t k = 0; k < nb * W; ++k) {
-            const REAL *cb = ct + (k / W) * (d + 1) * W + k % W;
-            REAL a = cb[0];
-            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[(1 + j) * W];
-            const REAL hi = a < bs ? bs : a;
-            s2 = hi < s2 ? hi : s2;
-            if (a < bs) { bs = a; bk = (int32_t)k; }
-        }
-        lab[b] = bk;
-        best[b] = bs;
-        second[b] = s2;
+        FN(lanesb2_scalar)(x, 1, d, ct, nb, lab + b, best + b, second + b);
     }
 }
 #endif

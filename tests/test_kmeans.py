@@ -510,7 +510,7 @@ def test_pruning_that_stops_paying_gives_lloyds_result(dtype, d, K):
 def test_pruned_lanes_form_equals_lloyd_on_ties(dtype, d):
     """From d = 9 the pruned passes score their open rows with the
     centers-across-lanes kernel's form that also keeps the second-best score
-    (cv_body_b2): on an integer grid, where many distances tie exactly, its
+    (cv_body's with2 form): on an integer grid, where many distances tie exactly, its
     labels follow the lowest-index rule of Lloyd's kernels, with one vector
     of centers, one block of several and several blocks (K up to 256), in
     whole and partial chunks and steps; elkan's result is lloyd's, bit for
