@@ -120,25 +120,26 @@ CVN(cv_acc_dot)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
 }
 
 /* Each lane's running minimum and center index take block blk's scores
- * (strict <, in increasing q: ties stay with the lower index). */
+ * (strict <, in increasing q: ties stay with the lower index); `first`
+ * (blk == 0, a constant at each call) starts them.  With
+ * the trip count a constant, Clang unrolls the q loop (it did not where
+ * the first block's test was made inside: -Wpass-failed). */
 static ML_ALWAYS_INLINE void
 CVN(cv_acc_min)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                 CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cvi) bk[KM_CV_MAXP],
                 const CVN(km_cvi) *lane, const ptrdiff_t blk, const ptrdiff_t W,
-                const int P, const int Q)
+                const int P, const int Q, const int first)
 {
     typedef CVN(km_cv) V;
     typedef CVN(km_cvi) VI;
     CV_UNROLL
     for (int p = 0; p < P; ++p) {
-        int q0 = 0;
-        if (blk == 0) {
+        if (first) {
             bs[p] = acc[p][0];
             bk[p] = *lane;
-            q0 = 1;
         }
         CV_UNROLL
-        for (int q = q0; q < Q; ++q) {
+        for (int q = first ? 1 : 0; q < Q; ++q) {
             const VI lt = (VI)(acc[p][q] < bs[p]);
             const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
             bs[p] = (V)((lt & (VI)acc[p][q]) | (~lt & (VI)bs[p]));
@@ -328,21 +329,20 @@ CV_TGT static ML_ALWAYS_INLINE void
 CVN(cv_acc_min2)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
                  CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
                  CVN(km_cvi) bk[KM_CV_MAXP], const CVN(km_cvi) *lane,
-                 const ptrdiff_t blk, const ptrdiff_t W, const int P, const int Q)
+                 const ptrdiff_t blk, const ptrdiff_t W, const int P, const int Q,
+                 const int first)
 {
     typedef CVN(km_cv) V;
     typedef CVN(km_cvi) VI;
     CV_UNROLL
     for (int p = 0; p < P; ++p) {
-        int q0 = 0;
-        if (blk == 0) {
+        if (first) {
             bs[p] = acc[p][0];
             bk[p] = *lane;
             s2[p] = (REAL)INFINITY - (V){0};
-            q0 = 1;
         }
         CV_UNROLL
-        for (int q = q0; q < Q; ++q) {
+        for (int q = first ? 1 : 0; q < Q; ++q) {
             const V a = acc[p][q];
             const VI lt = (VI)(a < bs[p]);
             const VI kv = *lane + (REAL_INT)(blk * W + q * CV_VL);
@@ -491,7 +491,10 @@ CVN(cv_body2)(const double *ML_RESTRICT X, const double *ML_RESTRICT t,
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
             CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, pf, blk == 0 ? npf : 0);
-            CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+            if (blk == 0)
+                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, 0, W, P, Q, 1);
+            else
+                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q, 0);
         }
         CV_UNROLL
         for (int p = 0; p < np; ++p) {
@@ -543,10 +546,14 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
             CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, NULL, 0);
-            if (with2)
-                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q);
+            if (with2 && blk == 0)
+                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, 0, W, P, Q, 1);
+            else if (with2)
+                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q, 0);
+            else if (blk == 0)
+                CVN(cv_acc_min)(acc, bs, bk, &lane, 0, W, P, Q, 1);
             else
-                CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q);
+                CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q, 0);
         }
         CV_UNROLL
         for (int p = 0; p < np; ++p) {
