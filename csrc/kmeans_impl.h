@@ -340,6 +340,9 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
 #include "kmeans_cv_impl.h"
 #undef CV_VB
 #endif
+/* Each instance in two forms: Lloyd's labels (lanes_*), and the pruned
+ * pass's labels with best and second-best scores (lanesb2_*; cv_body's
+ * with2). */
 #define KM_CV_FN(TGT, ISA, VB, PP, Q)                                          \
     TGT static void FN(lanes_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,         \
                                            ptrdiff_t d, const REAL *ct,        \
@@ -347,6 +350,14 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
     {                                                                          \
         KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, NULL, NULL, PP, \
                                          Q, 0);                                \
+    }                                                                          \
+    TGT static void FN(lanesb2_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,       \
+                                             ptrdiff_t d, const REAL *ct,      \
+                                             ptrdiff_t nb, int32_t *lab,       \
+                                             REAL *best, REAL *second)         \
+    {                                                                          \
+        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, best, second,   \
+                                         PP, Q, 1);                            \
     }
 #if ML_HAVE_CLONES
 KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
@@ -392,30 +403,6 @@ KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
 #endif
 KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
 #undef KM_CV1_FN
-/* The pruned pass's form (cv_body with second-best scores), with the
- * blocking of the kernel above (one vector, Q = 1, where the centers fit
- * one). */
-#define KM_CVB_FN(TGT, ISA, VB, PP, Q)                                         \
-    TGT static void FN(lanesb2_##ISA##_q##Q)(const REAL *X, ptrdiff_t m,       \
-                                             ptrdiff_t d, const REAL *ct,      \
-                                             ptrdiff_t nb, int32_t *lab,       \
-                                             REAL *best, REAL *second)         \
-    {                                                                          \
-        KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, best, second,   \
-                                         PP, Q, 1);                            \
-    }
-#if ML_HAVE_CLONES
-KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
-KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
-KM_CVB_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
-KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
-KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
-KM_CVB_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
-#endif
-KM_CVB_FN(, base, 16, ML_KM_LANES_P16(1), 1)
-KM_CVB_FN(, base, 16, ML_KM_LANES_P16(2), 2)
-KM_CVB_FN(, base, 16, ML_KM_LANES_P16(4), 4)
-#undef KM_CVB_FN
 #if defined(KM_LANES2) && KM_LANES2
 /* The float32 screen's kernel (best and second best; screen_rows), with the
  * blocking of the kernel above. */
