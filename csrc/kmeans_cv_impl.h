@@ -503,6 +503,21 @@ CVN(cv_body2)(const double *ML_RESTRICT X, const double *ML_RESTRICT t,
         }
     }
 }
+/* cv_acc_min, or with `with2` cv_acc_min2 (second-best scores too), for
+ * block blk (`first` a constant at each call: see cv_acc_min). */
+CV_TGT static ML_ALWAYS_INLINE void
+CVN(cv_acc_take)(CVN(km_cv) acc[KM_CV_MAXP][KM_CV_MAXQ],
+                 CVN(km_cv) bs[KM_CV_MAXP], CVN(km_cv) s2[KM_CV_MAXP],
+                 CVN(km_cvi) bk[KM_CV_MAXP], const CVN(km_cvi) *lane,
+                 const ptrdiff_t blk, const ptrdiff_t W, const int P, const int Q,
+                 const int first, const int with2)
+{
+    if (with2)
+        CVN(cv_acc_min2)(acc, bs, s2, bk, lane, blk, W, P, Q, first);
+    else
+        CVN(cv_acc_min)(acc, bs, bk, lane, blk, W, P, Q, first);
+}
+
 /* The labels of a chunk (lab; see the top of this file), and with `with2`
  * (the pruned pass: kmeans_impl.h, assign_rows) each point's best and
  * second-best score in best[] and second[] too (cv_acc_min2, cv_lane_min2:
@@ -546,14 +561,10 @@ CVN(cv_body)(const REAL *ML_RESTRICT X, ptrdiff_t m, const ptrdiff_t d,
             V acc[KM_CV_MAXP][KM_CV_MAXQ];
             CVN(cv_acc_init)(acc, cb, P, Q);
             CVN(cv_acc_dot)(acc, xp, cb + W, d, W, P, Q, NULL, 0);
-            if (with2 && blk == 0)
-                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, 0, W, P, Q, 1);
-            else if (with2)
-                CVN(cv_acc_min2)(acc, bs, s2, bk, &lane, blk, W, P, Q, 0);
-            else if (blk == 0)
-                CVN(cv_acc_min)(acc, bs, bk, &lane, 0, W, P, Q, 1);
+            if (blk == 0)
+                CVN(cv_acc_take)(acc, bs, s2, bk, &lane, 0, W, P, Q, 1, with2);
             else
-                CVN(cv_acc_min)(acc, bs, bk, &lane, blk, W, P, Q, 0);
+                CVN(cv_acc_take)(acc, bs, s2, bk, &lane, blk, W, P, Q, 0, with2);
         }
         CV_UNROLL
         for (int p = 0; p < np; ++p) {

@@ -431,26 +431,9 @@ KM_CV2_FN(, base, 16, ML_KM_LANES_P16(4), 4)
 #define KM_LANES_VB(level) \
     (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
 #else
-/* Portable form: the same scores, one point and one center at a time. */
-static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
-                             ptrdiff_t d, const REAL *ML_RESTRICT ct,
-                             ptrdiff_t nb, int32_t *ML_RESTRICT lab)
-{
-    const ptrdiff_t W = ML_KM_VECTOR_BYTES / sizeof(REAL);
-    for (ptrdiff_t b = 0; b < m; ++b) {
-        const REAL *x = X + b * d;
-        REAL bs = (REAL)INFINITY;
-        int32_t bk = 0;
-        for (ptrdiff_t k = 0; k < nb * W; ++k) {
-            const REAL *cb = ct + (k / W) * (d + 1) * W + k % W;
-            REAL a = cb[0];
-            for (ptrdiff_t j = 0; j < d; ++j) a += x[j] * cb[(1 + j) * W];
-            if (a < bs) { bs = a; bk = (int32_t)k; }
-        }
-        lab[b] = bk;
-    }
-}
-/* The pruned pass's form, portable: best and second-best scores as well. */
+/* Portable form of the centers-across-lanes kernels: the same scores, one
+ * point and one center at a time, with each point's best and second-best
+ * score (the pruned pass's form; the others call it). */
 static void FN(lanesb2_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
                                ptrdiff_t d, const REAL *ML_RESTRICT ct,
                                ptrdiff_t nb, int32_t *ML_RESTRICT lab,
@@ -472,6 +455,16 @@ static void FN(lanesb2_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
         lab[b] = bk;
         best[b] = bs;
         second[b] = s2;
+    }
+}
+/* Lloyd's portable form: the one above, best and second best dropped. */
+static void FN(lanes_scalar)(const REAL *ML_RESTRICT X, ptrdiff_t m,
+                             ptrdiff_t d, const REAL *ML_RESTRICT ct,
+                             ptrdiff_t nb, int32_t *ML_RESTRICT lab)
+{
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        REAL bs, s2;
+        FN(lanesb2_scalar)(X + b * d, 1, d, ct, nb, lab + b, &bs, &s2);
     }
 }
 #if defined(KM_LANES2) && KM_LANES2
