@@ -77,6 +77,17 @@ ROWS = [
 QUICK_ROWS = [(200_000, d, K, dt, r, f) for (_, d, K, dt, r, f) in ROWS[::2]]
 
 
+def wide_desc():
+    """The lanes kernels' vector width here and the probe behind it."""
+    from metriclust._kernels import _kmeans
+
+    if not hasattr(_kmeans, "wide_vectors"):  # a build before the probe: always 256-bit
+        return "256-bit (no probe in this build)" if _kmeans.simd_level() >= 4 else "-"
+    used, ratio = _kmeans.wide_vectors()
+    probe = f"probe zmm / ymm time {ratio:.2f}" if ratio >= 0 else "not probed"
+    return f"{512 if used else 256}-bit ({probe})" if _kmeans.simd_level() >= 4 else "-"
+
+
 def _threads():
     from metriclust._core.threads import effective_n_threads
 
@@ -156,7 +167,8 @@ def machine_header(n_threads):
     lines = [
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "
         f"{os.cpu_count()}-core {platform.machine()} (shared), {n_threads} OpenMP threads, "
-        f"kernels: {level.get(_kmeans.simd_level(), '?')}",
+        f"kernels: {level.get(_kmeans.simd_level(), '?')}, lanes kernels' vectors: "
+        f"{wide_desc()}",
         f"- measured at start: read bandwidth {bw1 / 1e9:.1f} GB/s (1 thread), "
         f"{bw / 1e9:.1f} GB/s ({n_threads} threads); GEMM {gemm['float64'] / 1e9:.1f} "
         f"GFLOP/s f64, {gemm['float32'] / 1e9:.1f} GFLOP/s f32",

@@ -4,8 +4,8 @@
  * compare two versions on the same machine in the same run:
  *
  *   gcc -O3 -fPIC -fopenmp -fno-math-errno -fno-trapping-math -Icsrc \
- *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c -lm \
- *       -o /tmp/harness
+ *       benchmarks/harness_kmeans.c csrc/kmeans.c csrc/interrupt.c \
+ *       csrc/dispatch.c -lm -o /tmp/harness
  *
  * -O3 -fPIC as the wheel is built (meson's buildtype=release): at -O2 GCC
  * leaves the small-d kernel's point-vector loop rolled, and version
@@ -23,12 +23,15 @@
  * rows re-scored in float64 one by one, of screened chunks taken whole by
  * the float64 kernel, and of chunks that skipped the screen.  wall = 1:
  * wall-clock instead of CPU time (the 2-thread split: with
- * OMP_WAIT_POLICY=PASSIVE the CPU time of 2 threads hides their waits). */
+ * OMP_WAIT_POLICY=PASSIVE the CPU time of 2 threads hides their waits).
+ * On stderr: whether the lanes kernels ran 64-byte vectors (dispatch.h,
+ * ml_wide_vectors; METRICLUST_WIDE_VECTORS=0 / 1 decides). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "dispatch.h"
 #include "kmeans.h"
 #include "../tools/test_points.h"
 
@@ -99,6 +102,8 @@ int main(int argc, char **argv)
     printf("N=%td d=%td K=%td %s method=%d: %.4f ms/it  check=%llx centers=%llx\n", N, d,
            K, f32 ? "f32" : "f64", method, (best[1] - best[0]) / 4 * 1e3,
            (unsigned long long)check, ccheck);
+    fprintf(stderr, "simd level %d, wide vectors %d (probe: zmm / ymm time %.2f)\n",
+            ml_simd_level(), ml_wide_vectors(), ml_wide_vectors_ratio());
 #ifdef ML_KM_SCREEN_STATS
     long long sst[5];
     ml_kmeans_screen_stats(sst, 1);

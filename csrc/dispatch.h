@@ -91,6 +91,21 @@
  * 1; 1 on other architectures. Found once, then cached. */
 int ml_dispatch_level(void);
 
+/* 1 where the kernels that can should use 512-bit vectors on the AVX-512
+ * level: the CPU issues 512-bit FMAs at the rate of 256-bit ones (two
+ * full-width FMA ports: Intel Xeon server parts, AMD Zen 5 desktop and
+ * server parts), 0 elsewhere (Zen 4 and one-port Intel parts split a 512-bit
+ * FMA, and the wider vectors only cost there).  No cpuid bit tells, so it is
+ * timed once per process (dispatch.c, about 0.1 ms).  METRICLUST_WIDE_VECTORS
+ * =0 or =1 in the environment decides instead (1 only on AVX-512 CPUs).  Only
+ * speed may depend on it: a kernel that reads it gives the same bits at
+ * either width.  ml_wide_vectors_ratio(): the probe's zmm / ymm time (-1
+ * where it did not run). */
+int ml_wide_vectors(void);
+double ml_wide_vectors_ratio(void);
+/* The probe's cut: at or above this zmm / ymm time ratio, 256-bit. */
+#define ML_WIDE_VECTORS_MAX_RATIO 1.5
+
 #if defined(ML_DISPATCH_LEVEL)
 /* The level-ML_DISPATCH_LEVEL copy of a hot file (portable dispatch); the
  * level's kernel instances are the only live ones (ml_simd_level() is a

@@ -21,10 +21,15 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
                      int itemsize)
 {
     if (ml_kmeans_uses_gemm(d, K, method, have_gemm)) return ML_KM_KERNEL_GEMM;
-    const int small_ok = (d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K &&
-                          (d < ML_KM_SMALL_MAX_D || K <= ML_KM_SMALL_MAX_K_AT_MAX_D)) ||
-                         (d == ML_KM_SMALL_EXTRA_D && K <= ML_KM_SMALL_MAX_K_AT_EXTRA_D &&
-                          itemsize == ML_KM_SMALL_EXTRA_ITEMSIZE);
+    int small_ok = (d <= ML_KM_SMALL_MAX_D && K <= ML_KM_SMALL_MAX_K &&
+                    (d < ML_KM_SMALL_MAX_D || K <= ML_KM_SMALL_MAX_K_AT_MAX_D)) ||
+                   (d == ML_KM_SMALL_EXTRA_D && K <= ML_KM_SMALL_MAX_K_AT_EXTRA_D &&
+                    itemsize == ML_KM_SMALL_EXTRA_ITEMSIZE);
+    /* The lanes kernel in 512-bit vectors takes the larger K (kmeans.h). */
+    if (small_ok && method == ML_KM_AUTO && K > ML_KM_SMALL_WIDE_MAX_K &&
+        d >= (itemsize == 8 ? ML_KM_SMALL_WIDE_MIN_D_F64 : ML_KM_SMALL_WIDE_MIN_D_F32) &&
+        ml_simd_level() >= 4 && ml_wide_vectors())
+        small_ok = 0;
     const int small_built = d <= ML_KM_SMALL_KERNEL_D || d == ML_KM_SMALL_EXTRA_D;
     switch (method) {
     case ML_KM_TILE: return ML_KM_KERNEL_TILE;

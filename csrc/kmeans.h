@@ -172,6 +172,19 @@
  *   1.09; d = 6, K = 64, f32: 1.17.  So d = 8 now takes the small-d kernel
  *   up to K = 64 like the other d (SMALL_MAX_K_AT_MAX_D = 64, was 16; f64
  *   K = 64 is a tie).
+ * ML_KM_SMALL_WIDE_MAX_K, ML_KM_SMALL_WIDE_MIN_D_F64 / _F32: where the lanes
+ *   kernels run 512-bit vectors (dispatch.h, ml_wide_vectors: CPUs with two
+ *   full-width FMA ports), the small-d kernel serves K <= SMALL_WIDE_MAX_K
+ *   only from d = MIN_D (float64: 3, float32: 5); the lanes kernel the
+ *   larger K.  Fourteenth round, Intel Xeon family 6 model 207 (this 2-core
+ *   machine), C harness, N = 1e6, 1 thread, CPU ms per iteration, medians
+ *   of 3, small / lanes (zmm): float64: d = 2: 0.36-0.59 (K = 16-64);
+ *   d = 3: 0.92 (16), 0.95 (24), 1.34 (32), 1.40 (48), 1.43 (64); d = 4-8:
+ *   0.92-1.04 (16), 1.04-1.16 (24), 1.34-1.53 (32), 1.11-1.31 (48),
+ *   1.58-1.81 (64).  float32: d = 2, 3: 0.68-1.38, no pattern; d = 4: 0.84-
+ *   0.95 (16-32), 1.10 (48), 1.17 (64); d = 5-8: 0.83-0.99 (16, 24), 1.07-
+ *   1.14 (32), 1.13-1.27 (48), 1.34-1.56 (64).  Labels and center bits are
+ *   the same either way.
  * ML_KM_SMALL_EXTRA_D, ML_KM_SMALL_MAX_K_AT_EXTRA_D,
  * ML_KM_SMALL_EXTRA_ITEMSIZE: the small-d kernel is also compiled for
  *   d = EXTRA_D (one point vector per step: its 16 coordinate vectors fill
@@ -358,18 +371,25 @@
  *   vperm2f128) in place of GCC's vpermt2ps was 1.04 faster again in L2
  *   but 0.93-0.99 at N = 1e6: not kept.  16 points per step still lose
  *   against 8 (0.96 in L2, 0.99 at N = 1e6).
- * ML_KM_LANES_V4_BYTES: vector width of the lanes kernel on the AVX-512
- *   instance.  32 (ymm with AVX-512's 32 registers) against 64 (zmm), same
- *   harness, ms ratio zmm / ymm: d = 16: 1.12 (K = 8, f64), 1.31 (32, f32),
- *   1.15 (64, f32), 1.00 (64, f64), 1.01 (256, f32); d = 32, K = 16, f64:
- *   1.13; d = 64: 0.91 (32, f64), 1.01 (64, f32); d = 128, K = 32, f32: 0.97.
- *   Zen 4 splits zmm operations into two 256-bit halves: no gain, so ymm.
- *   Eleventh round, N = 1e6, 1 thread: zmm / ymm 1.02 (d = 64, K = 64, f32),
- *   1.03 (d = 16, K = 256), 1.18 (d = 64, K = 32, f64: the screen widened
- *   too); labels and center bits equal on nine shapes.  On a 16-core Intel
- *   Xeon (two 512-bit FMA ports) the ymm kernel ran d = 64, K = 64 at 0.39
- *   of that machine's sgemm rate (RESULTS.md, eleventh round): a per-CPU
- *   choice of zmm there is the open lever, not yet measured on such a CPU.
+ * The lanes kernels' vector width on the AVX-512 level: 64 bytes (zmm)
+ *   where the CPU runs 512-bit FMAs at the rate of 256-bit ones and the K
+ *   centers fill more than one 32-byte vector, else 32 (ymm, with AVX-512's
+ *   32 registers); a timing probe decides once per process (dispatch.h,
+ *   ml_wide_vectors; kmeans_impl.h, lanes_isa, with the small-K numbers).
+ *   Both give the same bits (one center per lane, its terms in the same
+ *   order).  Zen 4 splits a zmm operation into two 256-bit halves: zmm /
+ *   ymm time there, C harness, 1 thread: d = 16: 1.12 (K = 8, f64), 1.31
+ *   (32, f32), 1.15 (64, f32), 1.00 (64, f64), 1.01 (256, f32); d = 32,
+ *   K = 16, f64: 1.13; d = 64: 0.91 (32, f64), 1.01 (64, f32); d = 128,
+ *   K = 32, f32: 0.97 (eleventh round: 1.02-1.18 at N = 1e6).  Intel Xeon,
+ *   family 6 model 207, two 512-bit FMA ports (fourteenth round,
+ *   bench_lanes_width.py, N = 1e6 (K = 256: 2e5), medians of 3): this
+ *   2-core machine, 1 / 2 threads: d = 64, K = 64, f32: 0.65 / 0.64;
+ *   d = 64, K = 32, f64: 0.97 / 0.80; d = 16, K = 256, f32: 0.51 / 0.65;
+ *   d = 16, K = 32, f32: 0.94 / 0.86; d = 128, K = 32, f32: 0.83 / 0.62;
+ *   the lent 16-core one, 1 / 4 / 16 threads: 0.53 / 0.65 / 0.55, 0.88 /
+ *   1.03 / 0.94, 0.67 / 0.57 / 0.62, 0.89 / 0.83 / 0.74, 0.70 / 1.10 /
+ *   0.84.  The probe's zmm / ymm time: 0.94-1.13 on both Xeons.
  * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
  *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
  *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
@@ -412,9 +432,9 @@
  *   1.91-1.95: MIN_K_LOW_D = 32); with K < 8 the float64 kernel fills
  *   no more vectors than the float32 one (not screened, not measured).
  *   Rows re-scored: 0.2% (uniform, d = 64, K = 32).
- * ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(Q): vector width and points per
- *   step of the screen's kernel on the AVX-512 instance (the lanes
- *   kernel's).  Same harness, d = 64, K = 32 / d = 128, K = 64 / d = 32,
+ * ML_KM_SCREEN_P32(Q): points per step of the screen's kernel on the
+ *   AVX-512 level, at either of the lanes kernel's widths (measured on Zen
+ *   4, at 32 bytes; "zmm" below: 64 bytes there).  Same harness, d = 64, K = 32 / d = 128, K = 64 / d = 32,
  *   K = 64, ms per iteration: P = 4 (Q = 4): 12.2-13.6 / 45.7-48.1 /
  *   11.1-11.3; P = 5: 14.3-14.7 / 46.2-46.5 / 12.0-13.8; P = 6: 16.5-19.2 /
  *   45.2-48.5 / 11.8-11.9; zmm: 17.0 / 44.1-47.2 / 12.1-12.3.  The second
@@ -533,6 +553,9 @@
 #define ML_KM_SMALL_MAX_D 8
 #define ML_KM_SMALL_MAX_K 64
 #define ML_KM_SMALL_MAX_K_AT_MAX_D 64
+#define ML_KM_SMALL_WIDE_MAX_K 31
+#define ML_KM_SMALL_WIDE_MIN_D_F64 3
+#define ML_KM_SMALL_WIDE_MIN_D_F32 5
 #define ML_KM_SMALL_KERNEL_D 8
 #define ML_KM_SMALL_EXTRA_D 16
 #define ML_KM_SMALL_MAX_K_AT_EXTRA_D 0
@@ -550,13 +573,7 @@
 #ifndef ML_KM_SMALL_CENTER_UNROLL
 #define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
 #endif
-#ifndef ML_KM_LANES_V4_BYTES
-#define ML_KM_LANES_V4_BYTES 32
-#endif
 #define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
-#ifndef ML_KM_SCREEN_V4_BYTES
-#define ML_KM_SCREEN_V4_BYTES ML_KM_LANES_V4_BYTES
-#endif
 #ifndef ML_KM_SCREEN_P32
 #define ML_KM_SCREEN_P32(Q) ML_KM_LANES_P32(Q)
 #endif
@@ -565,6 +582,8 @@
 #define ML_KM_LANES1_P32 8
 #endif
 #define ML_KM_LANES1_P16 8
+#define ML_KM_LANES1_P64(itemsize) \
+    (64 / (int)(itemsize) > ML_KM_LANES1_P32 ? 64 / (int)(itemsize) : ML_KM_LANES1_P32)
 #define ML_KM_TILE_CENTERS 6
 #define ML_KM_VECTOR_BYTES 32
 #define ML_KM_COPIES 4

@@ -304,7 +304,9 @@ KM_SMALL_FN(KM_SMALL_V4_TGT, small_v4z_d, 64, 2)
  * (point, center) pair is the tile's, term for term (norm, then x_j
  * (-2 c_kj) in j order, fused the same way), and ties go to the lowest
  * index: the labels are the tile's bit for bit.  Compiled per ISA level with its own
- * blocking (AVX-512: 32 registers; AVX2 and the SSE2 baseline: 16).
+ * blocking (AVX-512: 32 registers; AVX2 and the SSE2 baseline: 16), and
+ * on AVX-512 at two widths, 64 and 32 bytes, picked by the CPU's 512-bit
+ * FMA rate (lanes_isa below).
  * ------------------------------------------------------------------------- */
 typedef void (*FN(km_lanes_fn))(const REAL *, ptrdiff_t, ptrdiff_t,
                                 const REAL *, ptrdiff_t, int32_t *);
@@ -359,17 +361,16 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
         KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, best, second,   \
                                          PP, Q, 1);                            \
     }
+/* One width's instances for Q = 1, 2 and 4 vectors per block, PP(Q)
+ * points per step. */
+#define KM_CV_Q124(M, TGT, ISA, VB, PP) \
+    M(TGT, ISA, VB, PP(1), 1) M(TGT, ISA, VB, PP(2), 2) M(TGT, ISA, VB, PP(4), 4)
 #if ML_HAVE_CLONES
-KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(1), 1)
-KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(2), 2)
-KM_CV_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES_P32(4), 4)
-KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
-KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
-KM_CV_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
+KM_CV_Q124(KM_CV_FN, ML_TARGET_V4, v4z, 64, ML_KM_LANES_P32)
+KM_CV_Q124(KM_CV_FN, ML_TARGET_V4, v4, 32, ML_KM_LANES_P32)
+KM_CV_Q124(KM_CV_FN, ML_TARGET_V3, v3, 32, ML_KM_LANES_P16)
 #endif
-KM_CV_FN(, base, 16, ML_KM_LANES_P16(1), 1)
-KM_CV_FN(, base, 16, ML_KM_LANES_P16(2), 2)
-KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
+KM_CV_Q124(KM_CV_FN, , base, 16, ML_KM_LANES_P16)
 #undef KM_CV_FN
 /* The one-vector form (K <= the lanes of one vector: cv_body1). */
 #define KM_CV1_FN(TGT, ISA, VB, PP)                                            \
@@ -398,7 +399,10 @@ KM_CV_FN(, base, 16, ML_KM_LANES_P16(4), 4)
                                               copies, stride, K, PP, 1);       \
     }
 #if ML_HAVE_CLONES
-KM_CV1_FN(ML_TARGET_V4, v4, ML_KM_LANES_V4_BYTES, ML_KM_LANES1_P32)
+/* 64-byte vectors: at least one vector's lanes of points per step (the
+ * transposed argmin takes a whole vector of points). */
+KM_CV1_FN(ML_TARGET_V4, v4z, 64, ML_KM_LANES1_P64(sizeof(REAL)))
+KM_CV1_FN(ML_TARGET_V4, v4, 32, ML_KM_LANES1_P32)
 KM_CV1_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES1_P16)
 #endif
 KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
@@ -416,20 +420,17 @@ KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
                                           second, xn, PP, Q);                  \
     }
 #if ML_HAVE_CLONES
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(1), 1)
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(2), 2)
-KM_CV2_FN(ML_TARGET_V4, v4, ML_KM_SCREEN_V4_BYTES, ML_KM_SCREEN_P32(4), 4)
-KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(1), 1)
-KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(2), 2)
-KM_CV2_FN(ML_TARGET_V3, v3, 32, ML_KM_LANES_P16(4), 4)
+KM_CV_Q124(KM_CV2_FN, ML_TARGET_V4, v4z, 64, ML_KM_SCREEN_P32)
+KM_CV_Q124(KM_CV2_FN, ML_TARGET_V4, v4, 32, ML_KM_SCREEN_P32)
+KM_CV_Q124(KM_CV2_FN, ML_TARGET_V3, v3, 32, ML_KM_LANES_P16)
 #endif
-KM_CV2_FN(, base, 16, ML_KM_LANES_P16(1), 1)
-KM_CV2_FN(, base, 16, ML_KM_LANES_P16(2), 2)
-KM_CV2_FN(, base, 16, ML_KM_LANES_P16(4), 4)
+KM_CV_Q124(KM_CV2_FN, , base, 16, ML_KM_LANES_P16)
 #undef KM_CV2_FN
 #endif
-#define KM_LANES_VB(level) \
-    (ML_HAVE_CLONES && (level) >= 4 ? ML_KM_LANES_V4_BYTES : ML_HAVE_CLONES && (level) >= 3 ? 32 : 16)
+#undef KM_CV_Q124
+/* The lanes kernels' vector bytes at a lanes_isa level. */
+#define KM_LANES_VB(isa) \
+    (ML_HAVE_CLONES && (isa) >= 5 ? 64 : ML_HAVE_CLONES && (isa) >= 3 ? 32 : 16)
 #else
 /* Portable form of the centers-across-lanes kernels: the same scores, one
  * point and one center at a time, with each point's best and second-best
@@ -489,18 +490,35 @@ static void FN(lanes2_scalar)(const double *ML_RESTRICT X,
     }
 }
 #endif
-#define KM_LANES_VB(level) ML_KM_VECTOR_BYTES
+#define KM_LANES_VB(isa) ML_KM_VECTOR_BYTES
 #endif
 ML_FP_CONTRACT_END
 
-/* The blocking of the centers-across-lanes kernels for K centers on this
- * CPU: Q vectors per block (returned), block width *W (centers per block)
- * and block count *nb. */
-static int FN(lanes_blocking)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+/* Which instances of the centers-across-lanes kernels run K centers on
+ * this CPU: 5 the AVX-512 level's 64-byte ones, 4 its 32-byte ones, 3
+ * AVX2's, 1 the baseline's.  64 bytes where ml_wide_vectors says 512-bit
+ * FMAs run at full rate and the centers fill more than one 32-byte vector
+ * (fewer leave half of each 64-byte vector idle: C harness, N = 1e6, 1
+ * thread, 64 / 32 bytes: float32 d = 16, K = 8: 1.18, K = 4: 1.07; d = 12,
+ * K = 8: 1.10; float64 d = 16, K = 4: 1.04; against 0.90-1.06 for 4 < K <= 8
+ * (float64) and 8 < K <= 16 (float32), kmeans.h).  Every width gives the
+ * same scores and labels (one center per lane, its terms in the same
+ * order): the choice is one of speed. */
+static int FN(lanes_isa)(ptrdiff_t K)
 {
     const int level = ml_simd_level();
-    const ptrdiff_t VL = KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL);
-    (void)level;  /* unused where KM_LANES_VB does not depend on it */
+    if (level >= 4)
+        return K > 32 / (ptrdiff_t)sizeof(REAL) && ml_wide_vectors() ? 5 : 4;
+    return level == 3 ? 3 : 1;
+}
+
+/* The blocking of the centers-across-lanes kernels for K centers on this
+ * CPU (isa: a lanes_isa level): Q vectors per block (returned), block width
+ * *W (centers per block) and block count *nb. */
+static int FN(lanes_blocking)(int isa, ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
+{
+    const ptrdiff_t VL = KM_LANES_VB(isa) / (ptrdiff_t)sizeof(REAL);
+    (void)isa;  /* unused where KM_LANES_VB does not depend on it */
 #if KM_HAVE_VEC
     const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
 #else
@@ -515,20 +533,21 @@ static int FN(lanes_blocking)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
  * width (*W, centers per block) and block count (*nb). */
 static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 {
-    const int Q = FN(lanes_blocking)(K, W, nb);
+    const int isa = FN(lanes_isa)(K);
+    const int Q = FN(lanes_blocking)(isa, K, W, nb);
     (void)Q;
 #if KM_HAVE_VEC
-    const int level = ml_simd_level();
     const int one = *nb == 1 && Q == 1;  /* K <= the lanes of one vector */
 #if ML_HAVE_CLONES
     if (one)
-        return level >= 4 ? FN(lanes1_v4) : level == 3 ? FN(lanes1_v3) : FN(lanes1_base);
-    if (level >= 4)
+        return isa >= 5 ? FN(lanes1_v4z) : isa == 4 ? FN(lanes1_v4)
+               : isa == 3 ? FN(lanes1_v3) : FN(lanes1_base);
+    if (isa >= 5)
+        return Q == 1 ? FN(lanes_v4z_q1) : Q == 2 ? FN(lanes_v4z_q2) : FN(lanes_v4z_q4);
+    if (isa == 4)
         return Q == 1 ? FN(lanes_v4_q1) : Q == 2 ? FN(lanes_v4_q2) : FN(lanes_v4_q4);
-    if (level == 3)
+    if (isa == 3)
         return Q == 1 ? FN(lanes_v3_q1) : Q == 2 ? FN(lanes_v3_q2) : FN(lanes_v3_q4);
-#else
-    (void)level;
 #endif
     return one ? FN(lanes1_base) : Q == 1 ? FN(lanes_base_q1)
            : Q == 2 ? FN(lanes_base_q2) : FN(lanes_base_q4);
@@ -541,17 +560,17 @@ static FN(km_lanes_fn) FN(lanes_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 static FN(km_lanes_b2_fn) FN(lanes_b2_for)(ptrdiff_t K)
 {
     ptrdiff_t W, nb;
-    const int Q = FN(lanes_blocking)(K, &W, &nb);
+    const int isa = FN(lanes_isa)(K);
+    const int Q = FN(lanes_blocking)(isa, K, &W, &nb);
     (void)Q;
 #if KM_HAVE_VEC
-    const int level = ml_simd_level();
 #if ML_HAVE_CLONES
-    if (level >= 4)
+    if (isa >= 5)
+        return Q == 1 ? FN(lanesb2_v4z_q1) : Q == 2 ? FN(lanesb2_v4z_q2) : FN(lanesb2_v4z_q4);
+    if (isa == 4)
         return Q == 1 ? FN(lanesb2_v4_q1) : Q == 2 ? FN(lanesb2_v4_q2) : FN(lanesb2_v4_q4);
-    if (level == 3)
+    if (isa == 3)
         return Q == 1 ? FN(lanesb2_v3_q1) : Q == 2 ? FN(lanesb2_v3_q2) : FN(lanesb2_v3_q4);
-#else
-    (void)level;
 #endif
     return Q == 1 ? FN(lanesb2_base_q1) : Q == 2 ? FN(lanesb2_base_q2) : FN(lanesb2_base_q4);
 #else
@@ -564,12 +583,12 @@ static FN(km_lanes_b2_fn) FN(lanes_b2_for)(ptrdiff_t K)
 static FN(km_lanes_sums_fn) FN(lanes_sums_for)(ptrdiff_t K)
 {
 #if KM_HAVE_VEC
-    const int level = ml_simd_level();
-    (void)level;
-    if (K > KM_LANES_VB(level) / (ptrdiff_t)sizeof(REAL)) return NULL;
+    const int isa = FN(lanes_isa)(K);
+    if (K > KM_LANES_VB(isa) / (ptrdiff_t)sizeof(REAL)) return NULL;
 #if ML_HAVE_CLONES
-    if (level >= 4) return FN(lanes1s_v4);
-    if (level == 3) return FN(lanes1s_v3);
+    if (isa >= 5) return FN(lanes1s_v4z);
+    if (isa == 4) return FN(lanes1s_v4);
+    if (isa == 3) return FN(lanes1s_v3);
 #endif
     return FN(lanes1s_base);
 #else
@@ -578,32 +597,26 @@ static FN(km_lanes_sums_fn) FN(lanes_sums_for)(ptrdiff_t K)
 #endif
 }
 #if defined(KM_LANES2) && KM_LANES2
-/* The screen's kernel for K centers (lanes_for's choice of blocking). */
+/* The screen's kernel for K centers (lanes_for's choice of width and
+ * blocking). */
 static km_screen_fn FN(lanes2_for)(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb)
 {
-    const int level = ml_simd_level();
-    const ptrdiff_t VL = (ML_HAVE_CLONES && level >= 4 ? ML_KM_SCREEN_V4_BYTES
-                                                       : KM_LANES_VB(level)) /
-                         (ptrdiff_t)sizeof(REAL);
-    (void)level;
+    const int isa = FN(lanes_isa)(K);
+    const int Q = FN(lanes_blocking)(isa, K, W, nb);
 #if KM_HAVE_VEC
-    const int Q = K <= VL ? 1 : K <= 2 * VL ? 2 : 4;
-    km_screen_fn f;
 #if ML_HAVE_CLONES
-    if (level >= 4)
-        f = Q == 1 ? FN(lanes2_v4_q1) : Q == 2 ? FN(lanes2_v4_q2) : FN(lanes2_v4_q4);
-    else if (level == 3)
-        f = Q == 1 ? FN(lanes2_v3_q1) : Q == 2 ? FN(lanes2_v3_q2) : FN(lanes2_v3_q4);
-    else
+    if (isa >= 5)
+        return Q == 1 ? FN(lanes2_v4z_q1) : Q == 2 ? FN(lanes2_v4z_q2) : FN(lanes2_v4z_q4);
+    if (isa == 4)
+        return Q == 1 ? FN(lanes2_v4_q1) : Q == 2 ? FN(lanes2_v4_q2) : FN(lanes2_v4_q4);
+    if (isa == 3)
+        return Q == 1 ? FN(lanes2_v3_q1) : Q == 2 ? FN(lanes2_v3_q2) : FN(lanes2_v3_q4);
 #endif
-        f = Q == 1 ? FN(lanes2_base_q1) : Q == 2 ? FN(lanes2_base_q2) : FN(lanes2_base_q4);
+    return Q == 1 ? FN(lanes2_base_q1) : Q == 2 ? FN(lanes2_base_q2) : FN(lanes2_base_q4);
 #else
-    const int Q = 1;
-    km_screen_fn f = FN(lanes2_scalar);
+    (void)Q;
+    return FN(lanes2_scalar);
 #endif
-    *W = Q * VL;
-    *nb = (K + *W - 1) / *W;
-    return f;
 }
 #endif
 

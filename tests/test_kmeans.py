@@ -602,11 +602,18 @@ def test_kernel_table():
     """The one table in csrc/kmeans.h: small-d kernel for d <= 8 and K <= 64
     (its d = 16 instance only when forced: the lanes kernel's one-vector form
     is faster there), centers across lanes up to d = 512 and K = 4096, BLAS
-    beyond; "direct" never calls BLAS; forced kernels are served."""
+    beyond; "direct" never calls BLAS; forced kernels are served. Where the
+    lanes kernels run 512-bit vectors (CPUs with two full-width FMA ports),
+    they take K >= 32 from d = 3 (float64) / d = 5 (float32)."""
+    wide = _k.wide_vectors()[0]
     for d in range(1, 9):
         assert _k.kernel(d, 16) == "small"
+        assert _k.kernel(d, 31, dtype=np.float32) == "small"
         assert _k.kernel(d, 65) == "lanes"
-    assert _k.kernel(8, 64) == "small" and _k.kernel(7, 64) == "small"
+        for K in (32, 64):
+            for dt, min_d in ((np.float64, 3), (np.float32, 5)):
+                want = "lanes" if wide and d >= min_d else "small"
+                assert _k.kernel(d, K, dtype=dt) == want, (d, K, dt)
     for d in (9, 16, 64, 128, 512):
         for K in (9, 64, 256, 4096):
             assert _k.kernel(d, K) == "lanes"

@@ -134,17 +134,33 @@ for b in clones portable; do
     ar rcs "$work/gcc-$b/libcore.a" "$work/gcc-$b"/*.o
     gcc -O2 -Icsrc tools/dispatch_driver.c "$work/gcc-$b/libcore.a" -lm -o "$work/driver-$b"
 done
-"$work/driver-clones" >"$work/clones.out"
+"$work/driver-clones" >"$work/clones.out" 2>"$work/clones.err"
 best=$(head -1 "$work/clones.out" | cut -d' ' -f2)
 echo "   the clones build runs level $best on this CPU"
 
 labels() { grep '^lloyd\|^pruned' "$1" | sed 's/ centers=.*//'; }
 status=0
+# The lanes kernels' two vector widths on the AVX-512 level (dispatch.h,
+# ml_wide_vectors): the same bits in the clones build, the same labels in
+# musl's.
+for wide in 0 1; do
+    METRICLUST_WIDE_VECTORS=$wide "$work/driver-clones" >"$work/clones-wide$wide.out" \
+        2>"$work/clones-wide$wide.err"
+    METRICLUST_WIDE_VECTORS=$wide "$work/driver-musl" >"$work/musl-wide$wide.out" 2>/dev/null
+    if ! diff "$work/clones.out" "$work/clones-wide$wide.out" >/dev/null ||
+       ! diff <(labels "$work/clones.out") <(labels "$work/musl-wide$wide.out") >/dev/null; then
+        echo "FAIL: METRICLUST_WIDE_VECTORS=$wide changes the results"
+        diff "$work/clones.out" "$work/clones-wide$wide.out" || true
+        status=1
+    fi
+    echo "   METRICLUST_WIDE_VECTORS=$wide ($(cat "$work/clones-wide$wide.err")):" \
+         "every output as the probe's choice ($(cat "$work/clones.err"))"
+done
 for cap in 4 3 1; do
     want=$(( best < cap ? best : cap ))
     [ "$want" = 2 ] && want=1
-    METRICLUST_MAX_SIMD=$cap "$work/driver-musl" >"$work/musl-$cap.out"
-    METRICLUST_MAX_SIMD=$cap "$work/driver-portable" >"$work/portable-$cap.out"
+    METRICLUST_MAX_SIMD=$cap "$work/driver-musl" >"$work/musl-$cap.out" 2>/dev/null
+    METRICLUST_MAX_SIMD=$cap "$work/driver-portable" >"$work/portable-$cap.out" 2>/dev/null
     got=$(head -1 "$work/musl-$cap.out" | cut -d' ' -f2)
     got_p=$(head -1 "$work/portable-$cap.out" | cut -d' ' -f2)
     if [ "$got" != "$want" ] || [ "$got_p" != "$want" ]; then

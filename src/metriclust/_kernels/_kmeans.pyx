@@ -13,8 +13,9 @@ Public functions:
    pp_step            -- one k-means++ step over candidate rows
    stable_order       -- argsort(kind="stable") of non-negative float64 keys (radix)
    ordered_cumsum     -- np.cumsum(w * v[order]) without its temporaries
-   kernel, uses_gemm, prefers_pruning, simd_level
-                      -- which path the C table picks, and the CPU's SIMD level
+   kernel, uses_gemm, prefers_pruning, simd_level, wide_vectors
+                      -- which path the C table picks, the CPU's SIMD level, and
+                         whether the lanes kernels run 512-bit vectors
 
 Every size is checked here, before the C core touches a pointer. BLAS comes
 from scipy.linalg.cython_blas as a function pointer (the C core links none);
@@ -38,6 +39,10 @@ cdef extern from "kmeans.h" nogil:
                                    const double *centers, Py_ssize_t K, int64_t *labels,
                                    unsigned char *settled)
     int ml_kmeans_simd_level()
+
+cdef extern from "dispatch.h" nogil:
+    int ml_wide_vectors()
+    double ml_wide_vectors_ratio()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, Py_ssize_t K, double *centers,
                               int max_iter, double tol, int64_t *labels,
@@ -164,6 +169,15 @@ def prefers_pruning(Py_ssize_t n_features, Py_ssize_t n_clusters):
 def simd_level():
     """ISA clone the kernels run: 4 (x86-64-v4), 3 (x86-64-v3), 1 (baseline), 0 (none built)."""
     return ml_kmeans_simd_level()
+
+
+def wide_vectors():
+    """(used, probe): whether the lanes kernels run 64-byte vectors here (the
+    AVX-512 level on a CPU whose 512-bit FMAs run at full rate; csrc/dispatch.h,
+    ml_wide_vectors), and the probe's zmm / ymm time ratio (-1: not timed, e.g.
+    no AVX-512, or METRICLUST_WIDE_VECTORS set). Only speed depends on it."""
+    used = ml_kmeans_simd_level() >= 4 and ml_wide_vectors() != 0
+    return bool(used), float(ml_wide_vectors_ratio())
 
 
 
