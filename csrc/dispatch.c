@@ -193,6 +193,9 @@ static double ml_probe_ratio(void)
 #define ML_HAVE_PROBE 0
 #endif
 
+/* -1 until the first call.  Threads that race to fill it each run the
+ * probe and may write different answers; harmless, since only speed depends
+ * on it (each fit reads it once, when it picks its kernels). */
 static volatile int ml_wide = -1;
 static volatile double ml_wide_ratio = -1.0;
 
