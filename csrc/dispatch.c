@@ -166,10 +166,10 @@ static volatile float ml_probe_keep;
 /* zmm time over ymm time for the same count of FMA instructions: the best
  * of up to ML_PROBE_ROUNDS alternating trials (12000 FMAs each), stopping
  * early once 16 or more of them show a ratio below 1.25.  A CPU may run its
- * first 512-bit instructions slowly for a while (Intel powers the upper
- * halves up and changes its frequency licence): on a freshly started
- * 16-core Xeon, 7 rounds after a 240000-FMA warm-up read 1.35-1.60 in six
- * processes of eight and 1.00 in the last two. */
+ * first 512-bit instructions slowly for a while (likely Intel powering
+ * the upper halves up and changing its frequency licence): on a freshly
+ * started 16-core Xeon, 7 rounds after a 240000-FMA warm-up read 1.35-1.60
+ * in six processes of eight and 1.00 in the last two. */
 #define ML_PROBE_ROUNDS 400
 static double ml_probe_ratio(void)
 {
