@@ -96,7 +96,8 @@ int ml_dispatch_level(void);
  * full-width FMA ports: Intel Xeon server parts, AMD Zen 5 desktop and
  * server parts), 0 elsewhere (Zen 4 and one-port Intel parts split a 512-bit
  * FMA, and the wider vectors only cost there).  No cpuid bit tells, so it is
- * timed once per process (dispatch.c, about 0.1 ms).  METRICLUST_WIDE_VECTORS
+ * timed once per process (dispatch.c: 0.1-0.8 ms where it settles early, up
+ * to about 2.3 ms of alternation otherwise).  METRICLUST_WIDE_VECTORS
  * =0 or =1 in the environment decides instead (1 only on AVX-512 CPUs).  Only
  * speed may depend on it: a kernel that reads it gives the same bits at
  * either width.  ml_wide_vectors_ratio(): the probe's zmm / ymm time (-1

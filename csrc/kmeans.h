@@ -389,7 +389,8 @@
  *   d = 16, K = 32, f32: 0.94 / 0.86; d = 128, K = 32, f32: 0.83 / 0.62;
  *   the lent 16-core one, 1 / 4 / 16 threads: 0.53 / 0.65 / 0.55, 0.88 /
  *   1.03 / 0.94, 0.67 / 0.57 / 0.62, 0.89 / 0.83 / 0.74, 0.70 / 1.10 /
- *   0.84.  The probe's zmm / ymm time: 0.94-1.13 on both Xeons.
+ *   0.84.  The probe's zmm / ymm time (as merged): 0.90-1.25 on the
+ *   16-core Xeon (20 processes), 1.02-1.17 here; Zen 4 not checked.
  * ML_KM_TILE_CENTERS, ML_KM_VECTOR_BYTES: the tile is 2 vectors of points
  *   (32 bytes each: one ymm register on the AVX2 and AVX-512 clones) by 6
  *   centers: 12 accumulators, 2 point vectors and a broadcast fill the 16
