@@ -18,8 +18,11 @@ versions whose defaults differ run the same algorithm:
   approximation="nystrom", n_components=100, random_state=0)`` on two moons
   (N = 1e5): the wave-1 defaults, written out.
 - KMeans: ``KMeans(5, n_init=1, random_state=0)`` on the CPCM data (k-means++
-  seeding included), and ``kmeans_k256``: ``KMeans(256, n_init=1, max_iter=30,
-  tol=0)`` on 2e5 x 16 uniform float32 (the seeding's share grows with K).
+  seeding included), ``kmeans_k256``: ``KMeans(256, n_init=1, max_iter=30,
+  tol=0)`` on 2e5 x 16 uniform float32 (the seeding's share grows with K), and
+  ``kmeans_d64``: ``KMeans(32, n_init=1, max_iter=20, random_state=0)`` on 1e6 x 64
+  uniform float64 (512 MB: the seeding and the per-fit passes over X, the mean,
+  the variance behind ``tol`` and the centred copy, weigh more than at d = 20).
 
 A second child per version and fit runs the same warm fit under ``cProfile`` and
 reports the seconds spent in calls into ``metriclust._core.kmeans`` from
@@ -27,7 +30,7 @@ outside it (the k-means core and its Python driver; present in every version),
 so the table says how much of each fit the core is.
 
 Usage: python benchmarks/bench_core_fits.py --python OLD/bin/python NEW/bin/python
-           [--repeats 3] [--fits cpcm cpcm_kmeans cpduml kmeans kmeans_k256]
+           [--repeats 3] [--fits cpcm cpcm_kmeans cpduml kmeans kmeans_k256 kmeans_d64]
 """
 
 import _common  # noqa: F401  (first: OpenMP wait policy)
@@ -49,6 +52,9 @@ def make_fit(name):
         if name == "kmeans_k256":
             X = np.random.default_rng(0).random((200_000, 16)).astype(np.float32)
             return X, KMeans(256, n_init=1, max_iter=30, tol=0.0, random_state=0)
+        if name == "kmeans_d64":
+            X = np.random.default_rng(0).random((1_000_000, 64))
+            return X, KMeans(32, n_init=1, max_iter=20, random_state=0)
         X, _ = _common.cpcm_data(1_000_000)
         return X, KMeans(5, n_init=1, random_state=0)
     if name.startswith("cpcm"):
@@ -97,7 +103,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", nargs="+", default=[sys.executable])
     ap.add_argument("--repeats", type=int, default=3)
-    fits = ["cpcm", "cpcm_kmeans", "cpduml", "kmeans", "kmeans_k256"]
+    fits = ["cpcm", "cpcm_kmeans", "cpduml", "kmeans", "kmeans_k256", "kmeans_d64"]
     ap.add_argument("--fits", nargs="+", default=fits, choices=fits)
     ap.add_argument("--child", nargs=2, metavar=("FIT", "PROFILE"))
     args = ap.parse_args()

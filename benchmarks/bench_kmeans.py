@@ -33,6 +33,7 @@ Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out
        python benchmarks/bench_kmeans.py --pruning [--d 16 32 64] [--K 8 16 32 64]
            [--dtype float32|float64]
        python benchmarks/bench_kmeans.py --offsets [0 10 1e4]
+       python benchmarks/bench_kmeans.py --seeding [--shapes N,d,K,dtype ...]
 
 --kernels times the no-BLAS kernels forced one by one (method "small" for
 d <= 8, "lanes", "tile"), the measurements behind the small-d / lanes choice
@@ -41,6 +42,13 @@ comparison single-threaded in C, without Python.
 
 --pruning times lloyd against the Hamerly-pruned lloyd per (d, K) on uniform
 data and on blobs, the measurements behind the pruning entries of that table.
+
+--seeding times what a fit pays besides its iterations: k-means++ seeding
+(metriclust's, over the value order, against scikit-learn's kmeans_plusplus, on
+the same centred data, 2 + ln K candidates each) and a whole short fit
+(KMeans(K, n_init=1, max_iter=10, random_state=0), the default tol: seeding,
+the column mean and variance, the centred copy, ten iterations) against
+scikit-learn's same fit. Uniform data, shapes from --shapes or four defaults.
 
 --offsets times KMeans.predict on raw float64 rows far from the origin (d = 64,
 K = 32: the float32 screen's shape) against scikit-learn's predict with the
@@ -443,6 +451,50 @@ def pruning(ds, Ks, repeats, say, N=200_000, iters=20, dtype="float32"):
                     f"{'yes' if _kmeans.prefers_pruning(d, K) else 'no'} |")
 
 
+SEEDING_SHAPES = [(1_000_000, 64, 32, "float64"), (1_000_000, 20, 5, "float64"),
+                  (200_000, 16, 256, "float32"), (1_000_000, 2, 8, "float64")]
+
+
+def seeding(shapes, repeats, say):
+    """k-means++ seeding and whole short fits, metriclust against scikit-learn."""
+    from metriclust import KMeans
+    from metriclust._core.kmeans import kmeans_plusplus
+    from sklearn.cluster import KMeans as SKMeans
+    from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
+
+    say("| N | d | K | dtype | what | metriclust s | sklearn s | x sklearn (wall) "
+        "| x sklearn (cpu) | n_iter ours / sklearn |")
+    say("|---|---|---|---|---|---|---|---|---|---|")
+    for N, d, K, dt in shapes:
+        X = np.random.default_rng(0).random((N, d)).astype(dt)
+        Xc = X - X.mean(axis=0).astype(dt)
+        runs = {
+            "seeding": {"ours": lambda: kmeans_plusplus(Xc, K, random_state=0),
+                        "sklearn": lambda: sk_kmeans_plusplus(Xc, K, random_state=0)},
+            "fit, max_iter=10": {
+                "ours": lambda: KMeans(K, n_init=1, max_iter=10, random_state=0).fit(X),
+                "sklearn": lambda: SKMeans(K, n_init=1, max_iter=10,
+                                           random_state=0).fit(X)},
+        }
+        for what, libs in runs.items():
+            times = {k: [] for k in libs}
+            iters = {}
+            for fit in libs.values():  # one-time costs untimed
+                fit()
+            for _ in range(repeats):
+                for name, fit in libs.items():
+                    w, c, model = timed(fit)
+                    times[name].append((w, c))
+                    iters[name] = getattr(model, "n_iter_", None)
+            wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
+            cpu = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
+            it = (f"{iters['ours']} / {iters['sklearn']}" if iters["ours"] is not None
+                  else "-")
+            say(f"| {N:.0e} | {d} | {K} | {dt} | {what} | {wall['ours']:.3f} | "
+                f"{wall['sklearn']:.3f} | {wall['sklearn'] / wall['ours']:.2f} | "
+                f"{cpu['sklearn'] / cpu['ours']:.2f} | {it} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N=2e5 and every other row")
@@ -459,6 +511,8 @@ def main():
     ap.add_argument("--offsets", type=float, nargs="*", default=None,
                     help="predict on data this far from the origin (d = 64, K = 32, "
                          "float64) instead of the peer table")
+    ap.add_argument("--seeding", action="store_true",
+                    help="k-means++ seeding and whole short fits against scikit-learn")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"],
                     help="the data's dtype for --pruning")
     ap.add_argument("--d", type=int, nargs="*", default=[16, 64, 128])
@@ -513,6 +567,10 @@ def main():
             kernels(args.d, args.K, args.repeats, say)
         elif args.pruning:
             pruning(args.d, args.K, args.repeats, say, dtype=args.dtype)
+        elif args.seeding:
+            seeding([(int(float(N)), int(d), int(K), dt) for N, d, K, dt in
+                     (sh.split(",") for sh in args.shapes)] if args.shapes
+                    else SEEDING_SHAPES, args.repeats, say)
         elif args.offsets is not None:
             offsets(args.offsets or [0.0, 10.0, 1e4], args.repeats, say)
         else:

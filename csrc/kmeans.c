@@ -28,7 +28,7 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
     /* The lanes kernel in 512-bit vectors takes the larger K (kmeans.h). */
     if (small_ok && method == ML_KM_AUTO && K > ML_KM_SMALL_WIDE_MAX_K &&
         d >= (itemsize == 8 ? ML_KM_SMALL_WIDE_MIN_D_F64 : ML_KM_SMALL_WIDE_MIN_D_F32) &&
-        ml_simd_level() >= 4 && ml_wide_vectors())
+        ml_kmeans_wide_lanes())
         small_ok = 0;
     const int small_built = d <= ML_KM_SMALL_KERNEL_D || d == ML_KM_SMALL_EXTRA_D;
     switch (method) {
@@ -65,7 +65,14 @@ int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K)
     return K >= ML_KM_PRUNE_MIN_K && d >= ML_KM_PRUNE_MIN_D;
 }
 
+int ml_kmeans_pp_keeps_scores(ptrdiff_t d, ptrdiff_t T, int itemsize)
+{
+    return ML_KM_PP_KEEP_SCORES * T * (ptrdiff_t)sizeof(double) <= d * itemsize;
+}
+
 int ml_kmeans_simd_level(void) { return ml_simd_level(); }
+
+int ml_kmeans_wide_lanes(void) { return ml_simd_level() >= 4 && ml_wide_vectors(); }
 
 /* The float32 screen of the float64 passes (ml_kmeans_screens): the float32
  * lanes kernel that keeps each row's best and second-best score, compiled

@@ -545,6 +545,17 @@
 #define ML_KM_MAX_SEGMENT_BYTES 64e6
 #define ML_KM_REDUCE_BLOCK 4096
 #define ML_KM_PP_BLOCK 2048
+/* k-means++ keeps its T candidates' scores of every row (n T doubles) for the
+ * update of the distances to the chosen center where T doubles take at most
+ * a row's bytes divided by ML_KM_PP_KEEP_SCORES; elsewhere the update reads
+ * X again (ml_kmeans_pp_keeps_scores).  One step, N = 1e6, 2 threads, time
+ * reading X twice / keeping the scores (medians of 5, twice): d = 64 float64,
+ * T = 5: 1.8; d = 32 float32, T = 5: 1.27; d = 16 float64, T = 7: 1.37;
+ * d = 16 float32, T = 5: 1.55; d = 10 float64, T = 5: 1.18; d = 8 float64,
+ * T = 5: 1.19; where the scores outweigh the rows, d = 8 float32, T = 5: 1.03,
+ * d = 2 float64, T = 5: 0.55.  The workspace lives over a whole seeding: a
+ * fresh 40 MB one paid ~20 ms of page faults a step at d = 64. */
+#define ML_KM_PP_KEEP_SCORES 1
 #define ML_KM_PRUNE_MIN_K 128
 #define ML_KM_PRUNE_MIN_D 16
 #ifndef ML_KM_PRUNE_MAX_OPEN
@@ -643,6 +654,12 @@ int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K);
 
 /* The ISA clone the kernels run on this CPU (see dispatch.h). */
 int ml_kmeans_simd_level(void);
+
+/* Whether the lanes kernels may run 64-byte vectors here: the AVX-512 clone
+ * on a CPU whose 512-bit FMAs run at full rate (dispatch.h, ml_wide_vectors).
+ * The one test of it: the d <= 8 crossover (ml_kmeans_kernel), the kernels'
+ * width (kmeans_impl.h, lanes_isa) and the Python report ask it. */
+int ml_kmeans_wide_lanes(void);
 
 /* Batch k-means (Lloyd): iterate assignment + weighted means from `centers`
  * (in: initial centers, out: final centers) until the labels stop changing
@@ -746,13 +763,26 @@ int ml_kmeans_assign_accumulate_f32(const float *X, const float *w,
  * the T candidate rows cand[t], the potential sum_i w_i min(closest_i,
  * ||x_i - x_cand[t]||^2) is computed (fixed-order block reduction); the
  * candidate with the lowest potential (first on ties) is returned in *best
- * (an index into cand), its potential in *pot, and closest is updated. */
+ * (an index into cand), its potential in *pot, and closest is updated.
+ * scores: NULL, or a workspace of n T doubles, where the scoring pass keeps
+ * the candidates' distances so that the update does not read X again (the
+ * same bits either way; ml_kmeans_pp_keeps_scores says where it pays). */
 int ml_kmeans_pp_step_f64(const double *X, const double *w, ptrdiff_t n,
                           ptrdiff_t d, const int64_t *cand, ptrdiff_t T,
                           double *closest, ptrdiff_t *best, double *pot,
-                          int n_threads);
+                          double *scores, int n_threads);
 int ml_kmeans_pp_step_f32(const float *X, const float *w, ptrdiff_t n,
                           ptrdiff_t d, const int64_t *cand, ptrdiff_t T,
                           double *closest, ptrdiff_t *best, double *pot,
-                          int n_threads);
+                          double *scores, int n_threads);
+/* out[i] = ||x_i - c||^2 for every row, summed in float64 in coordinate order
+ * (k-means++'s arithmetic; +inf where it overflows): the key of the value order
+ * that seeding draws over (metriclust._core.kmeans.value_order). */
+int ml_kmeans_sq_dist_to_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
+                             const double *c, double *out, int n_threads);
+int ml_kmeans_sq_dist_to_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
+                             const double *c, double *out, int n_threads);
+/* Whether a k-means++ step with T candidates over rows of d values of
+ * itemsize bytes should be given the scores workspace (ML_KM_PP_KEEP_SCORES). */
+int ml_kmeans_pp_keeps_scores(ptrdiff_t d, ptrdiff_t T, int itemsize);
 #endif

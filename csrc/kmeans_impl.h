@@ -507,9 +507,8 @@ ML_FP_CONTRACT_END
 static int FN(lanes_isa)(ptrdiff_t K)
 {
     const int level = ml_simd_level();
-    if (level >= 4)
-        return K > 32 / (ptrdiff_t)sizeof(REAL) && ml_wide_vectors() ? 5 : 4;
-    return level == 3 ? 3 : 1;
+    if (level < 4) return level == 3 ? 3 : 1;
+    return K > 32 / (ptrdiff_t)sizeof(REAL) && ml_kmeans_wide_lanes() ? 5 : 4;
 }
 
 /* The blocking of the centers-across-lanes kernels for K centers on this
@@ -2485,7 +2484,8 @@ static ML_ALWAYS_INLINE void FN(pp_min)(km_v4d *m, const km_v4d *s, const km_v4d
 
 ML_CLONES static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo,
                                    ptrdiff_t hi, ptrdiff_t d, const double *ct,
-                                   const double *closest, double *acc)
+                                   const double *closest, double *acc,
+                                   double *sc, ptrdiff_t n, int nl)
 {
     km_v4d a0 = {0}, a1 = {0};
     for (ptrdiff_t i = lo; i < hi; ++i) {  /* rows in order: the same sums */
@@ -2499,6 +2499,12 @@ ML_CLONES static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo,
             const km_v4d u0 = xj - c0, u1 = xj - c1;
             s0 += u0 * u0;
             s1 += u1 * u1;
+        }
+        if (sc) {  /* lane l's score of row i, kept for the update (pp_step) */
+            double sl[KM_PP_LANES];
+            memcpy(sl, &s0, sizeof s0);
+            memcpy(sl + 4, &s1, sizeof s1);
+            for (int l = 0; l < nl; ++l) sc[l * n + i] = sl[l];
         }
         const km_v4d cl = closest[i] - (km_v4d){0};
         km_v4d m0, m1;
@@ -2519,7 +2525,7 @@ ML_CLONES static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo,
 #else
 static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo, ptrdiff_t hi,
                          ptrdiff_t d, const double *ct, const double *closest,
-                         double *acc)
+                         double *acc, double *sc, ptrdiff_t n, int nl)
 {
     for (int t = 0; t < KM_PP_LANES; ++t) acc[t] = 0;
     for (ptrdiff_t i = lo; i < hi; ++i) {
@@ -2530,6 +2536,8 @@ static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo, ptrdiff_t h
                 const double u = (double)x[j] - ct[j * KM_PP_LANES + t];
                 s[t] += u * u;
             }
+        if (sc)
+            for (int l = 0; l < nl; ++l) sc[l * n + i] = s[l];
         for (int t = 0; t < KM_PP_LANES; ++t) {
             const double m = s[t] < closest[i] ? s[t] : closest[i];
             acc[t] += w ? (double)w[i] * m : m;
@@ -2538,10 +2546,11 @@ static void FN(pp_block)(const REAL *X, const REAL *w, ptrdiff_t lo, ptrdiff_t h
 }
 #endif
 
-/* part[bi * T + t]: candidate t's potential over row block bi. */
+/* part[bi * T + t]: candidate t's potential over row block bi; sc (or NULL):
+ * sc[t * n + i] candidate t's squared distance to row i. */
 static int FN(pp_scores)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
                          const int64_t *cand, ptrdiff_t T, const double *closest,
-                         double *part, int nt)
+                         double *part, double *sc, int nt)
 {
     const ptrdiff_t BL = ML_KM_PP_BLOCK, nb = (n + BL - 1) / BL;
     const ptrdiff_t ng = (T + KM_PP_LANES - 1) / KM_PP_LANES;
@@ -2559,7 +2568,10 @@ static int FN(pp_scores)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
         const ptrdiff_t lo = bi * BL, hi = lo + BL < n ? lo + BL : n;
         for (ptrdiff_t g = 0; g < ng; ++g) {
             double acc[KM_PP_LANES];
-            FN(pp_block)(X, w, lo, hi, d, ct + g * d * KM_PP_LANES, closest, acc);
+            const int nl = T - g * KM_PP_LANES < KM_PP_LANES ? (int)(T - g * KM_PP_LANES)
+                                                               : KM_PP_LANES;
+            FN(pp_block)(X, w, lo, hi, d, ct + g * d * KM_PP_LANES, closest, acc,
+                         sc ? sc + g * KM_PP_LANES * n : NULL, n, nl);
             for (int l = 0; l < KM_PP_LANES && g * KM_PP_LANES + l < T; ++l)
                 part[bi * T + g * KM_PP_LANES + l] = acc[l];
         }
@@ -2568,10 +2580,43 @@ static int FN(pp_scores)(const REAL *X, const REAL *w, ptrdiff_t n, ptrdiff_t d,
     return ml_interrupted() ? ML_ERR_INTERRUPTED : ML_OK;
 }
 
+/* closest[i] = min(closest[i], ||x_i - c||^2), the squared distance summed in j
+ * order as pp_block's lanes sum it (the same bits); four rows at a time, four
+ * independent chains instead of one latency-bound one. */
+ML_CLONES static void FN(pp_update)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
+                                    const double *c, double *closest, int nt)
+{
+    const ptrdiff_t n4 = n / 4;
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
+    for (ptrdiff_t q = 0; q < n4 + 1; ++q) {
+        const ptrdiff_t i0 = 4 * q, m = n - i0 < 4 ? n - i0 : 4;
+        double s[4] = {0, 0, 0, 0};
+        if (m == 4) {
+            const REAL *x0 = X + i0 * d, *x1 = x0 + d, *x2 = x1 + d, *x3 = x2 + d;
+            for (ptrdiff_t j = 0; j < d; ++j) {
+                const double u0 = (double)x0[j] - c[j], u1 = (double)x1[j] - c[j];
+                const double u2 = (double)x2[j] - c[j], u3 = (double)x3[j] - c[j];
+                s[0] += u0 * u0;
+                s[1] += u1 * u1;
+                s[2] += u2 * u2;
+                s[3] += u3 * u3;
+            }
+        } else {
+            for (ptrdiff_t r = 0; r < m; ++r)
+                for (ptrdiff_t j = 0; j < d; ++j) {
+                    const double u = (double)X[(i0 + r) * d + j] - c[j];
+                    s[r] += u * u;
+                }
+        }
+        for (ptrdiff_t r = 0; r < m; ++r)
+            if (s[r] < closest[i0 + r]) closest[i0 + r] = s[r];
+    }
+}
+
 int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
                           ptrdiff_t d, const int64_t *cand, ptrdiff_t T,
                           double *closest, ptrdiff_t *best, double *pot,
-                          int n_threads)
+                          double *sc, int n_threads)
 {
     if (n < 1 || d < 1 || T < 1) return ML_ERR_ARG;
     for (ptrdiff_t t = 0; t < T; ++t)
@@ -2580,7 +2625,8 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
     const int nt = ml_threads(n_threads);
     double *part = malloc((size_t)(nb * T) * sizeof(double));
     double *c = malloc((size_t)d * sizeof(double));
-    int st = part && c ? FN(pp_scores)(X, w, n, d, cand, T, closest, part, nt) : ML_ERR_ALLOC;
+    int st = part && c ? FN(pp_scores)(X, w, n, d, cand, T, closest, part, sc, nt)
+                       : ML_ERR_ALLOC;
     if (st != ML_OK) { free(part); free(c); return st; }
     ptrdiff_t bt = 0;
     double bpot = INFINITY;
@@ -2589,20 +2635,27 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
         for (ptrdiff_t bi = 0; bi < nb; ++bi) p += part[bi * T + t];
         if (p < bpot) { bpot = p; bt = t; }
     }
-    for (ptrdiff_t j = 0; j < d; ++j) c[j] = (double)X[cand[bt] * d + j];
-    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        const REAL *x = X + i * d;
-        double s = 0;
-        for (ptrdiff_t j = 0; j < d; ++j) {
-            const double u = (double)x[j] - c[j];
-            s += u * u;
-        }
-        if (s < closest[i]) closest[i] = s;
+    if (sc) {  /* the scoring pass's distances to the best: no second read of X */
+        const double *s = sc + bt * n;
+        #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
+        for (ptrdiff_t i = 0; i < n; ++i)
+            if (s[i] < closest[i]) closest[i] = s[i];
+    } else {
+        for (ptrdiff_t j = 0; j < d; ++j) c[j] = (double)X[cand[bt] * d + j];
+        FN(pp_update)(X, n, d, c, closest, nt);
     }
     free(part); free(c);
     *best = bt;
     *pot = bpot;
+    return ML_OK;
+}
+
+int FN(ml_kmeans_sq_dist_to)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
+                             const double *c, double *out, int n_threads)
+{
+    if (n < 0 || d < 1) return ML_ERR_ARG;
+    for (ptrdiff_t i = 0; i < n; ++i) out[i] = INFINITY;
+    FN(pp_update)(X, n, d, c, out, ml_threads(n_threads));
     return ML_OK;
 }
 

@@ -129,10 +129,13 @@ def _pp_step_by_hand(X, w, cand, closest, block=2048):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_cand", [1, 8, 11])
 def test_pp_step_is_the_sequential_arithmetic_bit_for_bit(dtype, weighted, n_cand):
-    """The candidates' scores run 8 to a vector (csrc/kmeans_impl.h, pp_block): each
-    lane must still do the one-candidate arithmetic in the same order, bit for bit."""
+    """The candidates' scores run 8 to a vector (csrc/kmeans_impl.h, pp_block), and
+    the update of ``closest`` takes the best one's from that pass (with the scores
+    workspace) or recomputes them four rows at a time (pp_update; 4501 rows leave
+    a tail of one): each must still do the one-candidate arithmetic in the same
+    order, bit for bit."""
     rng = np.random.default_rng(n_cand)
-    n, d = 4500, 5
+    n, d = 4501, 5
     X = (rng.normal(size=(n, d)) * [1e-3, 1.0, 10.0, 1e3, 3.0] + 7.0).astype(dtype)
     w = rng.random(n).astype(dtype) if weighted else None
     closest = np.full(n, np.inf)
@@ -140,11 +143,48 @@ def test_pp_step_is_the_sequential_arithmetic_bit_for_bit(dtype, weighted, n_can
     cand = rng.integers(n, size=n_cand).astype(np.int64)
     want_best, want_pot, want_closest = _pp_step_by_hand(X, w, cand, closest)
     for threads in (1, 2):
-        got_closest = closest.copy()
-        best, pot = _kmeans.pp_step(X, w, cand, got_closest, threads)
-        assert best == want_best
-        assert pot == want_pot    # exact
-        np.testing.assert_array_equal(got_closest, want_closest)
+        for scores in (None, np.full(n * n_cand + 3, np.nan)):
+            got_closest = closest.copy()
+            best, pot = _kmeans.pp_step(X, w, cand, got_closest, threads, scores)
+            assert best == want_best
+            assert pot == want_pot    # exact
+            np.testing.assert_array_equal(got_closest, want_closest)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [40_000, 40_003])
+def test_pp_step_keeps_its_bits_with_the_scores_workspace_on_threads(dtype, n):
+    """Past ML_KM_PAR_MIN_ROWS the update runs on threads: with or without the
+    scores workspace, on 1 to 3 threads, the same best, potential and closest."""
+    rng = np.random.default_rng(n)
+    X = (rng.normal(size=(n, 12)) * 3.0 + 1.0).astype(dtype)
+    closest = np.full(n, np.inf)
+    _kmeans.pp_step(X, None, np.array([5], np.int64), closest, 1)
+    cand = rng.integers(n, size=9).astype(np.int64)     # two groups of 8 lanes
+    want = closest.copy()
+    want_best, want_pot = _kmeans.pp_step(X, None, cand, want, 1)
+    for threads in (1, 2, 3):
+        for scores in (None, np.empty(n * 9)):
+            got = closest.copy()
+            assert _kmeans.pp_step(X, None, cand, got, threads, scores) == (want_best, want_pot)
+            np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+def test_pp_step_checks_its_scores_workspace():
+    X = np.ones((10, 2))
+    with pytest.raises(ValueError, match="scores has 19 entries, 10 rows and 2 candidates"):
+        _kmeans.pp_step(X, None, np.array([0, 1], np.int64), np.full(10, np.inf), 1,
+                        np.empty(19))
+    with pytest.raises(ValueError, match="Buffer dtype mismatch"):
+        _kmeans.pp_step(X, None, np.array([0], np.int64), np.full(10, np.inf), 1,
+                        np.empty(10, np.float32))
+
+
+def test_pp_keeps_scores_where_they_are_no_bigger_than_the_rows():
+    assert _kmeans.pp_keeps_scores(64, 5, np.float64)
+    assert _kmeans.pp_keeps_scores(10, 5, np.float32)       # 40 bytes each
+    assert not _kmeans.pp_keeps_scores(9, 5, np.float32)
+    assert not _kmeans.pp_keeps_scores(2, 5, np.float64)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -166,3 +206,31 @@ def test_ordered_cumsum_checks_its_arguments():
         _kmeans.ordered_cumsum(v, np.arange(3, dtype=np.int64))
     with pytest.raises(ValueError, match="weights has 2 entries"):
         _kmeans.ordered_cumsum(v, np.arange(4, dtype=np.int64), np.ones(2))
+
+
+@pytest.mark.parametrize("shape", [(70_000, 1), (70_000, 2), (200_000, 64), (131_073, 200),
+                                   (5, 7)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_column_moments_are_the_block_sums_bit_for_bit(shape, dtype, weighted):
+    """The mean and the variance behind ``tol`` (and the centering of every fit):
+    numpy's sums of float64 blocks of 65,536 rows, the blocks added in order. The
+    in-memory path sums each block's squared deviations a 1 MiB piece at a time
+    (``_squared_deviation_sums_block``); the blockwise and Dask paths, which
+    share the block functions, sum them whole: the same bits either way."""
+    from metriclust._core.kmeans import _mean_and_variance
+    rng = np.random.default_rng(shape[1])
+    X = (rng.normal(size=shape) * np.logspace(-3, 3, shape[1]) + 1e3).astype(dtype)
+    w = rng.random(shape[0]) if weighted else None
+    acc, acc2 = np.zeros(shape[1]), np.zeros(shape[1])
+    for lo in range(0, shape[0], 65536):
+        rows = X[lo:lo + 65536].astype(np.float64)
+        acc += rows.sum(axis=0) if w is None else w[lo:lo + 65536] @ rows
+    total = shape[0] if w is None else float(w.sum())
+    want_mean = acc / total
+    for lo in range(0, shape[0], 65536):
+        dev = (X[lo:lo + 65536].astype(np.float64) - want_mean) ** 2
+        acc2 += dev.sum(axis=0) if w is None else w[lo:lo + 65536] @ dev
+    mean, var = _mean_and_variance(X, w)
+    np.testing.assert_array_equal(mean.view(np.uint64), want_mean.view(np.uint64))
+    np.testing.assert_array_equal(var.view(np.uint64), (acc2 / total).view(np.uint64))

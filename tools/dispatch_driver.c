@@ -95,7 +95,7 @@ int main(void)
     for (int t = 0; t < NG * DG; ++t) { Xg[t] = X[3 * t]; Xgf[t] = Xf[3 * t]; }
     printf("level %d\n", ml_kmeans_simd_level());
     /* On stderr: the same bits are expected at either vector width. */
-    fprintf(stderr, "wide vectors %d\n", ml_kmeans_simd_level() >= 4 && ml_wide_vectors());
+    fprintf(stderr, "wide vectors %d\n", ml_kmeans_wide_lanes());
     const int methods[] = {ML_KM_TILE, ML_KM_SMALL, ML_KM_LANES, ML_KM_DIRECT};
     for (int f32 = 0; f32 < 2; ++f32)
         for (int mi = 0; mi < 4; ++mi) {

@@ -145,8 +145,8 @@ def center_distances(X, centers, *, squared=False, shift=None, block_rows=4096):
 
 def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
     """A permutation of the rows of X that depends on their values only: by
-    squared distance to the weighted mean of X, computed in float64 a block at
-    a time (bounded extra memory), ties kept in their order in X.
+    squared distance to the weighted mean of X, computed in float64 in C (the
+    arithmetic of k-means++'s distances), ties kept in their order in X.
 
     Draws made by inverse CDF over this order land on the same row values
     whatever the order of the rows, and an integer weight draws like as many
@@ -155,14 +155,9 @@ def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
     stays so too (up to rounding). Distinct rows tie only when equidistant
     from the mean (symmetric designs): there the order of X decides.
     """
-    n, p = X.shape
-    blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
     mean, _ = _mean_and_variance(X, sample_weight, with_variance=False, block_rows=block_rows)
-    key = np.empty(n)
-    for b in blocks:
-        dev = X[b].astype(np.float64) - mean
-        key[b] = np.einsum("ij,ij->i", dev, dev)
-    return _k.stable_order(key, effective_n_threads(n_threads))
+    nt = effective_n_threads(n_threads)
+    return _k.stable_order(_k.sq_dist_to(X, mean, nt), nt)
 
 
 def _draw(cum, order, u):
@@ -170,6 +165,13 @@ def _draw(cum, order, u):
     (a cumulative sum over ``order``) at the uniform(s) ``u``."""
     pos = np.searchsorted(cum, u * cum[-1], side="right")
     return order[np.minimum(pos, len(order) - 1)]
+
+
+def _pp_scores(X, n_candidates):
+    """The workspace of k-means++ steps with ``n_candidates`` candidates over X, where
+    keeping the candidates' distances beats reading X again (``_k.pp_keeps_scores``)."""
+    n, p = X.shape
+    return np.empty(n * n_candidates) if _k.pp_keeps_scores(p, n_candidates, X.dtype) else None
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
@@ -198,14 +200,15 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
     closest = np.full(n, np.inf)
-    _k.pp_step(X, wk, idx[:1].copy(), closest, nt)
+    _k.pp_step(X, wk, idx[:1].copy(), closest, nt, _pp_scores(X, 1))
+    scores = _pp_scores(X, n_local_trials)
     for c in range(1, n_clusters):
         cum = _k.ordered_cumsum(closest, order, None if sample_weight is None else w_ordered)
         if cum[-1] > 0:
             cand = _draw(cum, order, rng.uniform(size=n_local_trials)).astype(np.int64)
         else:  # every point coincides with a center already chosen
             cand = rng.integers(n, size=n_local_trials).astype(np.int64)
-        best, _ = _k.pp_step(X, wk, cand, closest, nt)
+        best, _ = _k.pp_step(X, wk, cand, closest, nt, scores)
         idx[c] = cand[best]
     return X[idx].copy(), idx
 
@@ -226,8 +229,10 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
         order = value_order(X, None if sample_weight is None else w, n_threads=nt)
     idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
     closest = np.full(n, np.inf)
+    scores = _pp_scores(X, 1)
     for c in range(1, n_clusters):
-        _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt)  # closest <- min(closest, d^2)
+        # closest <- min(closest, d^2)
+        _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt, scores)
         idx[c] = int(np.argmax(np.where(w > 0, closest, -1.0)))
     return X[idx].copy(), idx
 
@@ -293,17 +298,57 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
     acc = np.zeros(p)
     for b in blocks:
-        rows = X[b].astype(np.float64, copy=False)
-        acc += rows.sum(axis=0) if wd is None else wd[b] @ rows
+        acc += _column_sums_block(X[b], None if wd is None else wd[b])
     mean = acc / total
     if not with_variance:
         return mean, None
     acc = np.zeros(p)
+    buf = _block_buffer(X, block_rows)
     for b in blocks:
-        dev = X[b].astype(np.float64) - mean
-        dev *= dev
-        acc += dev.sum(axis=0) if wd is None else wd[b] @ dev
+        acc += _squared_deviation_sums_block(X[b], None if wd is None else wd[b], mean, buf)
     return mean, acc / total
+
+
+def _block_buffer(X, block_rows):
+    """The float64 workspace of ``_squared_deviation_sums_block`` for the blocks
+    of X: about 1 MiB of rows, reused, where a block's deviations in one piece
+    would be 32 MiB at 64 float64 columns (which glibc maps and unmaps block after
+    block, paying page faults, and which no cache holds)."""
+    n, p = X.shape
+    return np.empty((min(max(1, 2**17 // max(p, 1)), block_rows, n) + 1, p))
+
+
+# The column moments of one block of rows, in the order every path sums them (this
+# module's _mean_and_variance and value_order; the blockwise and Dask paths of
+# ``streaming`` map them over their blocks, so the centering is bit-identical).
+def _column_sums_block(block, w):
+    rows = block.astype(np.float64, copy=False)
+    return rows.sum(axis=0) if w is None else np.asarray(w, np.float64) @ rows
+
+
+def _squared_deviation_sums_block(block, w, mean, buf=None):
+    """Column sums of (block - mean)**2 in float64 (``w``: weighted), as numpy sums
+    ``(block.astype(float64) - mean) ** 2`` over axis 0."""
+    if buf is None or w is not None or block.ndim != 2 or block.shape[1] < 2 \
+            or not block.flags.c_contiguous:
+        dev = np.subtract(block, mean, dtype=np.float64)
+        dev *= dev
+        return dev.sum(axis=0) if w is None else np.asarray(w, np.float64) @ dev
+    # numpy sums axis 0 of a C-ordered array of 2 or more columns row after row:
+    # the block is summed a piece of buf at a time, each piece behind the sum so
+    # far (buf[0]), so the chain of additions, and every bit, is the whole block's.
+    step, total = buf.shape[0] - 1, None
+    for lo in range(0, block.shape[0], step):
+        hi = min(lo + step, block.shape[0])
+        dev = buf[1:hi - lo + 1]
+        np.subtract(block[lo:hi], mean, out=dev, dtype=np.float64)
+        dev *= dev
+        if total is None:
+            total = dev.sum(axis=0)
+        else:
+            buf[0] = total
+            total = buf[:hi - lo + 1].sum(axis=0)
+    return total
 
 
 def kmeans_columns_1d(X, columns, init, *, max_iter=300, tol=1e-4, return_labels=False,

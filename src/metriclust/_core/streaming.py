@@ -53,7 +53,8 @@ from .blockwise import (combine_r, lloyd_partial, reduce_partials, subtract_rows
                         tsqr_partial)
 from .engine import RowArray, source
 from .gram import Nystrom, drop_null_eigenpairs, gaussian_gram
-from .kmeans import (KMeansResult, _check_init_centers, assign_labels, center_distances,
+from .kmeans import (KMeansResult, _check_init_centers, _column_sums_block,
+                     _squared_deviation_sums_block, assign_labels, center_distances,
                      farthest_first, kmeans as _kmeans, kmeans_plusplus)
 from .partition import cluster_sums
 from .predictors import _affine, whitening
@@ -78,17 +79,6 @@ _MOMENT_BLOCK = 65536
 
 # ------------------------------------------------------------ per-block steps
 # Module-level functions of their arguments only (they pickle by reference).
-
-def _sum_block(block, w):
-    rows = block.astype(np.float64, copy=False)
-    return rows.sum(axis=0) if w is None else np.asarray(w, np.float64) @ rows
-
-
-def _dev2_block(block, w, mean):
-    dev = block.astype(np.float64) - mean
-    dev *= dev
-    return dev.sum(axis=0) if w is None else np.asarray(w, np.float64) @ dev
-
 
 def _weight_summary_block(w):
     w = np.asarray(w, dtype=np.float64)
@@ -270,14 +260,15 @@ def column_mean_and_variance(src, weights=None, *, with_variance=True, transform
         total = float(np.asarray(weights.values, dtype=np.float64).sum())
     else:
         total = float(sum(sub.map(_sum_weights, rows=(weights,), x=False)))
-    mean = sub.reduce(_sum_block, rows=(weights,), transform=transform) / total
+    mean = sub.reduce(_column_sums_block, rows=(weights,), transform=transform) / total
     src.checked = sub.checked
     if not np.all(np.isfinite(mean)):
         raise ValueError(f"Input {src.name} contains NaN or infinity (or values so large "
                          "that their sum overflows).")
     if not with_variance:
         return mean, None
-    var = sub.reduce(_dev2_block, mean, rows=(weights,), transform=transform) / total
+    var = sub.reduce(_squared_deviation_sums_block, mean, rows=(weights,),
+                     transform=transform) / total
     return mean, var
 
 
@@ -999,7 +990,7 @@ class BlockKernel(BlockLinear):
         ny = self.nystrom
         raw = NystromMap(ny.landmarks_, ny.normalization_, self.sigma,
                          np.zeros(ny.n_components_), n_threads=src.n_threads)
-        self.f_mean = src.reduce(_sum_block, None, transform=raw) / n
+        self.f_mean = src.reduce(_column_sums_block, None, transform=raw) / n
         self.features = NystromMap(ny.landmarks_, ny.normalization_, self.sigma, self.f_mean,
                                    n_threads=src.n_threads)
         C = src.reduce(_cross_block, transform=self.features)

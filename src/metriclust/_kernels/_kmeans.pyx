@@ -11,6 +11,8 @@ Public functions:
    assign             -- nearest center of each row (and its squared distance)
    assign_accumulate  -- one Lloyd block: labels, cluster sums and weights, inertia
    pp_step            -- one k-means++ step over candidate rows
+   pp_keeps_scores    -- whether a k-means++ step should be given its scores workspace
+   sq_dist_to         -- squared distances of every row to one point (the value order's key)
    stable_order       -- argsort(kind="stable") of non-negative float64 keys (radix)
    ordered_cumsum     -- np.cumsum(w * v[order]) without its temporaries
    kernel, uses_gemm, prefers_pruning, simd_level, wide_vectors
@@ -39,9 +41,14 @@ cdef extern from "kmeans.h" nogil:
                                    const double *centers, Py_ssize_t K, int64_t *labels,
                                    unsigned char *settled)
     int ml_kmeans_simd_level()
+    int ml_kmeans_wide_lanes()
+    int ml_kmeans_pp_keeps_scores(Py_ssize_t d, Py_ssize_t T, int itemsize)
+    int ml_kmeans_sq_dist_to_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
+                                 const double *c, double *out, int n_threads)
+    int ml_kmeans_sq_dist_to_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
+                                 const double *c, double *out, int n_threads)
 
 cdef extern from "dispatch.h" nogil:
-    int ml_wide_vectors()
     double ml_wide_vectors_ratio()
     int ml_kmeans_hamerly_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, Py_ssize_t K, double *centers,
@@ -94,11 +101,11 @@ cdef extern from "dispatch.h" nogil:
     int ml_kmeans_pp_step_f64(const double *X, const double *w, Py_ssize_t n,
                               Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
                               double *closest, Py_ssize_t *best, double *pot,
-                              int n_threads)
+                              double *scores, int n_threads)
     int ml_kmeans_pp_step_f32(const float *X, const float *w, Py_ssize_t n,
                               Py_ssize_t d, const int64_t *cand, Py_ssize_t T,
                               double *closest, Py_ssize_t *best, double *pot,
-                              int n_threads)
+                              double *scores, int n_threads)
 
 cdef extern from "order.h" nogil:
     int ml_stable_order_nonneg(const double *key, Py_ssize_t n, int64_t *perm,
@@ -176,8 +183,7 @@ def wide_vectors():
     AVX-512 level on a CPU whose 512-bit FMAs run at full rate; csrc/dispatch.h,
     ml_wide_vectors), and the probe's zmm / ymm time ratio (-1: not timed, e.g.
     no AVX-512, or METRICLUST_WIDE_VECTORS set). Only speed depends on it."""
-    used = ml_kmeans_simd_level() >= 4 and ml_wide_vectors() != 0
-    return bool(used), float(ml_wide_vectors_ratio())
+    return ml_kmeans_wide_lanes() != 0, float(ml_wide_vectors_ratio())
 
 
 
@@ -405,11 +411,15 @@ def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, 
 
 
 def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candidates,
-            double[::1] closest, int n_threads=0):
+            double[::1] closest, int n_threads=0, double[::1] scores=None):
     """One k-means++ step: ``(index into candidates of the best, its potential)``.
 
     ``closest`` (float64, in/out) holds each row's squared distance to the
-    nearest chosen center (+inf before the first) and is updated.
+    nearest chosen center (+inf before the first) and is updated. ``scores``:
+    None, or a float64 workspace of at least ``n * len(candidates)`` entries
+    (worth giving where ``pp_keeps_scores`` says so, the same one for every step):
+    the update then takes the best candidate's distances from the scoring pass
+    instead of reading X again. The results are the same either way.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], T = candidates.shape[0]
     if n < 1 or d < 1:
@@ -421,6 +431,12 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     for t in range(T):
         if candidates[t] < 0 or candidates[t] >= n:
             raise ValueError(f"candidate {candidates[t]} out of range for {n} rows")
+    cdef double *sp = NULL
+    if scores is not None:
+        if scores.shape[0] // T < n:
+            raise ValueError(f"scores has {scores.shape[0]} entries, {n} rows and {T} "
+                             f"candidates need {n * T}")
+        sp = &scores[0]
     cdef const real *wp = NULL
     w = _check_weights(sample_weight, X, &wp)
     cdef Py_ssize_t best = 0
@@ -430,13 +446,42 @@ def pp_step(const real[:, ::1] X, object sample_weight, const int64_t[::1] candi
     with nogil:
         if real is double:
             status = ml_kmeans_pp_step_f64(&X[0, 0], wp, n, d, &candidates[0], T,
-                                           &closest[0], &best, &pot, n_threads)
+                                           &closest[0], &best, &pot, sp, n_threads)
         else:
             status = ml_kmeans_pp_step_f32(&X[0, 0], wp, n, d, &candidates[0], T,
-                                           &closest[0], &best, &pot, n_threads)
+                                           &closest[0], &best, &pot, sp, n_threads)
     interrupt_leave(entered, status)
     _raise(status, "kmeans++")
     return int(best), pot
+
+
+def sq_dist_to(const real[:, ::1] X, const double[::1] point, int n_threads=0):
+    """Squared distances (float64) of every row of X to ``point`` (float64), summed
+    in coordinate order as k-means++ sums them (the value order's key)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
+    if d < 1:
+        raise ValueError(f"X must have at least one column, got shape ({n}, {d})")
+    if point.shape[0] != d:
+        raise ValueError(f"point has {point.shape[0]} entries, X has {d} columns")
+    out = np.empty(n)
+    if n == 0:
+        return out
+    cdef double[::1] ov = out
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_kmeans_sq_dist_to_f64(&X[0, 0], n, d, &point[0], &ov[0], n_threads)
+        else:
+            status = ml_kmeans_sq_dist_to_f32(&X[0, 0], n, d, &point[0], &ov[0], n_threads)
+    _raise(status, "sq_dist_to")
+    return out
+
+
+def pp_keeps_scores(Py_ssize_t n_features, Py_ssize_t n_candidates, dtype):
+    """Whether k-means++ steps with these many candidates should be given the
+    ``scores`` workspace of ``pp_step`` (csrc/kmeans.h, ML_KM_PP_KEEP_SCORES)."""
+    return bool(ml_kmeans_pp_keeps_scores(n_features, n_candidates,
+                                          np.dtype(dtype).itemsize))
 
 
 def stable_order(const double[::1] key, int n_threads=0):
