@@ -339,6 +339,18 @@
  *   and with 16 (AVX2, SSE2): P Q accumulators, Q center vectors and P
  *   running minima and indices fill the register file.  Set by the register
  *   count.
+ * ML_KM_LANES_P64(Q, itemsize): the same for the 64-byte instances (CPUs
+ *   with two full-rate 512-bit FMA ports: ml_kmeans_wide_lanes): float32
+ *   with Q = 4 takes 6 points a step, 24 accumulators, so that each center
+ *   row loaded serves 6 multiply-adds instead of 4.  Measured on an Intel
+ *   Xeon (family 6 model 207; C harness, method 5, 1 thread, 5 rounds
+ *   alternating, 2026-11-27 18:50 UTC, labels and center bits identical),
+ *   P = 4 / P = 6 ms per iteration, medians: d = 128, K = 256: 1.15 (N =
+ *   5e4); d = 256, K = 256: 1.13; d = 16, K = 256: 1.09; d = 16, K = 64:
+ *   1.02; d = 32, K = 128: 1.03; d = 64, K = 64: 1.02 (P = 5: 1.01-1.13).
+ *   Q = 2 with P = 8 or 10 (float32 d = 16 and 64, K = 32): 0.88-1.03,
+ *   not kept; float64 (Q = 4 at K > 16) is left at 4 (P = 5-6 read
+ *   0.77-0.89 at d = 16, K = 64, one noisy round).
  * ML_KM_LANES1_P32, ML_KM_LANES1_P16: points per step of that kernel's
  *   one-vector form (K <= the lanes of one vector: cv_body1 in
  *   kmeans_cv_impl.h), whose labels come from the scores of a vector's
@@ -440,6 +452,11 @@
  *   11.1-11.3; P = 5: 14.3-14.7 / 46.2-46.5 / 12.0-13.8; P = 6: 16.5-19.2 /
  *   45.2-48.5 / 11.8-11.9; zmm: 17.0 / 44.1-47.2 / 12.1-12.3.  The second
  *   best and its lanes need registers P = 4 leaves free.
+ * ML_KM_SCREEN_P64(Q): its 64-byte instances (Intel, as ML_KM_LANES_P64):
+ *   6 points a step with Q = 4.  Same harness, method 6 (float64 data), 5
+ *   rounds, P = 4 / P = 6: d = 64, K = 64: 1.23; d = 128, K = 256: 1.29;
+ *   d = 32, K = 128: 1.02; Q = 2 with P = 8 or 10 (d = 64, K = 32): 0.91-1.04,
+ *   not kept.
  *   KM_CV_PREFETCH (kmeans_impl.h): the screen's kernel reads its float64
  *   rows itself and prefetches those this many steps ahead, a cache line
  *   per coordinate of the first block (the rows' first touch otherwise
@@ -586,8 +603,14 @@
 #define ML_KM_SMALL_CENTER_UNROLL(d) ((d) == 8 ? 4 : (d) == 16 ? 2 : 1)
 #endif
 #define ML_KM_LANES_P32(Q) ((Q) == 1 ? 8 : (Q) == 2 ? 6 : 4)
+#ifndef ML_KM_LANES_P64
+#define ML_KM_LANES_P64(Q, itemsize) ((itemsize) == 4 && (Q) == 4 ? 6 : ML_KM_LANES_P32(Q))
+#endif
 #ifndef ML_KM_SCREEN_P32
 #define ML_KM_SCREEN_P32(Q) ML_KM_LANES_P32(Q)
+#endif
+#ifndef ML_KM_SCREEN_P64
+#define ML_KM_SCREEN_P64(Q) ((Q) == 4 ? 6 : ML_KM_SCREEN_P32(Q))
 #endif
 #define ML_KM_LANES_P16(Q) ((Q) == 1 ? 4 : (Q) == 2 ? 3 : 2)
 #ifndef ML_KM_LANES1_P32
