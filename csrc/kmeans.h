@@ -71,6 +71,14 @@
  *   512}, K in {8, 64, 256, 1024}: float64 2.0-2.5, float32 1.09-2.2 but
  *   1.00 and 0.94 at d = 256, K = 256 and 1024.  Past d = 512 or K = 4096
  *   it was not measured; BLAS, which blocks for the caches, is kept there.
+ *   All of the above on Zen 4.  On an Intel Xeon (family 6 model 207,
+ *   512-bit lanes; N = 5e4, RESULTS.md, fifteenth and sixteenth rounds):
+ *   float64 1.2-2.8 everywhere; float32 even or better at K = 256 up to
+ *   d = 256 (since ML_KM_LANES_P64), but BLAS ahead at d >= 128 with
+ *   K >= 1024 (0.65-0.88 at K = 1024, 0.55-0.68 at K = 4096).  Not made a
+ *   rule: one on the probe (ml_kmeans_wide_lanes) would make the last bits
+ *   of a fit depend on a timing, and one for every CPU would cost Zen 4
+ *   (1.13-1.8 for no-BLAS at d <= 128, K = 2048-4096).
  * ML_KM_GEMM_ROWWISE_K: GEMM path, below this many centers the distances are
  *   formed row-major (BLAS packs the small C).  Inherited from when BLAS
  *   served every d > 8; not re-measured: the GEMM path now runs below 16
