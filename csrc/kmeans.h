@@ -357,8 +357,11 @@
  *   5e4); d = 256, K = 256: 1.13; d = 16, K = 256: 1.09; d = 16, K = 64:
  *   1.02; d = 32, K = 128: 1.03; d = 64, K = 64: 1.02 (P = 5: 1.01-1.13).
  *   Q = 2 with P = 8 or 10 (float32 d = 16 and 64, K = 32): 0.88-1.03,
- *   not kept; float64 (Q = 4 at K > 16) is left at 4 (P = 5-6 read
- *   0.77-0.89 at d = 16, K = 64, one noisy round).
+ *   not kept.  float64 (Q = 4 at K > 16) is left at 4: P = 6 read 0.92
+ *   (d = 16, K = 256), 0.97 (16, 64), 0.92 (20, 128), 1.03 (64, 64), 1.21
+ *   (64, 256; 5 rounds, 20:05 UTC).  Lloyd's float64 passes at d >= 32
+ *   take the screen (ML_KM_SCREEN_P64) instead; a P that follows d would
+ *   need a second instance.
  * ML_KM_LANES1_P32, ML_KM_LANES1_P16: points per step of that kernel's
  *   one-vector form (K <= the lanes of one vector: cv_body1 in
  *   kmeans_cv_impl.h), whose labels come from the scores of a vector's
