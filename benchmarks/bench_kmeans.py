@@ -471,6 +471,12 @@ def seeding(shapes, repeats, say):
         runs = {
             "seeding": {"ours": lambda: kmeans_plusplus(Xc, K, random_state=0),
                         "sklearn": lambda: sk_kmeans_plusplus(Xc, K, random_state=0)},
+            # one iteration: the fit's own costs (moments, the centered copy,
+            # the seeding and its row order) dominate
+            "fit, max_iter=1": {
+                "ours": lambda: KMeans(K, n_init=1, max_iter=1, random_state=0).fit(X),
+                "sklearn": lambda: SKMeans(K, n_init=1, max_iter=1,
+                                           random_state=0).fit(X)},
             "fit, max_iter=10": {
                 "ours": lambda: KMeans(K, n_init=1, max_iter=10, random_state=0).fit(X),
                 "sklearn": lambda: SKMeans(K, n_init=1, max_iter=10,

@@ -331,6 +331,9 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
 #ifndef KM_CV_PREFETCH
 #define KM_CV_PREFETCH 2
 #endif
+/* Fails to compile where a points-per-step macro (ML_KM_LANES_P*,
+ * ML_KM_SCREEN_P*, overridable with -D) exceeds the kernels' per-point arrays. */
+#define KM_CHECK_P(P, MAXP) ((void)sizeof(char[(P) <= (MAXP) ? 1 : -1]))
 #define CV_VB 16
 #include "kmeans_cv_impl.h"
 #undef CV_VB
@@ -350,6 +353,7 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
                                            ptrdiff_t d, const REAL *ct,        \
                                            ptrdiff_t nb, int32_t *lab)         \
     {                                                                          \
+        KM_CHECK_P(PP, KM_CV_MAXP);                                            \
         KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, NULL, NULL, PP, \
                                          Q, 0);                                \
     }                                                                          \
@@ -358,6 +362,7 @@ FN(accum_row)(const REAL *ML_RESTRICT X, const REAL *ML_RESTRICT w, ptrdiff_t b,
                                              ptrdiff_t nb, int32_t *lab,       \
                                              REAL *best, REAL *second)         \
     {                                                                          \
+        KM_CHECK_P(PP, KM_CV_MAXP);                                            \
         KM_CAT(KM_CAT(cv_body, SFX), VB)(X, m, d, ct, nb, lab, best, second,   \
                                          PP, Q, 1);                            \
     }
@@ -381,6 +386,7 @@ KM_CV_Q124(KM_CV_FN, , base, 16, ML_KM_LANES_P16)
                                      int32_t *lab)                             \
     {                                                                          \
         (void)nb;                                                              \
+        KM_CHECK_P(PP, KM_CV1_MAXP);                                           \
         KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, NULL, m, d, ct, lab, NULL, 0, 0,  \
                                           0, PP, 0);                           \
     }                                                                          \
@@ -390,6 +396,7 @@ KM_CV_Q124(KM_CV_FN, , base, 16, ML_KM_LANES_P16)
                                       double *acc, ptrdiff_t copies,           \
                                       ptrdiff_t stride, ptrdiff_t K)           \
     {                                                                          \
+        KM_CHECK_P(PP, KM_CV1_MAXP);                                           \
         if (w)                                                                 \
             KM_CAT(KM_CAT(cv_body1, SFX), VB)(X, w, m, d, ct, lab, acc,        \
                                               copies, stride, K, PP, 1);       \
@@ -418,6 +425,7 @@ KM_CV1_FN(, base, 16, ML_KM_LANES1_P16)
         const REAL *ct, ptrdiff_t nb, REAL *x32, int32_t *lab, REAL *best,     \
         REAL *second, double *xn)                                              \
     {                                                                          \
+        KM_CHECK_P(PP, KM_CV_MAXP);                                            \
         KM_CAT(KM_CAT(cv_body2, SFX), VB)(X, t, m, d, ct, nb, x32, lab, best,  \
                                           second, xn, PP, Q);                  \
     }
@@ -2626,9 +2634,9 @@ int FN(ml_kmeans_pp_step)(const REAL *X, const REAL *w, ptrdiff_t n,
     const ptrdiff_t nb = (n + ML_KM_PP_BLOCK - 1) / ML_KM_PP_BLOCK;
     const int nt = ml_threads(n_threads);
     double *part = malloc((size_t)(nb * T) * sizeof(double));
-    double *c = malloc((size_t)d * sizeof(double));
-    int st = part && c ? FN(pp_scores)(X, w, n, d, cand, T, closest, part, sc, nt)
-                       : ML_ERR_ALLOC;
+    double *c = sc ? NULL : malloc((size_t)d * sizeof(double));  /* the update's center */
+    int st = part && (sc || c) ? FN(pp_scores)(X, w, n, d, cand, T, closest, part, sc, nt)
+                               : ML_ERR_ALLOC;
     if (st != ML_OK) { free(part); free(c); return st; }
     ptrdiff_t bt = 0;
     double bpot = INFINITY;

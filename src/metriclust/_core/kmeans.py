@@ -143,10 +143,12 @@ def center_distances(X, centers, *, squared=False, shift=None, block_rows=4096):
     return out
 
 
-def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
+def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None, center=None):
     """A permutation of the rows of X that depends on their values only: by
     squared distance to the weighted mean of X, computed in float64 in C (the
     arithmetic of k-means++'s distances), ties kept in their order in X.
+    ``center``, if given, stands for that mean (a caller that has it, such as a
+    fit whose X is already centered, saves a pass over X).
 
     Draws made by inverse CDF over this order land on the same row values
     whatever the order of the rows, and an integer weight draws like as many
@@ -155,9 +157,14 @@ def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
     stays so too (up to rounding). Distinct rows tie only when equidistant
     from the mean (symmetric designs): there the order of X decides.
     """
-    mean, _ = _mean_and_variance(X, sample_weight, with_variance=False, block_rows=block_rows)
+    if center is None:
+        center, _ = _mean_and_variance(X, sample_weight, with_variance=False,
+                                       block_rows=block_rows)
+    center = np.ascontiguousarray(center, dtype=np.float64)
+    if center.shape != (X.shape[1],):
+        raise ValueError(f"center must have shape ({X.shape[1]},), got {center.shape}")
     nt = effective_n_threads(n_threads)
-    return _k.stable_order(_k.sq_dist_to(X, mean, nt), nt)
+    return _k.stable_order(_k.sq_dist_to(X, center, nt), nt)
 
 
 def _draw(cum, order, u):
@@ -165,6 +172,16 @@ def _draw(cum, order, u):
     (a cumulative sum over ``order``) at the uniform(s) ``u``."""
     pos = np.searchsorted(cum, u * cum[-1], side="right")
     return order[np.minimum(pos, len(order) - 1)]
+
+
+def _draw_first(order, w_ordered, u):
+    """The first seed: a row drawn with probability proportional to its weight
+    (``w_ordered``, in ``order``; None: unit weights) at the uniform ``u``."""
+    if w_ordered is None:
+        # the running sum of unit weights is 1, 2, ..., n, exactly: _draw's
+        # search lands at floor(u * n), with no need to build it
+        return order[min(int(u * len(order)), len(order) - 1)]
+    return _draw(np.cumsum(w_ordered), order, u)
 
 
 def _pp_scores(X, n_candidates):
@@ -196,14 +213,15 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     if order is None:
         order = value_order(X, None if sample_weight is None else w, n_threads=nt)
     order = np.ascontiguousarray(order, dtype=np.int64)
-    w_ordered = w[order]
+    w_ordered = None if sample_weight is None else w[order]
     idx = np.empty(n_clusters, dtype=np.int64)
-    idx[0] = _draw(np.cumsum(w_ordered), order, rng.random())
+    idx[0] = _draw_first(order, w_ordered, rng.random())
     closest = np.full(n, np.inf)
-    _k.pp_step(X, wk, idx[:1].copy(), closest, nt, _pp_scores(X, 1))
-    scores = _pp_scores(X, n_local_trials)
+    scores = _pp_scores(X, n_local_trials)  # also serves the one-candidate first step
+    _k.pp_step(X, wk, idx[:1].copy(), closest, nt, scores if scores is not None
+               else _pp_scores(X, 1))
     for c in range(1, n_clusters):
-        cum = _k.ordered_cumsum(closest, order, None if sample_weight is None else w_ordered)
+        cum = _k.ordered_cumsum(closest, order, w_ordered)
         if cum[-1] > 0:
             cand = _draw(cum, order, rng.uniform(size=n_local_trials)).astype(np.int64)
         else:  # every point coincides with a center already chosen
@@ -227,7 +245,7 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
     idx = np.empty(n_clusters, dtype=np.int64)
     if order is None:   # the first draw runs over it, as k-means++'s
         order = value_order(X, None if sample_weight is None else w, n_threads=nt)
-    idx[0] = _draw(np.cumsum(w[order]), order, rng.random())
+    idx[0] = _draw_first(order, None if sample_weight is None else w[order], rng.random())
     closest = np.full(n, np.inf)
     scores = _pp_scores(X, 1)
     for c in range(1, n_clusters):
@@ -482,9 +500,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     best = None
     with _blas_guard(p, n_clusters):
         order = None   # the seeding's row order: one sort for all n_init runs
-        if n_init > 1 and isinstance(init, str) and init in ("k-means++", "farthest"):
-            order = value_order(Xc, None if w is None else np.asarray(w, dtype=np.float64),
-                                n_threads=nt)
+        if isinstance(init, str) and init in ("k-means++", "farthest"):
+            # Xc is centered on the weighted mean already: measure from 0
+            order = value_order(Xc, n_threads=nt, center=np.zeros(p))
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean
