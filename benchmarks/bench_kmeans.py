@@ -45,10 +45,11 @@ data and on blobs, the measurements behind the pruning entries of that table.
 
 --seeding times what a fit pays besides its iterations: k-means++ seeding
 (metriclust's, over the value order, against scikit-learn's kmeans_plusplus, on
-the same centred data, 2 + ln K candidates each) and a whole short fit
-(KMeans(K, n_init=1, max_iter=10, random_state=0), the default tol: seeding,
-the column mean and variance, the centred copy, ten iterations) against
-scikit-learn's same fit. Uniform data, shapes from --shapes or four defaults.
+the same centred data, 2 + ln K candidates each) and whole short fits
+(KMeans(K, n_init=1, max_iter=1 and 10, random_state=0), the default tol:
+seeding, the column mean and variance, the centred copy, one or ten
+iterations) against scikit-learn's same fits. Uniform data, shapes from
+--shapes or four defaults.
 
 --offsets times KMeans.predict on raw float64 rows far from the origin (d = 64,
 K = 32: the float32 screen's shape) against scikit-learn's predict with the

@@ -816,6 +816,17 @@ int ml_kmeans_sq_dist_to_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
                              const double *c, double *out, int n_threads);
 int ml_kmeans_sq_dist_to_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
                              const double *c, double *out, int n_threads);
+/* out = X - shift, row by row in X's precision (numpy's X - shift, bit for
+ * bit), and, where key is not NULL, key[i] = ||out_i||^2 in the arithmetic of
+ * ml_kmeans_sq_dist_to (so the same bits as it gives on out and a zero point):
+ * a fit's centered copy and its value order's key in one pass over X, on
+ * n_threads threads.  out must not overlap X. */
+int ml_kmeans_center_rows_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
+                              const double *shift, double *out, double *key,
+                              int n_threads);
+int ml_kmeans_center_rows_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
+                              const float *shift, float *out, double *key,
+                              int n_threads);
 /* Whether a k-means++ step with T candidates over rows of d values of
  * itemsize bytes should be given the scores workspace (ML_KM_PP_KEEP_SCORES). */
 int ml_kmeans_pp_keeps_scores(ptrdiff_t d, ptrdiff_t T, int itemsize);

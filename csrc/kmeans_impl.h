@@ -2669,6 +2669,30 @@ int FN(ml_kmeans_sq_dist_to)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
     return ML_OK;
 }
 
+int FN(ml_kmeans_center_rows)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
+                              const REAL *shift, REAL *out, double *key,
+                              int n_threads)
+{
+    if (n < 0 || d < 1) return ML_ERR_ARG;
+    double *zero = key ? calloc((size_t)d, sizeof(double)) : NULL;
+    if (key && !zero) return ML_ERR_ALLOC;
+    const ptrdiff_t chunk = 1024;  /* rows centered, then scored while in cache */
+    const ptrdiff_t nc = (n + chunk - 1) / chunk;
+    const int nt = ml_threads(n_threads);
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && n >= ML_KM_PAR_MIN_ROWS)
+    for (ptrdiff_t b = 0; b < nc; ++b) {
+        const ptrdiff_t lo = b * chunk, m = n - lo < chunk ? n - lo : chunk;
+        for (ptrdiff_t i = lo; i < lo + m; ++i)
+            for (ptrdiff_t j = 0; j < d; ++j) out[i * d + j] = X[i * d + j] - shift[j];
+        if (key) {
+            for (ptrdiff_t i = lo; i < lo + m; ++i) key[i] = INFINITY;
+            FN(pp_update)(out + lo * d, m, d, zero, key + lo, 1);
+        }
+    }
+    free(zero);
+    return ML_OK;
+}
+
 #undef KM_PP_LANES
 #undef FN
 #undef KM_ALIGN64

@@ -69,6 +69,41 @@ int ml_cluster_sums_##SUFFIX(const REAL *X, ptrdiff_t n, ptrdiff_t p,          \
 DEFINE_CLUSTER_SUMS(f64, double)
 DEFINE_CLUSTER_SUMS(f32, float)
 
+/* Clang contracts a * b + c inside one expression unless told not to. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+#define DEFINE_COLUMN_BLOCK_SUMS(SUFFIX, REAL)                                  \
+int ml_column_block_sums_##SUFFIX(const REAL *X, ptrdiff_t n, ptrdiff_t p,      \
+                                  ptrdiff_t block_rows, const double *center,   \
+                                  double *out, int n_threads) {                 \
+    if (n < 0 || p < 1 || block_rows < 1) return ML_ERR_ARG;                   \
+    const ptrdiff_t nb = n / block_rows + (n % block_rows != 0);               \
+    _Pragma("omp parallel for schedule(dynamic, 1) if(nb > 1 && n * p >= ML_SUM_MIN_PARALLEL) num_threads(ml_threads(n_threads))") \
+    for (ptrdiff_t b = 0; b < nb; ++b) {                                       \
+        double *ML_RESTRICT acc = out + b * p;                                 \
+        const ptrdiff_t end = n - b * block_rows < block_rows ? n : (b + 1) * block_rows; \
+        for (ptrdiff_t j = 0; j < p; ++j) acc[j] = 0.0;                        \
+        if (ml_interrupted()) continue;                                        \
+        for (ptrdiff_t i = b * block_rows; i < end; ++i) {                     \
+            const REAL *ML_RESTRICT x = X + i * p;                             \
+            if (center) {                                                      \
+                for (ptrdiff_t j = 0; j < p; ++j) {                            \
+                    const double u = (double)x[j] - center[j];                 \
+                    const double q = u * u;                                    \
+                    acc[j] += q;                                               \
+                }                                                              \
+            } else {                                                           \
+                for (ptrdiff_t j = 0; j < p; ++j) acc[j] += (double)x[j];      \
+            }                                                                  \
+        }                                                                      \
+    }                                                                          \
+    return ml_interrupted() ? ML_ERR_INTERRUPTED : ML_OK;                      \
+}
+
+DEFINE_COLUMN_BLOCK_SUMS(f64, double)
+DEFINE_COLUMN_BLOCK_SUMS(f32, float)
+
 int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,
                    ptrdiff_t ka, ptrdiff_t kb, int64_t *table) {
     if (n < 0 || ka <= 0 || kb <= 0) return ML_ERR_ARG;

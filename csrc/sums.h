@@ -24,6 +24,22 @@ int ml_value_range_f64(const double *x, ptrdiff_t n, double *lo, double *hi,
 int ml_value_range_f32(const float *x, ptrdiff_t n, double *lo, double *hi,
                        int *nan, int n_threads);
 
+/* The column moments of X a block of block_rows rows at a time (the last
+ * block shorter): out[b, j] (out is nb x p, nb = ceil(n / block_rows)) sums,
+ * from 0.0 and in row order, x[i, j] over block b's rows (center NULL) or
+ * (x[i, j] - center[j])^2, each term rounded in float64 before it is added
+ * (no contraction).  The chain of additions of each column is numpy's for
+ * block.sum(axis=0) on a C-ordered float64 block of two or more columns, and
+ * for (block - center)**2 the same, so the fit's centering keeps its bits.
+ * Blocks run on up to n_threads threads, each block on one: the result does
+ * not depend on the thread count. */
+int ml_column_block_sums_f64(const double *X, ptrdiff_t n, ptrdiff_t p,
+                             ptrdiff_t block_rows, const double *center,
+                             double *out, int n_threads);
+int ml_column_block_sums_f32(const float *X, ptrdiff_t n, ptrdiff_t p,
+                             ptrdiff_t block_rows, const double *center,
+                             double *out, int n_threads);
+
 /* table[a[i], b[i]] += 1 for i < n; table is ka x kb (zeroed here).
  * Codes must lie in [0, ka) and [0, kb). */
 int ml_contingency(const int64_t *a, const int64_t *b, ptrdiff_t n,

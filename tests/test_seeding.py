@@ -93,6 +93,68 @@ def test_value_order_is_the_argsort_of_the_distance_to_the_mean(weighted):
     np.testing.assert_array_equal(got, value_order(X, w, n_threads=1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 1023, 1025, 40_003])
+def test_center_rows_is_numpys_subtraction_and_the_value_orders_key(dtype, n):
+    # a fit's centered copy and its seeding's key in one pass: the copy is
+    # numpy's X - shift and the key sq_dist_to's squared norms, bit for bit,
+    # on any number of threads
+    rng = np.random.default_rng(n)
+    X = (rng.normal(size=(n, 5)) * [1.0, 1e3, 1e-3, 7.0, 1.0] + 40.0).astype(dtype)
+    X[0, 1] = -0.0
+    shift = X.mean(0, dtype=np.float64).astype(dtype)
+    want = X - shift
+    want_key = _kmeans.sq_dist_to(want, np.zeros(5))
+    for threads in (1, 2, 3):
+        got, key = _kmeans.center_rows(X, shift, True, threads)
+        assert got.dtype == X.dtype
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+        np.testing.assert_array_equal(key, want_key)
+    got, key = _kmeans.center_rows(X, shift)
+    assert key is None
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="shift has 4 entries"):
+        _kmeans.center_rows(X, shift[:4])
+
+
+def test_fit_seeds_over_the_value_order_of_its_centered_rows():
+    # the fit's seeds are kmeans_plusplus's on its centered copy, drawn over the
+    # order of that copy's squared norms (what value_order gives up to the
+    # rounding of the mean)
+    from metriclust._core.kmeans import _mean_and_variance, kmeans, kmeans_plusplus
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(5000, 3)) * [3.0, 1.0, 0.5] + 100.0
+    mean, _ = _mean_and_variance(X, with_variance=False)
+    Xc = X - mean
+    order = _kmeans.stable_order(_kmeans.sq_dist_to(Xc, np.zeros(3)))
+    seeds, _ = kmeans_plusplus(Xc, 6, random_state=np.random.default_rng(2), order=order)
+    fit = kmeans(X, 6, init=lambda *a, **k: seeds + mean, random_state=0, max_iter=5)
+    got = kmeans(X, 6, random_state=np.random.default_rng(2), max_iter=5)
+    np.testing.assert_array_equal(got.labels, fit.labels)
+    np.testing.assert_array_equal(got.centers, fit.centers)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 2, 999, 40_001])
+def test_unit_weights_draw_as_no_weights(dtype, n):
+    # Without weights the first draw skips the running sum of n ones (exact
+    # integers: the search lands at floor(u n)); the seeds must be those of
+    # sample_weight=ones, which builds it, bit for bit.
+    from metriclust._core.kmeans import kmeans_plusplus
+
+    X = np.random.default_rng(n).normal(size=(n, 4)).astype(dtype)
+    k = min(n, 6)
+    for seed in range(8):
+        a = kmeans_plusplus(X, k, random_state=seed)
+        b = kmeans_plusplus(X, k, sample_weight=np.ones(n), random_state=seed)
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(a[0], b[0])
+        f = farthest_first(X, k, random_state=seed)[1]
+        np.testing.assert_array_equal(f, farthest_first(X, k, sample_weight=np.ones(n),
+                                                        random_state=seed)[1])
+
+
 def _pp_step_by_hand(X, w, cand, closest, block=2048):
     """k-means++'s step as the C core defines it, one float64 operation at a time:
     per row the squared distance summed in coordinate order, the min with closest,
@@ -234,3 +296,27 @@ def test_column_moments_are_the_block_sums_bit_for_bit(shape, dtype, weighted):
     mean, var = _mean_and_variance(X, w)
     np.testing.assert_array_equal(mean.view(np.uint64), want_mean.view(np.uint64))
     np.testing.assert_array_equal(var.view(np.uint64), (acc2 / total).view(np.uint64))
+
+
+def test_column_block_sums_on_threads_and_their_checks():
+    # the blocks run on threads, each summed on one: the same bits on any number;
+    # the block function the streaming paths call gives the same rows
+    from metriclust._core.kmeans import _column_sums_block, _squared_deviation_sums_block
+    from metriclust._kernels import _sums
+
+    X = np.random.default_rng(0).normal(size=(300_001, 9)) * 1e4
+    c = X.mean(0)
+    for center in (None, c):
+        one = _sums.column_block_sums(X, 65536, center, n_threads=1)
+        assert one.shape == (5, 9)
+        for threads in (2, 3):
+            np.testing.assert_array_equal(_sums.column_block_sums(X, 65536, center, threads), one)
+    np.testing.assert_array_equal(_column_sums_block(X[65536:131072], None),
+                                  _sums.column_block_sums(X, 65536)[1])
+    np.testing.assert_array_equal(_squared_deviation_sums_block(X[262144:], None, c),
+                                  _sums.column_block_sums(X, 65536, c)[4])
+    with pytest.raises(ValueError, match="block_rows must be positive"):
+        _sums.column_block_sums(X, 0)
+    with pytest.raises(ValueError, match="center has 8 entries"):
+        _sums.column_block_sums(X, 100, c[:8])
+    assert _sums.column_block_sums(X[:0], 100).shape == (0, 9)

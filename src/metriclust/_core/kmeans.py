@@ -42,6 +42,7 @@ import numbers
 import numpy as np
 
 from .._kernels import _kmeans as _k
+from .._kernels import _sums
 from .._kernels._kmeans1d import kmeans1d_columns as _kmeans1d_columns
 from .threads import effective_n_threads, single_blas_thread
 from .validation import check_random_state
@@ -143,12 +144,12 @@ def center_distances(X, centers, *, squared=False, shift=None, block_rows=4096):
     return out
 
 
-def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None, center=None):
+def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None):
     """A permutation of the rows of X that depends on their values only: by
     squared distance to the weighted mean of X, computed in float64 in C (the
     arithmetic of k-means++'s distances), ties kept in their order in X.
-    ``center``, if given, stands for that mean (a caller that has it, such as a
-    fit whose X is already centered, saves a pass over X).
+    (A fit orders its centered copy by the rows' squared norms, made as it
+    centers them: ``_k.center_rows``.)
 
     Draws made by inverse CDF over this order land on the same row values
     whatever the order of the rows, and an integer weight draws like as many
@@ -157,14 +158,9 @@ def value_order(X, sample_weight=None, *, block_rows=65536, n_threads=None, cent
     stays so too (up to rounding). Distinct rows tie only when equidistant
     from the mean (symmetric designs): there the order of X decides.
     """
-    if center is None:
-        center, _ = _mean_and_variance(X, sample_weight, with_variance=False,
-                                       block_rows=block_rows)
-    center = np.ascontiguousarray(center, dtype=np.float64)
-    if center.shape != (X.shape[1],):
-        raise ValueError(f"center must have shape ({X.shape[1]},), got {center.shape}")
+    mean, _ = _mean_and_variance(X, sample_weight, with_variance=False, block_rows=block_rows)
     nt = effective_n_threads(n_threads)
-    return _k.stable_order(_k.sq_dist_to(X, center, nt), nt)
+    return _k.stable_order(_k.sq_dist_to(X, mean, nt), nt)
 
 
 def _draw(cum, order, u):
@@ -313,6 +309,13 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     n, p = X.shape
     wd = None if w is None else np.asarray(w, dtype=np.float64)
     total = float(n) if wd is None else float(wd.sum())
+    if wd is None and _in_c(X):
+        # every block's sums at once, on threads, then added in block order:
+        # the bits of the loop below
+        mean = _add_in_order(_sums.column_block_sums(X, block_rows)) / total
+        if not with_variance:
+            return mean, None
+        return mean, _add_in_order(_sums.column_block_sums(X, block_rows, mean)) / total
     blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
     acc = np.zeros(p)
     for b in blocks:
@@ -325,6 +328,21 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     for b in blocks:
         acc += _squared_deviation_sums_block(X[b], None if wd is None else wd[b], mean, buf)
     return mean, acc / total
+
+
+def _add_in_order(rows):
+    acc = np.zeros(rows.shape[1])
+    for r in rows:
+        acc += r
+    return acc
+
+
+def _in_c(block):
+    """Whether the C block sums (``_sums.column_block_sums``) reproduce numpy's
+    for ``block``: a C-ordered float block of rows of two or more columns, which
+    numpy sums over axis 0 row after row (one column it sums pairwise)."""
+    return (block.ndim == 2 and block.shape[0] > 0 and block.shape[1] >= 2
+            and block.dtype in (np.float32, np.float64) and block.flags.c_contiguous)
 
 
 def _block_buffer(X, block_rows):
@@ -340,6 +358,8 @@ def _block_buffer(X, block_rows):
 # module's _mean_and_variance and value_order; the blockwise and Dask paths of
 # ``streaming`` map them over their blocks, so the centering is bit-identical).
 def _column_sums_block(block, w):
+    if w is None and _in_c(block):
+        return _sums.column_block_sums(block, block.shape[0], n_threads=1)[0]
     rows = block.astype(np.float64, copy=False)
     return rows.sum(axis=0) if w is None else np.asarray(w, np.float64) @ rows
 
@@ -347,6 +367,8 @@ def _column_sums_block(block, w):
 def _squared_deviation_sums_block(block, w, mean, buf=None):
     """Column sums of (block - mean)**2 in float64 (``w``: weighted), as numpy sums
     ``(block.astype(float64) - mean) ** 2`` over axis 0."""
+    if w is None and _in_c(block):
+        return _sums.column_block_sums(block, block.shape[0], mean, n_threads=1)[0]
     if buf is None or w is not None or block.ndim != 2 or block.shape[1] < 2 \
             or not block.flags.c_contiguous:
         dev = np.subtract(block, mean, dtype=np.float64)
@@ -493,16 +515,19 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     # weights here; the two agree for unit weights), and summed in float64.
     mean, var = _mean_and_variance(X, w, with_variance=tol > 0 and convergence == "center_shift")
     X_mean = mean.astype(X.dtype)
-    Xc = X - X_mean
+    # the seeding's row order (one sort for all n_init runs) is by distance to
+    # the mean: its key is the centered rows' squared norms, made in the same pass
+    seeded = isinstance(init, str) and init in ("k-means++", "farthest")
+    if p > 0:
+        Xc, key = _k.center_rows(X, X_mean, seeded, nt)
+    else:
+        Xc, key = X - X_mean, np.zeros(n)
     abs_tol = float(np.mean(var) * tol) if var is not None else 0.0
     run = _runner(algorithm, p, n_clusters)
 
     best = None
     with _blas_guard(p, n_clusters):
-        order = None   # the seeding's row order: one sort for all n_init runs
-        if isinstance(init, str) and init in ("k-means++", "farthest"):
-            # Xc is centered on the weighted mean already: measure from 0
-            order = value_order(Xc, n_threads=nt, center=np.zeros(p))
+        order = _k.stable_order(key, nt) if seeded else None
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean

@@ -13,6 +13,7 @@ Public functions:
    pp_step            -- one k-means++ step over candidate rows
    pp_keeps_scores    -- whether a k-means++ step should be given its scores workspace
    sq_dist_to         -- squared distances of every row to one point (the value order's key)
+   center_rows        -- X - shift, and the squared norms of its rows, in one pass
    stable_order       -- argsort(kind="stable") of non-negative float64 keys (radix)
    ordered_cumsum     -- np.cumsum(w * v[order]) without its temporaries
    kernel, uses_gemm, prefers_pruning, simd_level, wide_vectors
@@ -45,6 +46,12 @@ cdef extern from "kmeans.h" nogil:
     int ml_kmeans_pp_keeps_scores(Py_ssize_t d, Py_ssize_t T, int itemsize)
     int ml_kmeans_sq_dist_to_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
                                  const double *c, double *out, int n_threads)
+    int ml_kmeans_center_rows_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
+                                  const double *shift, double *out, double *key,
+                                  int n_threads)
+    int ml_kmeans_center_rows_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
+                                  const float *shift, float *out, double *key,
+                                  int n_threads)
     int ml_kmeans_sq_dist_to_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
                                  const double *c, double *out, int n_threads)
 
@@ -475,6 +482,38 @@ def sq_dist_to(const real[:, ::1] X, const double[::1] point, int n_threads=0):
             status = ml_kmeans_sq_dist_to_f32(&X[0, 0], n, d, &point[0], &ov[0], n_threads)
     _raise(status, "sq_dist_to")
     return out
+
+
+def center_rows(const real[:, ::1] X, const real[::1] shift, bint with_key=False,
+                int n_threads=0):
+    """``(X - shift, key)``: the rows of X less ``shift`` (X's dtype, numpy's
+    arithmetic, on threads) and, with ``with_key``, their squared norms as
+    ``sq_dist_to(X - shift, 0)`` computes them (float64), else None."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
+    if d < 1:
+        raise ValueError(f"X must have at least one column, got shape ({n}, {d})")
+    if shift.shape[0] != d:
+        raise ValueError(f"shift has {shift.shape[0]} entries, X has {d} columns")
+    out = np.empty((n, d), dtype=np.float64 if real is double else np.float32)
+    key = np.empty(n) if with_key else None
+    if n == 0:
+        return out, key
+    cdef real[:, ::1] ov = out
+    cdef double[::1] kv
+    cdef double *kp = NULL
+    if with_key:
+        kv = key
+        kp = &kv[0]
+    cdef int status
+    with nogil:
+        if real is double:
+            status = ml_kmeans_center_rows_f64(&X[0, 0], n, d, &shift[0], &ov[0, 0], kp,
+                                               n_threads)
+        else:
+            status = ml_kmeans_center_rows_f32(&X[0, 0], n, d, &shift[0], &ov[0, 0], kp,
+                                               n_threads)
+    _raise(status, "center_rows")
+    return out, key
 
 
 def pp_keeps_scores(Py_ssize_t n_features, Py_ssize_t n_candidates, dtype):

@@ -6,6 +6,7 @@ Public classes and functions:
 
    cluster_sums  -- per-cluster row sums (float64)
    value_range   -- the smallest and largest value and whether any is NaN, in one pass
+   column_block_sums -- column sums (or squared deviations) per block of rows, in row order
    contingency   -- the contingency table of two labelings
    MIN_PARALLEL  -- entries (n p) below which the sums run on one thread
 """
@@ -32,6 +33,12 @@ cdef extern from "sums.h" nogil:
                             int n_threads)
     int ml_contingency(const int64_t *a, const int64_t *b, Py_ssize_t n,
                        Py_ssize_t ka, Py_ssize_t kb, int64_t *table)
+    int ml_column_block_sums_f64(const double *X, Py_ssize_t n, Py_ssize_t p,
+                                 Py_ssize_t block_rows, const double *center,
+                                 double *out, int n_threads)
+    int ml_column_block_sums_f32(const float *X, Py_ssize_t n, Py_ssize_t p,
+                                 Py_ssize_t block_rows, const double *center,
+                                 double *out, int n_threads)
     int ml_value_range_f64(const double *x, Py_ssize_t n, double *lo, double *hi,
                            int *nan, int n_threads)
     int ml_value_range_f32(const float *x, Py_ssize_t n, double *lo, double *hi,
@@ -100,3 +107,39 @@ def value_range(const real[::1] x, int n_threads=0):
             status = ml_value_range_f32(&x[0], n, &lo, &hi, &nan, n_threads)
     check_status(status, "value_range")
     return lo, hi, bool(nan)
+
+
+def column_block_sums(const real[:, ::1] X, Py_ssize_t block_rows, center=None,
+                      int n_threads=0):
+    """The (n_blocks, p) float64 column sums of X per block of ``block_rows`` rows
+    (the last one shorter), each summed from 0 in row order; with ``center``
+    (float64, p), the sums of ``(x - center) ** 2``. Blocks run on threads, the
+    same bits on any number (csrc/sums.h)."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1]
+    if p < 1:
+        raise ValueError(f"X must have at least one column, got shape ({n}, {p})")
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be positive, got {block_rows}")
+    cdef const double[::1] c
+    cdef const double *cp = NULL
+    if center is not None:
+        c = np.ascontiguousarray(center, dtype=np.float64)
+        if c.shape[0] != p:
+            raise ValueError(f"center has {c.shape[0]} entries, X has {p} columns")
+        cp = &c[0]
+    out = np.empty((n // block_rows + (n % block_rows != 0), p))
+    if n == 0:
+        return out
+    cdef double[:, ::1] ov = out
+    cdef int status
+    cdef bint entered = interrupt_enter()
+    with nogil:
+        if real is double:
+            status = ml_column_block_sums_f64(&X[0, 0], n, p, block_rows, cp, &ov[0, 0],
+                                              n_threads)
+        else:
+            status = ml_column_block_sums_f32(&X[0, 0], n, p, block_rows, cp, &ov[0, 0],
+                                              n_threads)
+    interrupt_leave(entered, status)
+    check_status(status, "column_block_sums")
+    return out
