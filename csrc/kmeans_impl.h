@@ -2684,10 +2684,7 @@ int FN(ml_kmeans_center_rows)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
         const ptrdiff_t lo = b * chunk, m = n - lo < chunk ? n - lo : chunk;
         for (ptrdiff_t i = lo; i < lo + m; ++i)
             for (ptrdiff_t j = 0; j < d; ++j) out[i * d + j] = X[i * d + j] - shift[j];
-        if (key) {
-            for (ptrdiff_t i = lo; i < lo + m; ++i) key[i] = INFINITY;
-            FN(pp_update)(out + lo * d, m, d, zero, key + lo, 1);
-        }
+        if (key) FN(ml_kmeans_sq_dist_to)(out + lo * d, m, d, zero, key + lo, 1);
     }
     free(zero);
     return ML_OK;

@@ -277,9 +277,9 @@ def test_ordered_cumsum_checks_its_arguments():
 def test_column_moments_are_the_block_sums_bit_for_bit(shape, dtype, weighted):
     """The mean and the variance behind ``tol`` (and the centering of every fit):
     numpy's sums of float64 blocks of 65,536 rows, the blocks added in order. The
-    in-memory path sums each block's squared deviations a 1 MiB piece at a time
-    (``_squared_deviation_sums_block``); the blockwise and Dask paths, which
-    share the block functions, sum them whole: the same bits either way."""
+    in-memory path sums all blocks at once on threads in C (unweighted, two or
+    more columns); the blockwise and Dask paths call the block functions, which
+    use the same C code block by block: the same bits either way."""
     from metriclust._core.kmeans import _mean_and_variance
     rng = np.random.default_rng(shape[1])
     X = (rng.normal(size=shape) * np.logspace(-3, 3, shape[1]) + 1e3).astype(dtype)

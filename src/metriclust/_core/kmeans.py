@@ -309,32 +309,23 @@ def _mean_and_variance(X, w=None, *, with_variance=True, block_rows=65536):
     n, p = X.shape
     wd = None if w is None else np.asarray(w, dtype=np.float64)
     total = float(n) if wd is None else float(wd.sum())
-    if wd is None and _in_c(X):
-        # every block's sums at once, on threads, then added in block order:
-        # the bits of the loop below
-        mean = _add_in_order(_sums.column_block_sums(X, block_rows)) / total
-        if not with_variance:
-            return mean, None
-        return mean, _add_in_order(_sums.column_block_sums(X, block_rows, mean)) / total
     blocks = [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)]
-    acc = np.zeros(p)
-    for b in blocks:
-        acc += _column_sums_block(X[b], None if wd is None else wd[b])
-    mean = acc / total
-    if not with_variance:
-        return mean, None
-    acc = np.zeros(p)
-    buf = _block_buffer(X, block_rows)
-    for b in blocks:
-        acc += _squared_deviation_sums_block(X[b], None if wd is None else wd[b], mean, buf)
-    return mean, acc / total
 
+    def column_sums(mean):  # mean None: of X, else of (X - mean)**2
+        if wd is None and _in_c(X):   # every block's sums at once, on threads
+            parts = _sums.column_block_sums(X, block_rows, mean)
+        elif mean is None:
+            parts = [_column_sums_block(X[b], None if wd is None else wd[b]) for b in blocks]
+        else:
+            parts = [_squared_deviation_sums_block(X[b], None if wd is None else wd[b], mean)
+                     for b in blocks]
+        acc = np.zeros(p)
+        for part in parts:   # the blocks added in order
+            acc += part
+        return acc
 
-def _add_in_order(rows):
-    acc = np.zeros(rows.shape[1])
-    for r in rows:
-        acc += r
-    return acc
+    mean = column_sums(None) / total
+    return mean, (column_sums(mean) / total if with_variance else None)
 
 
 def _in_c(block):
@@ -343,15 +334,6 @@ def _in_c(block):
     numpy sums over axis 0 row after row (one column it sums pairwise)."""
     return (block.ndim == 2 and block.shape[0] > 0 and block.shape[1] >= 2
             and block.dtype in (np.float32, np.float64) and block.flags.c_contiguous)
-
-
-def _block_buffer(X, block_rows):
-    """The float64 workspace of ``_squared_deviation_sums_block`` for the blocks
-    of X: about 1 MiB of rows, reused, where a block's deviations in one piece
-    would be 32 MiB at 64 float64 columns (which glibc maps and unmaps block after
-    block, paying page faults, and which no cache holds)."""
-    n, p = X.shape
-    return np.empty((min(max(1, 2**17 // max(p, 1)), block_rows, n) + 1, p))
 
 
 # The column moments of one block of rows, in the order every path sums them (this
@@ -364,31 +346,14 @@ def _column_sums_block(block, w):
     return rows.sum(axis=0) if w is None else np.asarray(w, np.float64) @ rows
 
 
-def _squared_deviation_sums_block(block, w, mean, buf=None):
+def _squared_deviation_sums_block(block, w, mean):
     """Column sums of (block - mean)**2 in float64 (``w``: weighted), as numpy sums
     ``(block.astype(float64) - mean) ** 2`` over axis 0."""
     if w is None and _in_c(block):
         return _sums.column_block_sums(block, block.shape[0], mean, n_threads=1)[0]
-    if buf is None or w is not None or block.ndim != 2 or block.shape[1] < 2 \
-            or not block.flags.c_contiguous:
-        dev = np.subtract(block, mean, dtype=np.float64)
-        dev *= dev
-        return dev.sum(axis=0) if w is None else np.asarray(w, np.float64) @ dev
-    # numpy sums axis 0 of a C-ordered array of 2 or more columns row after row:
-    # the block is summed a piece of buf at a time, each piece behind the sum so
-    # far (buf[0]), so the chain of additions, and every bit, is the whole block's.
-    step, total = buf.shape[0] - 1, None
-    for lo in range(0, block.shape[0], step):
-        hi = min(lo + step, block.shape[0])
-        dev = buf[1:hi - lo + 1]
-        np.subtract(block[lo:hi], mean, out=dev, dtype=np.float64)
-        dev *= dev
-        if total is None:
-            total = dev.sum(axis=0)
-        else:
-            buf[0] = total
-            total = buf[:hi - lo + 1].sum(axis=0)
-    return total
+    dev = np.subtract(block, mean, dtype=np.float64)
+    dev *= dev
+    return dev.sum(axis=0) if w is None else np.asarray(w, np.float64) @ dev
 
 
 def kmeans_columns_1d(X, columns, init, *, max_iter=300, tol=1e-4, return_labels=False,
