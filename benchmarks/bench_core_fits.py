@@ -23,6 +23,11 @@ versions whose defaults differ run the same algorithm:
   ``kmeans_d64``: ``KMeans(32, n_init=1, max_iter=20, random_state=0)`` on 1e6 x 64
   uniform float64 (512 MB: the seeding and the per-fit passes over X, the mean,
   the variance behind ``tol`` and the centred copy, weigh more than at d = 20).
+- Pruned float64 fits, ``n_init=1, max_iter=30, tol=0``, K = 256: ``kmeans_elkan_f64``,
+  ``algorithm="elkan"`` on 2e5 x 64 float64 Gaussian blobs (256 of them, unit spread,
+  means at scale 4: where the bounds keep pruning), and ``kmeans_auto_f64``,
+  ``algorithm="auto"`` (which prunes there) on 2e5 x 32 uniform float64 (where the
+  bounds stop paying after a few passes).
 
 A second child per version and fit runs the same warm fit under ``cProfile`` and
 reports the seconds spent in calls into ``metriclust._core.kmeans`` from
@@ -30,7 +35,8 @@ outside it (the k-means core and its Python driver; present in every version),
 so the table says how much of each fit the core is.
 
 Usage: python benchmarks/bench_core_fits.py --python OLD/bin/python NEW/bin/python
-           [--repeats 3] [--fits cpcm cpcm_kmeans cpduml kmeans kmeans_k256 kmeans_d64]
+           [--repeats 3] [--fits cpcm cpcm_kmeans cpduml kmeans kmeans_k256 kmeans_d64
+                  kmeans_elkan_f64 kmeans_auto_f64]
 """
 
 import _common  # noqa: F401  (first: OpenMP wait policy)
@@ -55,6 +61,16 @@ def make_fit(name):
         if name == "kmeans_d64":
             X = np.random.default_rng(0).random((1_000_000, 64))
             return X, KMeans(32, n_init=1, max_iter=20, random_state=0)
+        if name == "kmeans_elkan_f64":
+            rng = np.random.default_rng(0)
+            means = rng.normal(scale=4.0, size=(256, 64))
+            X = means[rng.integers(256, size=200_000)] + rng.normal(size=(200_000, 64))
+            return X, KMeans(256, n_init=1, max_iter=30, tol=0.0, algorithm="elkan",
+                             random_state=0)
+        if name == "kmeans_auto_f64":
+            X = np.random.default_rng(0).random((200_000, 32))
+            return X, KMeans(256, n_init=1, max_iter=30, tol=0.0, algorithm="auto",
+                             random_state=0)
         X, _ = _common.cpcm_data(1_000_000)
         return X, KMeans(5, n_init=1, random_state=0)
     if name.startswith("cpcm"):
@@ -103,7 +119,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", nargs="+", default=[sys.executable])
     ap.add_argument("--repeats", type=int, default=3)
-    fits = ["cpcm", "cpcm_kmeans", "cpduml", "kmeans", "kmeans_k256", "kmeans_d64"]
+    fits = ["cpcm", "cpcm_kmeans", "cpduml", "kmeans", "kmeans_k256", "kmeans_d64",
+            "kmeans_elkan_f64", "kmeans_auto_f64"]
     ap.add_argument("--fits", nargs="+", default=fits, choices=fits)
     ap.add_argument("--child", nargs=2, metavar=("FIT", "PROFILE"))
     args = ap.parse_args()

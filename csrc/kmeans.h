@@ -678,10 +678,14 @@ int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
  * (-1 where the centers are out of float32's range; meaningful where
  * settled), settled[i] 1 where the
  * bound proves it is the float64 kernel's label, 0 where the row would be
- * re-scored in float64.  One thread. */
+ * re-scored in float64; margin (or NULL) the bound's lower bound on a
+ * settled row's squared distance to its second nearest center less that to
+ * its nearest, within a relative 2^-53 (the pruned pass's second bound:
+ * screen_pruned), -inf where not settled.  One thread. */
 int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
                                const double *centers, ptrdiff_t K,
-                               int64_t *labels, unsigned char *settled);
+                               int64_t *labels, unsigned char *settled,
+                               double *margin);
 
 /* Whether algorithm="auto" should prune (ml_kmeans_hamerly) for (d, K). */
 int ml_kmeans_prefers_pruning(ptrdiff_t d, ptrdiff_t K);

@@ -1108,7 +1108,9 @@ typedef struct {
     ptrdiff_t per_thread;
     const REAL *shift;    /* d: subtracted from every row first, or NULL */
 #if KM_SCREEN
-    /* The float32 screen of the unpruned passes (ml_kmeans_screens). */
+    /* The float32 screen of the passes (ml_kmeans_screens): of every row
+     * (screen_rows), or of the rows a pruned pass's bounds leave open
+     * (screen_pruned). */
     km_screen_fn screen;  /* its kernel, or NULL: no screen */
     ptrdiff_t sw, snb;    /* its block width and block count */
     float *ct32;          /* snb x (d + 1) x sw: the packed centers, float32 */
@@ -1297,9 +1299,9 @@ static int FN(work_init)(FN(km_work) *ws, ptrdiff_t n, ptrdiff_t d,
         return ML_ERR_ALLOC;
     }
 #if KM_SCREEN
-    /* The float32 screen of the unpruned passes, where ml_kmeans_screens
-     * says it serves; a pruned fit has it from the start too, for the passes
-     * after it drops its bounds (lloyd_step). */
+    /* The float32 screen of the passes, where ml_kmeans_screens says it
+     * serves: unpruned (screen_rows), and the open rows of pruned ones
+     * (screen_pruned). */
     if (ws->lanes && ml_kmeans_screens(d, K, method, gemm != NULL, (int)sizeof(REAL)) &&
         FN(screen_init)(ws) != ML_OK) {
         FN(work_free)(ws);
@@ -1608,9 +1610,47 @@ static double FN(bounds_probe)(const km_bounds *hs, const REAL *X, ptrdiff_t n,
     return seen ? (double)open / (double)seen : 0.0;
 }
 
+/* The rows of one chunk that the bounds leave open: their indices (into
+ * the chunk) in open[], their count returned, and the rows to score in *R
+ * (*mr of them): the chunk itself when most rows are open (a row's scores do
+ * not depend on the rows beside it), else the open rows gathered into s->gx.
+ * newlab gets the old labels, which the settled rows keep. */
+static ptrdiff_t FN(open_rows)(km_bounds *hs, const REAL *Xc, ptrdiff_t i0,
+                               ptrdiff_t m, ptrdiff_t d, const REAL *C,
+                               FN(km_scratch) *sc, const int32_t *L,
+                               int32_t *newlab, ptrdiff_t *open,
+                               const REAL **R, ptrdiff_t *mr)
+{
+    memcpy(newlab, L, (size_t)m * sizeof(int32_t));
+    const ptrdiff_t no = FN(bounds_filter)(hs, Xc, i0, m, d, C, L, open);
+    *R = Xc;
+    *mr = m;
+    if (no == 0 || 2 * no > m) return no;
+    for (ptrdiff_t g = 0; g < no; ++g) {
+        const REAL *x = Xc + open[g] * d;
+        REAL *y = sc->gx + g * d;
+        for (ptrdiff_t j = 0; j < d; ++j) y[j] = x[j];
+    }
+    *R = sc->gx;
+    *mr = no;
+    return no;
+}
+
+/* Row i's bounds from its best and second best scores (||x - c||^2 -
+ * ||x||^2, as computed), widened by their rounding. */
+static ML_ALWAYS_INLINE void FN(bounds_reset)(km_bounds *hs, ptrdiff_t i,
+                                              double best, double best2)
+{
+    const double xx = hs->xn[i] * hs->xn[i], e = hs->xn[i] + hs->R;
+    const double err = hs->gamma * e * e;
+    const double d1 = best + xx + err, d2 = best2 + xx - err;
+    hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + ML_KM_BOUND_SLACK);
+    hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + ML_KM_BOUND_SLACK);
+}
+
 /* Assignment of one chunk: all rows (hs == NULL), or only the rows the
- * bounds leave open, gathered into s->gx; their bounds are reset from the
- * best and second best scores.  Returns the number of rows scored. */
+ * bounds leave open (open_rows); their bounds are reset from the best and
+ * second best scores.  Returns the number of rows scored. */
 static ptrdiff_t FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
                                  const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
                                  const REAL *C, FN(km_scratch) *sc,
@@ -1620,32 +1660,16 @@ static ptrdiff_t FN(assign_rows)(const FN(km_work) *ws, km_bounds *hs,
         FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
         return m;
     }
-    const ptrdiff_t d = ws->d;
-    ptrdiff_t open[ML_KM_CHUNK];
+    ptrdiff_t open[ML_KM_CHUNK], mr;
     int32_t glab[ML_KM_CHUNK];
-    memcpy(newlab, L, (size_t)m * sizeof(int32_t));
-    const ptrdiff_t no = FN(bounds_filter)(hs, Xc, i0, m, d, C, L, open);
+    const REAL *R;
+    const ptrdiff_t no = FN(open_rows)(hs, Xc, i0, m, ws->d, C, sc, L, newlab, open, &R, &mr);
     if (no == 0) return 0;
-    /* Most rows open: assign the chunk in place (a row's scores do not
-     * depend on the rows beside it) rather than gather it. */
-    const int whole = 2 * no > m;
-    if (!whole) {
-        for (ptrdiff_t g = 0; g < no; ++g) {
-            const REAL *x = Xc + open[g] * d;
-            REAL *y = sc->gx + g * d;
-            for (ptrdiff_t j = 0; j < d; ++j) y[j] = x[j];
-        }
-    }
-    FN(assign_chunk)(ws, whole ? Xc : sc->gx, whole ? m : no, C, sc, glab, sc->best2);
+    FN(assign_chunk)(ws, R, mr, C, sc, glab, sc->best2);
     for (ptrdiff_t g = 0; g < no; ++g) {
-        const ptrdiff_t b = open[g], r = whole ? b : g, i = i0 + b;
-        const double xx = hs->xn[i] * hs->xn[i], e = hs->xn[i] + hs->R;
-        const double err = hs->gamma * e * e;
-        const double d1 = (double)sc->best[r] + xx + err;
-        const double d2 = (double)sc->best2[r] + xx - err;
+        const ptrdiff_t b = open[g], r = R == Xc ? b : g;
         newlab[b] = glab[r];
-        hs->u[i] = sqrt(d1 > 0 ? d1 : 0) * (1 + ML_KM_BOUND_SLACK);
-        hs->l[i] = sqrt(d2 > 0 ? d2 : 0) / (1 + ML_KM_BOUND_SLACK);
+        FN(bounds_reset)(hs, i0 + b, (double)sc->best[r], (double)sc->best2[r]);
     }
     return no;
 }
@@ -1733,13 +1757,19 @@ static long long km_screen_stats[5];
 #endif
 
 /* ok[b] = whether row b is settled: second - best > 2 E in float32's range
- * (the bound above; compiled per ISA level, vectorized over the rows). */
+ * (the bound above; compiled per ISA level, vectorized over the rows), and
+ * margin[b] <= (second - best - 2 E)(1 + 2^-53): for a settled row, below
+ * the squared distance to its second nearest center less that to its
+ * nearest by at most a relative 2^-53 (screen_pruned), since s32_k - E <=
+ * R_k <= s32_k + E for every k and the R_k differ by those squared
+ * distances' differences. */
 ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
                                          const float *ML_RESTRICT b32,
                                          const float *ML_RESTRICT s32,
                                          const double *ML_RESTRICT yn,
                                          const km_screen_bound *sb,
-                                         int64_t *ML_RESTRICT ok)
+                                         int64_t *ML_RESTRICT ok,
+                                         double *ML_RESTRICT margin)
 {
     const double slack = 1 + 0x1p-30, rd = sqrt((double)d);
     const double N = sb->N, M2 = sb->M2, N64 = sb->N64, M264 = sb->M264, tn = sb->tn;
@@ -1751,15 +1781,17 @@ ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
                           0x1p-149 * (rd * yl + a0)) * slack;
         const double gap = (double)s32[b] - (double)b32[b];
         ok[b] = (N + yl * (M2 + 1) < 0x1p120) & (gap > 2 * E);
+        /* gap may have been rounded up (a float32 difference in float64) */
+        margin[b] = gap * (1 - 0x1p-52) - 2 * E;
     }
 }
 
 /* The screen of one chunk: float32 labels of its m rows in newlab, and the
  * rows whose label the bound does not settle (indices into the chunk) in
- * open[], their count returned. */
+ * open[], their count returned; margin: screen_settled's. */
 static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
                                  ptrdiff_t m, unsigned char *sx,
-                                 int32_t *newlab, ptrdiff_t *open)
+                                 int32_t *newlab, ptrdiff_t *open, double *margin)
 {
     const ptrdiff_t d = ws->d;
     float *x32 = (float *)(sx + KM_SX_X32(d));
@@ -1767,7 +1799,7 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     double *yn = (double *)(sx + KM_SX_XN(d));
     ws->screen(Xc, ws->sb.r, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, yn);
     int64_t ok[ML_KM_CHUNK];
-    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok);
+    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin);
     ptrdiff_t no = 0;
     for (ptrdiff_t b = 0; b < m; ++b) {
         open[no] = b;
@@ -1792,7 +1824,8 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
     }
     REAL *gx = (REAL *)(sx + KM_SX_GX(d));
     ptrdiff_t open[ML_KM_CHUNK];
-    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open);
+    double margin[ML_KM_CHUNK];
+    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open, margin);
     KM_SCREEN_COUNT(0, 1);
     KM_SCREEN_COUNT(1, m);
     if (no == 0) {
@@ -1816,6 +1849,80 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
     int32_t glab[ML_KM_CHUNK];
     FN(assign_chunk)(ws, gx, no, C, sc, glab, NULL);
     for (ptrdiff_t t = 0; t < no; ++t) newlab[open[t]] = glab[t];
+}
+
+/* The pruned pass's assignment of one chunk through the screen: the rows
+ * the bounds leave open (open_rows) are screened; a settled row takes the
+ * screen's label (the float64 kernel's: screen_rows) and the bounds u =
+ * ||x - c_a|| and l = sqrt(u^2 + margin) <= the distance to any other center
+ * (screen_settled), each widened by ML_KM_BOUND_SLACK for its own rounding
+ * (the relative error of row_sq_dist and of the margin's last operations,
+ * below 1e-13 for d < 2^20); the other rows are gathered and scored by the
+ * float64 kernel, best and second best, as in assign_rows.  Returns the
+ * number of rows the bounds left open. */
+static ptrdiff_t FN(screen_pruned)(const FN(km_work) *ws, km_bounds *hs,
+                                   const REAL *Xc, ptrdiff_t i0, ptrdiff_t m,
+                                   const REAL *C, FN(km_scratch) *sc,
+                                   const int32_t *L, int32_t *newlab)
+{
+    const ptrdiff_t d = ws->d;
+    unsigned char *sx = sc->sx;
+    km_screen_state *st = (km_screen_state *)sx;
+    if (st->skip > 0) {
+        --st->skip;
+        KM_SCREEN_COUNT(4, 1);
+        return FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
+    }
+    ptrdiff_t open[ML_KM_CHUNK], redo[ML_KM_CHUNK], mr;
+    int32_t glab[ML_KM_CHUNK];
+    const REAL *R;
+    const ptrdiff_t no = FN(open_rows)(hs, Xc, i0, m, d, C, sc, L, newlab, open, &R, &mr);
+    if (no == 0) return 0;
+    float *x32 = (float *)(sx + KM_SX_X32(d));
+    float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
+    double *yn = (double *)(sx + KM_SX_XN(d));
+    REAL *gx = (REAL *)(sx + KM_SX_GX(d));
+    int64_t ok[ML_KM_CHUNK];
+    double margin[ML_KM_CHUNK];
+    ws->screen(R, ws->sb.r, mr, d, ws->ct32, ws->snb, x32, glab, b32, s32, yn);
+    FN(screen_settled)(mr, d, b32, s32, yn, &ws->sb, ok, margin);
+    const double slack = 1 + ML_KM_BOUND_SLACK;
+    ptrdiff_t nr = 0;
+    for (ptrdiff_t g = 0; g < no; ++g) {
+        const ptrdiff_t b = open[g], r = R == Xc ? b : g, i = i0 + b;
+        const REAL *x = R + r * d;
+        if (!ok[r]) {
+            memcpy(gx + nr * d, x, (size_t)d * sizeof(REAL));
+            redo[nr++] = b;
+            continue;
+        }
+        const int32_t a = glab[r];
+        const double u2 = FN(row_sq_dist)(x, C + (ptrdiff_t)a * d, d);
+        newlab[b] = a;
+        hs->u[i] = sqrt(u2) * slack;
+        /* margin <= 0 (a gap within 2^-52 of 2 E): no bound to keep */
+        hs->l[i] = margin[r] > 0 ? sqrt(u2 + margin[r]) / slack : 0;
+    }
+    KM_SCREEN_COUNT(0, 1);
+    KM_SCREEN_COUNT(1, mr);
+    KM_SCREEN_COUNT(2, nr);
+    if ((double)nr > ML_KM_SCREEN_MAX_OPEN * (double)no) {
+        /* The screen does not pay here: the next 2^fails - 1 chunks of this
+         * thread skip it (screen_rows). */
+        st->fails = st->fails < 30 ? st->fails + 1 : 30;
+        const long sk = (1L << st->fails) - 1;
+        st->skip = (int)(sk < ML_KM_SCREEN_MAX_SKIP ? sk : ML_KM_SCREEN_MAX_SKIP);
+        KM_SCREEN_COUNT(3, 1);
+    } else {
+        st->fails = 0;
+    }
+    if (nr == 0) return no;
+    FN(assign_chunk)(ws, gx, nr, C, sc, glab, sc->best2);
+    for (ptrdiff_t t = 0; t < nr; ++t) {
+        newlab[redo[t]] = glab[t];
+        FN(bounds_reset)(hs, i0 + redo[t], (double)sc->best[t], (double)sc->best2[t]);
+    }
+    return no;
 }
 #endif
 
@@ -1898,6 +2005,8 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
 #if KM_SCREEN
         else if (!hs && ws->screen && ws->s_on && sc->sx)
             FN(screen_rows)(ws, Xc, m, C, sc, newlab);
+        else if (hs && ws->screen && ws->s_on && sc->sx)
+            *opened += FN(screen_pruned)(ws, hs, Xc, i0, m, C, sc, L, newlab);
 #endif
         else
             *opened += FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
@@ -2410,7 +2519,8 @@ done:
 #if KM_SCREEN
 int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
                                const double *centers, ptrdiff_t K,
-                               int64_t *labels, unsigned char *settled)
+                               int64_t *labels, unsigned char *settled,
+                               double *margin)
 {
     if (n < 1 || d < 1 || K < 1 || K > INT32_MAX) return ML_ERR_ARG;
     FN(km_work) ws;
@@ -2424,13 +2534,18 @@ int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
         const ptrdiff_t m = n - i0 < ML_KM_CHUNK ? n - i0 : ML_KM_CHUNK;
         int32_t lab[ML_KM_CHUNK];
         ptrdiff_t open[ML_KM_CHUNK], no = m;
-        for (ptrdiff_t b = 0; b < m; ++b) { lab[b] = -1; open[b] = b; }
-        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open);
+        double mg[ML_KM_CHUNK];
+        for (ptrdiff_t b = 0; b < m; ++b) { lab[b] = -1; open[b] = b; mg[b] = -INFINITY; }
+        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open, mg);
         for (ptrdiff_t b = 0; b < m; ++b) {
             labels[i0 + b] = lab[b];
             settled[i0 + b] = 1;
+            if (margin) margin[i0 + b] = mg[b];
         }
-        for (ptrdiff_t t = 0; t < no; ++t) settled[i0 + open[t]] = 0;
+        for (ptrdiff_t t = 0; t < no; ++t) {
+            settled[i0 + open[t]] = 0;
+            if (margin) margin[i0 + open[t]] = -INFINITY;
+        }
     }
     FN(work_free)(&ws);
     return ML_OK;

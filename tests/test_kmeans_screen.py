@@ -112,12 +112,12 @@ def test_screen_settles_most_rows_on_benign_data(d):
         for kind in ("uniform", "blobs", "offset1e4"):
             X, C = _data(kind, _N, d, K, seed=d + K)
             ref, _ = _k.assign(X, C, "lanes", 1, False)
-            lab, settled = _k.screen_probe(X, C)
+            lab, settled, _ = _k.screen_probe(X, C)
             np.testing.assert_array_equal(lab[settled], ref[settled])
             assert settled.mean() > 0.9, (kind, K, settled.mean())
         for kind in ("offset1e8", "tiny", "huge"):
             X, C = _data(kind, _N, d, K, seed=d + K)
-            _, settled = _k.screen_probe(X, C)
+            _, settled, _ = _k.screen_probe(X, C)
             assert not settled.any(), kind
 
 
@@ -161,7 +161,7 @@ def test_screen_adversarial_near_ties(d, offset):
         ref, _ = _k.assign(X, C, "lanes", 1, False)
         for nt in (1, 2):
             np.testing.assert_array_equal(_k.assign(X, C, "screen", nt, False)[0], ref)
-        lab, settled = _k.screen_probe(X, C)
+        lab, settled, _ = _k.screen_probe(X, C)
         np.testing.assert_array_equal(lab[settled], ref[settled])
         # Rows whose two nearest centers are within 1e-9 of each other,
         # relative to the scores' scale about the centers' mean, where the
@@ -204,12 +204,12 @@ def test_screen_nonfinite_rows_and_centers():
     C = X[[1, 2, 3, 4, 6, 7, 8, 9]].copy()
     ref, _ = _k.assign(X, C, "lanes", 1, False)
     np.testing.assert_array_equal(_k.assign(X, C, "screen", 2, False)[0], ref)
-    _, settled = _k.screen_probe(X, C)
+    _, settled, _ = _k.screen_probe(X, C)
     assert not settled[[5, 300, 400, 401]].any() and settled.mean() > 0.5
     C[2, 0] = 1e39
     ref, _ = _k.assign(X, C, "lanes", 1, False)
     np.testing.assert_array_equal(_k.assign(X, C, "screen", 2, False)[0], ref)
-    lab, settled = _k.screen_probe(X, C)
+    lab, settled, _ = _k.screen_probe(X, C)
     assert not settled.any() and (lab == -1).all()
 
 
@@ -256,8 +256,70 @@ def test_screen_property_random_problems(n, d, K, scale, offset, ties, seed):
     X, C = X * scale + offset, C * scale + offset
     ref, _ = _k.assign(X, C, "lanes", 1, False)
     np.testing.assert_array_equal(_k.assign(X, C, "screen", 1, False)[0], ref)
-    lab, settled = _k.screen_probe(X, C)
+    lab, settled, _ = _k.screen_probe(X, C)
     np.testing.assert_array_equal(lab[settled], ref[settled])
+
+
+def _second_gap(X, C, lab):
+    """Squared distance of each row to its second nearest center less that
+    to center lab (in long double: the differences of float64 values exact,
+    their squares and sums to 2^-63), with the size of its rounding."""
+    Xl, Cl = X.astype(np.longdouble), C.astype(np.longdouble)
+    D = ((Xl[:, None, :] - Cl[None]) ** 2).sum(-1)
+    own = D[np.arange(len(X)), lab]
+    D[np.arange(len(X)), lab] = np.inf
+    other = D.min(1)
+    return other - own, 4 * X.shape[1] * 2.0 ** -63 * (other + own)
+
+
+@pytest.mark.parametrize("kind", _KINDS + ["ties0", "ties1e4"])
+@pytest.mark.parametrize("d", _DS)
+def test_screen_margin_bounds_the_second_gap(kind, d):
+    """The pruned pass keeps, for a row the screen settles, the lower bound
+    l^2 = ||x - c_a||^2 + margin on its squared distance to every other
+    center (screen_pruned): margin must not exceed the true gap (to 2^-52
+    relative), on every kind of data, near ties included. Not vacuous: on
+    benign data (uniform, blobs, 1e4 from the origin) the margin is most of
+    the gap for most settled rows, so the bound lets the next passes skip
+    rows."""
+    for K in _KS[1:]:
+        if kind.startswith("ties"):
+            X, C = _near_ties(d, K, seed=11 * d + K, offset=float(kind[4:]))
+        else:
+            X, C = _data(kind, _N, d, K, seed=3 * d + K)
+        lab, settled, margin = _k.screen_probe(X, C)
+        assert np.all(margin[~settled] == -np.inf)
+        if not settled.any():
+            continue
+        gap, err = _second_gap(X[settled], C, lab[settled])
+        m = margin[settled].astype(np.longdouble)
+        assert np.all(m <= gap * (1 + 2.0 ** -50) + err), (kind, K)
+        if kind in ("uniform", "blobs", "offset1e4"):
+            assert np.mean(m > gap / 2) > 0.8, (kind, K)
+
+
+@pytest.mark.parametrize("kind", _KINDS + ["ties0", "ties1e4"])
+@pytest.mark.parametrize("d", _DS)
+def test_screened_pruned_fit_equals_lloyd(kind, d):
+    """Pruned fits (Hamerly's bounds) whose open rows go through the screen,
+    forced ("screen") and as "auto" picks it, weighted and not, on 1, 2 and
+    3 threads: labels, center bits, inertia and n_iter are the unscreened,
+    unpruned float64 Lloyd's, after one pass, a few and to convergence. The
+    bounds the screen sets (margin above) decide which rows the later passes
+    skip, so a bound too tight on either side would change a label."""
+    for K in _KS:
+        if kind.startswith("ties"):
+            X, C = _near_ties(d, K, seed=13 * d + K, offset=float(kind[4:]))
+        else:
+            X, C = _data(kind, 3 * _N, d, K, seed=5 * d + K)
+        w = np.random.default_rng(K).uniform(0.5, 2.0, len(X))
+        for weights in (None, w):
+            for max_iter in (1, 3, 100):
+                ref = _lloyd(X, C, "lanes", 1, max_iter, weights)
+                for method, nt in (("screen", 1), ("screen", 2), ("auto", 3)):
+                    Cb = C.copy()
+                    got = _k.hamerly(X, weights, Cb, max_iter, 0.0, method, nt)
+                    _same_run((got[0], Cb) + tuple(got[1:]), ref)
 
 
 def test_screen_probe_arguments():

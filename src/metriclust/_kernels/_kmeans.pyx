@@ -40,7 +40,7 @@ cdef extern from "kmeans.h" nogil:
     int ml_kmeans_screens(Py_ssize_t d, Py_ssize_t K, int method, int have_gemm, int itemsize)
     int ml_kmeans_screen_probe_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
                                    const double *centers, Py_ssize_t K, int64_t *labels,
-                                   unsigned char *settled)
+                                   unsigned char *settled, double *margin)
     int ml_kmeans_simd_level()
     int ml_kmeans_wide_lanes()
     int ml_kmeans_pp_keeps_scores(Py_ssize_t d, Py_ssize_t T, int itemsize)
@@ -349,21 +349,27 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
 
 def screen_probe(const double[:, ::1] X, const double[:, ::1] centers):
     """Tests only: the float32 screen of one assignment of float64 rows, at any
-    shape. Returns ``(labels int64, settled bool)``: the float32 kernel's label
-    of each row (-1 where the centers are out of float32's range) and whether
-    the screen's bound proves it is the float64 kernel's (else the row is
-    re-scored in float64)."""
+    shape. Returns ``(labels int64, settled bool, margin float64)``: the
+    float32 kernel's label of each row (-1 where the centers are out of
+    float32's range), whether the screen's bound proves it is the float64
+    kernel's (else the row is re-scored in float64) and, for a settled row,
+    the lower bound the pruned pass keeps on its squared distance to the second
+    nearest center less that to the nearest (within a relative 2^-53; -inf
+    where not settled)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     _check_rows_centers(n, d, centers.shape[1], K)
     labels = np.empty(n, dtype=np.int64)
     settled = np.empty(n, dtype=np.uint8)
+    margin = np.empty(n, dtype=np.float64)
     cdef int64_t[::1] lv = labels
     cdef unsigned char[::1] sv = settled
+    cdef double[::1] mv = margin
     cdef int status
     with nogil:
-        status = ml_kmeans_screen_probe_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], &sv[0])
+        status = ml_kmeans_screen_probe_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], &sv[0],
+                                            &mv[0])
     _raise(status, "screen_probe")
-    return labels, settled.astype(bool)
+    return labels, settled.astype(bool), margin
 
 
 def assign_accumulate(const real[:, ::1] X, object sample_weight, const real[:, ::1] centers,
