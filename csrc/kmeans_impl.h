@@ -1808,6 +1808,22 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     return no;
 }
 
+/* Whether the screen failed on a chunk, no of its m rows left to re-score
+ * (more than ML_KM_SCREEN_MAX_OPEN of them): then the next 2^fails - 1
+ * chunks of this thread skip it. */
+static int FN(screen_backoff)(km_screen_state *st, ptrdiff_t no, ptrdiff_t m)
+{
+    if ((double)no <= ML_KM_SCREEN_MAX_OPEN * (double)m) {
+        st->fails = 0;
+        return 0;
+    }
+    st->fails = st->fails < 30 ? st->fails + 1 : 30;
+    const long sk = (1L << st->fails) - 1;
+    st->skip = (int)(sk < ML_KM_SCREEN_MAX_SKIP ? sk : ML_KM_SCREEN_MAX_SKIP);
+    KM_SCREEN_COUNT(3, 1);
+    return 1;
+}
+
 /* Labels of one chunk through the screen (the float64 kernel's, bit for
  * bit). */
 static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
@@ -1832,17 +1848,11 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
         st->fails = 0;
         return;
     }
-    if ((double)no > ML_KM_SCREEN_MAX_OPEN * (double)m) {
-        /* The screen does not pay here: the float64 kernel takes the chunk,
-         * and the next 2^fails - 1 chunks of this thread skip the screen. */
-        st->fails = st->fails < 30 ? st->fails + 1 : 30;
-        const long sk = (1L << st->fails) - 1;
-        st->skip = (int)(sk < ML_KM_SCREEN_MAX_SKIP ? sk : ML_KM_SCREEN_MAX_SKIP);
-        KM_SCREEN_COUNT(3, 1);
+    if (FN(screen_backoff)(st, no, m)) {
+        /* The screen does not pay here: the float64 kernel takes the chunk. */
         FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
         return;
     }
-    st->fails = 0;
     KM_SCREEN_COUNT(2, no);
     for (ptrdiff_t t = 0; t < no; ++t)
         memcpy(gx + t * d, Xc + open[t] * d, (size_t)d * sizeof(REAL));
@@ -1906,16 +1916,7 @@ static ptrdiff_t FN(screen_pruned)(const FN(km_work) *ws, km_bounds *hs,
     KM_SCREEN_COUNT(0, 1);
     KM_SCREEN_COUNT(1, mr);
     KM_SCREEN_COUNT(2, nr);
-    if ((double)nr > ML_KM_SCREEN_MAX_OPEN * (double)no) {
-        /* The screen does not pay here: the next 2^fails - 1 chunks of this
-         * thread skip it (screen_rows). */
-        st->fails = st->fails < 30 ? st->fails + 1 : 30;
-        const long sk = (1L << st->fails) - 1;
-        st->skip = (int)(sk < ML_KM_SCREEN_MAX_SKIP ? sk : ML_KM_SCREEN_MAX_SKIP);
-        KM_SCREEN_COUNT(3, 1);
-    } else {
-        st->fails = 0;
-    }
+    FN(screen_backoff)(st, nr, no);
     if (nr == 0) return no;
     FN(assign_chunk)(ws, gx, nr, C, sc, glab, sc->best2);
     for (ptrdiff_t t = 0; t < nr; ++t) {
