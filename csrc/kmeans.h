@@ -828,7 +828,7 @@ int ml_kmeans_sq_dist_to_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
  * bit), and, where key is not NULL, key[i] = ||out_i||^2 in the arithmetic of
  * ml_kmeans_sq_dist_to (so the same bits as it gives on out and a zero point):
  * a fit's centered copy and its value order's key in one pass over X, on
- * n_threads threads.  out must not overlap X. */
+ * n_threads threads.  out is X (centered in place) or does not overlap it. */
 int ml_kmeans_center_rows_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
                               const double *shift, double *out, double *key,
                               int n_threads);

@@ -1175,3 +1175,120 @@ def test_check_estimator_objective_stop():
     est = KMeans(convergence="objective")
     with pytest.warns(UserWarning, match="does not inherit"):
         check_estimator(est, expected_failed_checks=_expected_failed_checks(est))
+
+
+def _fit_pair(X, **kw):
+    """KMeans(copy_x=True) on a copy of X, and KMeans(copy_x=False) on X."""
+    a = KMeans(copy_x=True, **kw).fit(X.copy())
+    b = KMeans(copy_x=False, **kw).fit(X)
+    return a, b
+
+
+def _same_fit(a, b):
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.cluster_centers_.tobytes() == b.cluster_centers_.tobytes()
+    assert a.inertia_ == b.inertia_ and a.n_iter_ == b.n_iter_
+
+
+def _starts_from_rows(X, n_clusters, random_state):
+    return X[random_state.choice(len(X), n_clusters, replace=False)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_copy_x_false_centers_in_place_with_the_same_result(dtype):
+    """copy_x=False centers X itself (no copy) and puts the mean back: the
+    fit is copy_x=True's bit for bit, for every seeding (a callable init
+    still sees X as given), algorithm, weights, several starts and both
+    stopping rules; X is the same array afterwards, within a rounding of
+    (x - m) + m of what it was, and exactly so where that round trip is exact
+    (integer data with an integer mean)."""
+    rng = np.random.default_rng(3)
+    X0 = (blobs(3000, 5, 6, 1) + 1e3).astype(dtype)
+    w = rng.uniform(0.5, 2.0, len(X0))
+    seen = []
+
+    def init(X, n_clusters, random_state):
+        seen.append(float(X[:, 0].mean()))
+        return _starts_from_rows(X, n_clusters, random_state)
+
+    cases = [dict(init=i) for i in ("k-means++", "random", "farthest", X0[:6].copy(), init)]
+    cases += [dict(algorithm=a) for a in ("elkan", "auto", "online")]
+    cases += [dict(n_init=3, convergence="objective"), dict(n_init=2, tol=0.0, max_iter=5)]
+    for kw in cases:
+        for weights in (None, w):
+            X = X0.copy()
+            before = X.__array_interface__["data"][0]
+            a = KMeans(6, random_state=0, copy_x=True, **kw).fit(X0.copy(), sample_weight=weights)
+            b = KMeans(6, random_state=0, copy_x=False, **kw).fit(X, sample_weight=weights)
+            _same_fit(a, b)
+            assert X.__array_interface__["data"][0] == before
+            m = np.abs(X0.mean(0, dtype=np.float64))
+            assert np.all(np.abs(X - X0) <= np.spacing((np.abs(X0) + m).astype(dtype)))
+    assert len(seen) == 2 * 2 * 10 and min(seen) > 900  # 10 starts a fit, on X as given
+    Y = np.random.default_rng(5).integers(-50, 50, size=(1000, 4))
+    Xi = (np.vstack([Y, -Y]) + 7).astype(dtype)  # mean exactly 7: (x - m) + m is exact
+    X = Xi.copy()
+    _same_fit(KMeans(5, random_state=1).fit(Xi), KMeans(5, random_state=1, copy_x=False).fit(X))
+    assert X.tobytes() == Xi.tobytes()
+
+
+def test_copy_x_false_needs_no_copy_of_x():
+    """The point of copy_x=False: the fit allocates a small part of X's size
+    (traced numpy allocations: the seeding's per-row state, about ten doubles
+    a row here), where copy_x=True allocates a centered copy."""
+    import tracemalloc
+
+    X = np.random.default_rng(0).random((100_000, 64))
+    peaks = {}
+    for copy_x in (True, False):
+        KMeans(8, n_init=1, max_iter=3, random_state=0, copy_x=copy_x).fit(X[:1000].copy())
+        tracemalloc.start()
+        KMeans(8, n_init=1, max_iter=3, random_state=0, copy_x=copy_x).fit(X)
+        peaks[copy_x] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[True] > X.nbytes > 4 * peaks[False], peaks
+
+
+def test_copy_x_false_restores_x_on_error_and_leaves_other_x_alone(monkeypatch):
+    """X comes back (within rounding) when the fit fails after centering it;
+    a read-only X, an F-ordered one and integers are converted or copied
+    first and never written."""
+    from metriclust._core import kmeans as core
+
+    X0 = blobs(2000, 3, 4, 2) + 50.0
+    X = X0.copy()
+
+    def boom(Xc, *args, **kwargs):
+        assert abs(Xc[:, 0].mean()) < 1e-9  # X itself, centered
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(core, "_best_start", boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        KMeans(4, copy_x=False).fit(X)
+    np.testing.assert_allclose(X, X0, rtol=0, atol=1e-12)
+    monkeypatch.undo()
+    ro = X0.copy()
+    ro.flags.writeable = False
+    for Y in (ro, np.asfortranarray(X0), np.round(X0).astype(np.int64)):
+        Y0 = Y.copy()
+        _same_fit(KMeans(4, random_state=0).fit(Y0), KMeans(4, random_state=0, copy_x=False).fit(Y))
+        assert Y.tobytes() == Y0.tobytes()  # never written
+
+
+def test_center_rows_out_argument():
+    """center_rows writes into X itself (the same bits as into a new array)
+    or into a separate array of X's shape; a partial overlap or a wrong
+    shape is refused."""
+    X = np.random.default_rng(1).random((5000, 7)) + 3.0
+    shift = X.mean(0)
+    want, key = _k.center_rows(X, shift, True, 2)
+    Y = X.copy()
+    got, key2 = _k.center_rows(Y, shift, True, 2, Y)
+    assert got is Y and Y.tobytes() == want.tobytes() and key2.tobytes() == key.tobytes()
+    Z = np.empty_like(X)
+    assert _k.center_rows(X, shift, False, 2, Z)[0] is Z and Z.tobytes() == want.tobytes()
+    buf = np.empty((5001, 7))
+    with pytest.raises(ValueError, match="overlap"):
+        _k.center_rows(buf[1:], shift, False, 1, buf[:-1])
+    with pytest.raises(ValueError, match="shape"):
+        _k.center_rows(X, shift, False, 1, np.empty((4999, 7)))

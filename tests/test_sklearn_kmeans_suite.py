@@ -28,8 +28,6 @@ Not ported, and why:
   elkan test runs: the tests are parametrized over the algorithms KMeans
   accepts (``ALGORITHMS``: lloyd and elkan), ``test_kmeans_elkan_results``
   included.
-- ``copy_x``: there is no such parameter, X is never modified
-  (``test_kmeans_copyx`` checks that instead).
 - Private helpers with no counterpart (``_is_same_clustering``,
   ``_mini_batch_step``, ``_labels_inertia``, ``_init_centroids``, the
   ``_relocate_empty_clusters_*`` and ``_inertia_*`` wrappers): their tests are
@@ -287,11 +285,15 @@ def test_warning_n_init_precomputed_centers():
 
 
 def test_kmeans_copyx():
-    # There is no copy_x: X is never modified, even when it is already a
-    # C-contiguous float64 array that fit could center in place.
+    # Check that copy_x=False returns nearly equal X after de-centering (and,
+    # ours, that the default leaves a C-contiguous float64 X untouched).
     my_X = X.copy()
-    km = KMeans(n_clusters=n_clusters, random_state=42).fit(my_X)
+    km = KMeans(copy_x=False, n_clusters=n_clusters, random_state=42)
+    km.fit(my_X)
     _check_fitted_model(km)
+    assert_allclose(my_X, X)
+    my_X = X.copy()
+    _check_fitted_model(KMeans(n_clusters=n_clusters, random_state=42).fit(my_X))
     assert_array_equal(my_X, X)
 
 

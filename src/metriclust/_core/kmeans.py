@@ -36,6 +36,7 @@ seeding, restarts, the tolerance, BLAS held to one thread for the GEMM path.
 
 from collections import namedtuple
 import contextlib
+import functools
 import math
 import numbers
 
@@ -405,12 +406,66 @@ def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
     return labels, inertia, max_iter, False
 
 
+def _next_start(starts, init, X, n_clusters, rng):
+    """A callable init's next start: the next one drawn ahead (``starts``, a
+    list, when X was centered in place since), else one drawn now on X."""
+    return starts.pop(0) if starts is not None else init(X, n_clusters, random_state=rng)
+
+
+def _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol, run, convergence,
+                X_mean, key, rng, nt, verbose):
+    """The lowest-inertia run of ``n_init`` from centered X (``kmeans``); a
+    callable ``init`` is ``(n_clusters, rng) -> centers`` here; ``key``: the
+    seeding's value-order key, or None where init draws no seeds."""
+    best = None
+    n, p = Xc.shape
+    with _blas_guard(p, n_clusters):
+        order = _k.stable_order(key, nt) if key is not None else None
+        for r in range(n_init):
+            if isinstance(init, np.ndarray):
+                centers = init - X_mean
+            elif callable(init):
+                centers = _check_init_centers(init(n_clusters, rng), n_clusters, Xc) - X_mean
+            elif init == "random":
+                pr = None
+                if w is not None and np.count_nonzero(w) >= n_clusters:
+                    pr = np.asarray(w, dtype=np.float64) / float(np.sum(w, dtype=np.float64))
+                seeds = rng.choice(n, size=n_clusters, replace=False, p=pr)
+                centers = Xc[seeds]
+            elif init == "farthest":
+                centers, _ = farthest_first(Xc, n_clusters, sample_weight=w,
+                                            random_state=rng, n_threads=nt, order=order)
+            else:
+                centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
+                                             random_state=rng, n_threads=nt, order=order)
+            centers = np.ascontiguousarray(centers, dtype=Xc.dtype)
+            if convergence == "objective":
+                labels, inertia, n_iter, strict = _run_to_objective_tol(
+                    run, Xc, w, centers, max_iter, tol, nt)
+            else:
+                labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto",
+                                                      nt)
+            if verbose:
+                how = "strict convergence" if strict else (
+                    f"{convergence.replace('_', ' ')} within tolerance" if n_iter < max_iter
+                    else "max_iter reached")
+                print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
+                      f"inertia {inertia:.6g}")
+            # A later start must beat the best by more than rounding: starts
+            # that reach one partition (in another label order) keep the
+            # first, whatever the last bits of their inertias (weighted rows
+            # and the same rows repeated sum in different orders).
+            if best is None or inertia < best.inertia - _START_TIE_RTOL * best.inertia:
+                best = KMeansResult(centers, labels, inertia, n_iter)
+    return best
+
+
 _START_TIE_RTOL = 1e-12
 
 
 def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
            max_iter=300, tol=1e-4, algorithm="lloyd", random_state=None,
-           n_threads=None, verbose=0, convergence="center_shift"):
+           n_threads=None, verbose=0, convergence="center_shift", copy_x=True):
     """Weighted k-means with ``n_init`` restarts; keep the lowest inertia.
 
     Minimizes ``sum_i w_i ||x_i - mu_{c(i)}||^2`` by Lloyd's batch iteration
@@ -426,6 +481,12 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     variance are weighted, so integer weights act as repeated rows. With
     ``convergence="objective"`` a run stops instead when the inertia's relative
     decrease in an iteration is at most ``tol`` (``_run_to_objective_tol``).
+    With ``copy_x=False`` a writeable X that needs no conversion (C-ordered
+    float32 or float64) is centered in place and the mean added back before
+    returning, also on an error or an interrupt: no second copy of X, the
+    same result bit for bit, but X can come back changed in its last bits
+    (``(x - m) + m`` rounds), and a reader on another thread sees it centered
+    meanwhile. A callable ``init`` is still called on X as given.
 
     Returns
     -------
@@ -483,53 +544,25 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     # the seeding's row order (one sort for all n_init runs) is by distance to
     # the mean: its key is the centered rows' squared norms, made in the same pass
     seeded = isinstance(init, str) and init in ("k-means++", "farthest")
+    in_place = not copy_x and p > 0 and X.flags.writeable
+    if callable(init):
+        # called on X as given: with X centered in place, every start is drawn
+        # first (nothing else draws from rng between them)
+        starts = [init(X, n_clusters, random_state=rng) for _ in range(n_init)] \
+            if in_place else None
+        init = functools.partial(_next_start, starts, init, X)
     if p > 0:
-        Xc, key = _k.center_rows(X, X_mean, seeded, nt)
+        Xc, key = _k.center_rows(X, X_mean, seeded, nt, X if in_place else None)
     else:
         Xc, key = X - X_mean, np.zeros(n)
     abs_tol = float(np.mean(var) * tol) if var is not None else 0.0
-    run = _runner(algorithm, p, n_clusters)
-
-    best = None
-    with _blas_guard(p, n_clusters):
-        order = _k.stable_order(key, nt) if seeded else None
-        for r in range(n_init):
-            if isinstance(init, np.ndarray):
-                centers = init - X_mean
-            elif callable(init):
-                centers = _check_init_centers(init(X, n_clusters, random_state=rng),
-                                              n_clusters, X) - X_mean
-            elif init == "random":
-                pr = None
-                if w is not None and np.count_nonzero(w) >= n_clusters:
-                    pr = np.asarray(w, dtype=np.float64) / float(np.sum(w, dtype=np.float64))
-                seeds = rng.choice(n, size=n_clusters, replace=False, p=pr)
-                centers = Xc[seeds]
-            elif init == "farthest":
-                centers, _ = farthest_first(Xc, n_clusters, sample_weight=w,
-                                            random_state=rng, n_threads=nt, order=order)
-            else:
-                centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
-                                             random_state=rng, n_threads=nt, order=order)
-            centers = np.ascontiguousarray(centers, dtype=X.dtype)
-            if convergence == "objective":
-                labels, inertia, n_iter, strict = _run_to_objective_tol(
-                    run, Xc, w, centers, max_iter, tol, nt)
-            else:
-                labels, inertia, n_iter, strict = run(Xc, w, centers, max_iter, abs_tol, "auto",
-                                                      nt)
-            if verbose:
-                how = "strict convergence" if strict else (
-                    f"{convergence.replace('_', ' ')} within tolerance" if n_iter < max_iter
-                    else "max_iter reached")
-                print(f"k-means start {r + 1} of {n_init}: {n_iter} iterations ({how}), "
-                      f"inertia {inertia:.6g}")
-            # A later start must beat the best by more than rounding: starts
-            # that reach one partition (in another label order) keep the
-            # first, whatever the last bits of their inertias (weighted rows
-            # and the same rows repeated sum in different orders).
-            if best is None or inertia < best.inertia - _START_TIE_RTOL * best.inertia:
-                best = KMeansResult(centers, labels, inertia, n_iter)
+    try:
+        best = _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol,
+                           _runner(algorithm, p, n_clusters), convergence, X_mean,
+                           key if seeded else None, rng, nt, verbose)
+    finally:
+        if in_place:  # x - (-m) is x + m: numpy's X += X_mean, on threads
+            _k.center_rows(X, -X_mean, False, nt, X)
     centers = best.centers + X_mean
     inertia = float(best.inertia) * (1.0 if w is None else w_scale)
     if not math.isfinite(inertia):  # the weights' scale times the squared distances

@@ -491,20 +491,30 @@ def sq_dist_to(const real[:, ::1] X, const double[::1] point, int n_threads=0):
 
 
 def center_rows(const real[:, ::1] X, const real[::1] shift, bint with_key=False,
-                int n_threads=0):
+                int n_threads=0, real[:, ::1] out=None):
     """``(X - shift, key)``: the rows of X less ``shift`` (X's dtype, numpy's
-    arithmetic, on threads) and, with ``with_key``, their squared norms as
-    ``sq_dist_to(X - shift, 0)`` computes them (float64), else None."""
+    arithmetic, on threads; into ``out`` if given, which is X itself, centered
+    in place, or an array of X's shape that does not overlap it) and, with
+    ``with_key``, their squared norms as ``sq_dist_to(X - shift, 0)`` computes
+    them (float64), else None."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
     if d < 1:
         raise ValueError(f"X must have at least one column, got shape ({n}, {d})")
     if shift.shape[0] != d:
         raise ValueError(f"shift has {shift.shape[0]} entries, X has {d} columns")
-    out = np.empty((n, d), dtype=np.float64 if real is double else np.float32)
+    if out is None:
+        result = np.empty((n, d), dtype=np.float64 if real is double else np.float32)
+    else:
+        if out.shape[0] != n or out.shape[1] != d:
+            raise ValueError(f"out has shape ({out.shape[0]}, {out.shape[1]}), X ({n}, {d})")
+        result = out.base
+        if n > 0 and <const void *>&out[0, 0] != <const void *>&X[0, 0] and \
+                np.may_share_memory(np.asarray(out), np.asarray(X)):
+            raise ValueError("out must be X itself or not overlap it")
     key = np.empty(n) if with_key else None
     if n == 0:
-        return out, key
-    cdef real[:, ::1] ov = out
+        return result, key
+    cdef real[:, ::1] ov = result if out is None else out
     cdef double[::1] kv
     cdef double *kp = NULL
     if with_key:
@@ -519,7 +529,7 @@ def center_rows(const real[:, ::1] X, const real[::1] shift, bint with_key=False
             status = ml_kmeans_center_rows_f32(&X[0, 0], n, d, &shift[0], &ov[0, 0], kp,
                                                n_threads)
     _raise(status, "center_rows")
-    return out, key
+    return result, key
 
 
 def pp_keeps_scores(Py_ssize_t n_features, Py_ssize_t n_candidates, dtype):
