@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from metriclust import KMeans
-from metriclust._core.kmeans import farthest_first, value_order
+from metriclust._core.kmeans import farthest_first, kmeans_plusplus, value_order
 from metriclust._kernels import _kmeans
 
 from _reference import sq_distances
@@ -320,3 +320,22 @@ def test_column_block_sums_on_threads_and_their_checks():
     with pytest.raises(ValueError, match="center has 8 entries"):
         _sums.column_block_sums(X, 100, c[:8])
     assert _sums.column_block_sums(X[:0], 100).shape == (0, 9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_seeding_without_kept_scores_is_the_same(dtype):
+    """keep_scores=False (what copy_x=False asks for: X re-read at each
+    update instead of n x n_local_trials kept distances) seeds the same rows,
+    weighted or not, for k-means++ and farthest-first."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(5000, 24)).astype(dtype)
+    w = rng.uniform(0.5, 2.0, len(X))
+    assert _kmeans.pp_keeps_scores(24, 4, dtype)  # the kept path is the default here
+    for sw in (None, w):
+        a = kmeans_plusplus(X, 12, sample_weight=sw, random_state=3)
+        b = kmeans_plusplus(X, 12, sample_weight=sw, random_state=3, keep_scores=False)
+        np.testing.assert_array_equal(a[1], b[1])
+        assert a[0].tobytes() == b[0].tobytes()
+    a = farthest_first(X, 12, random_state=3)
+    b = farthest_first(X, 12, random_state=3, keep_scores=False)
+    np.testing.assert_array_equal(a[1], b[1])

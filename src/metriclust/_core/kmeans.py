@@ -181,15 +181,17 @@ def _draw_first(order, w_ordered, u):
     return _draw(np.cumsum(w_ordered), order, u)
 
 
-def _pp_scores(X, n_candidates):
+def _pp_scores(X, n_candidates, keep=True):
     """The workspace of k-means++ steps with ``n_candidates`` candidates over X, where
-    keeping the candidates' distances beats reading X again (``_k.pp_keeps_scores``)."""
+    keeping the candidates' distances beats reading X again (``_k.pp_keeps_scores``)
+    and ``keep`` allows it."""
     n, p = X.shape
-    return np.empty(n * n_candidates) if _k.pp_keeps_scores(p, n_candidates, X.dtype) else None
+    return np.empty(n * n_candidates) if keep and _k.pp_keeps_scores(
+        p, n_candidates, X.dtype) else None
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
-                    n_local_trials=None, n_threads=None, order=None):
+                    n_local_trials=None, n_threads=None, order=None, keep_scores=True):
     """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     Each new center is the best, by potential ``sum_i w_i min_k ||x_i - c_k||^2``,
@@ -198,6 +200,9 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     :func:`value_order`, so the seeds (and a fit from them) do not depend on
     the order of the rows, and an integer weight acts as repeating the row;
     ``order``, if given, is that permutation computed once for several calls.
+    ``keep_scores=False`` re-reads X to update the distances after each step
+    instead of keeping the candidates' (``n * n_local_trials`` doubles where
+    that is faster): less memory, a little more time, the same result.
     Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
@@ -214,9 +219,10 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     idx = np.empty(n_clusters, dtype=np.int64)
     idx[0] = _draw_first(order, w_ordered, rng.random())
     closest = np.full(n, np.inf)
-    scores = _pp_scores(X, n_local_trials)  # also serves the one-candidate first step
+    # also serves the one-candidate first step
+    scores = _pp_scores(X, n_local_trials, keep_scores)
     _k.pp_step(X, wk, idx[:1].copy(), closest, nt, scores if scores is not None
-               else _pp_scores(X, 1))
+               else _pp_scores(X, 1, keep_scores))
     for c in range(1, n_clusters):
         cum = _k.ordered_cumsum(closest, order, w_ordered)
         if cum[-1] > 0:
@@ -229,11 +235,12 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
 
 
 def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_threads=None,
-                   order=None):
+                   order=None, keep_scores=True):
     """Farthest-first seeding: a random first center, then each next center is the
     row farthest from all chosen ones (the lecture's "least similar" seed;
     Gonzalez 1985). Rows of zero weight are never chosen; the first draw runs
-    over :func:`value_order`, as in :func:`kmeans_plusplus`. Returns ``(centers, indices)``.
+    over :func:`value_order`, as in :func:`kmeans_plusplus` (``keep_scores`` too).
+    Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
     n = X.shape[0]
@@ -244,7 +251,7 @@ def farthest_first(X, n_clusters, *, sample_weight=None, random_state=None, n_th
         order = value_order(X, None if sample_weight is None else w, n_threads=nt)
     idx[0] = _draw_first(order, None if sample_weight is None else w[order], rng.random())
     closest = np.full(n, np.inf)
-    scores = _pp_scores(X, 1)
+    scores = _pp_scores(X, 1, keep_scores)
     for c in range(1, n_clusters):
         # closest <- min(closest, d^2)
         _k.pp_step(X, None, idx[c - 1:c].copy(), closest, nt, scores)
@@ -413,14 +420,13 @@ def _next_start(starts, init, X, n_clusters, rng):
 
 
 def _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol, run, convergence,
-                X_mean, key, rng, nt, verbose):
+                X_mean, order, keep_scores, rng, nt, verbose):
     """The lowest-inertia run of ``n_init`` from centered X (``kmeans``); a
-    callable ``init`` is ``(n_clusters, rng) -> centers`` here; ``key``: the
-    seeding's value-order key, or None where init draws no seeds."""
+    callable ``init`` is ``(n_clusters, rng) -> centers`` here; ``order``: the
+    seeding's value order, or None where init draws no seeds."""
     best = None
     n, p = Xc.shape
     with _blas_guard(p, n_clusters):
-        order = _k.stable_order(key, nt) if key is not None else None
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean
@@ -434,10 +440,12 @@ def _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol, run, co
                 centers = Xc[seeds]
             elif init == "farthest":
                 centers, _ = farthest_first(Xc, n_clusters, sample_weight=w,
-                                            random_state=rng, n_threads=nt, order=order)
+                                            random_state=rng, n_threads=nt, order=order,
+                                            keep_scores=keep_scores)
             else:
                 centers, _ = kmeans_plusplus(Xc, n_clusters, sample_weight=w,
-                                             random_state=rng, n_threads=nt, order=order)
+                                             random_state=rng, n_threads=nt, order=order,
+                                             keep_scores=keep_scores)
             centers = np.ascontiguousarray(centers, dtype=Xc.dtype)
             if convergence == "objective":
                 labels, inertia, n_iter, strict = _run_to_objective_tol(
@@ -486,7 +494,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     returning, also on an error or an interrupt: no second copy of X, the
     same result bit for bit, but X can come back changed in its last bits
     (``(x - m) + m`` rounds), and a reader on another thread sees it centered
-    meanwhile. A callable ``init`` is still called on X as given.
+    meanwhile. A callable ``init`` is still called on X as given, and the
+    seeding keeps no candidate distances (``keep_scores=False``).
 
     Returns
     -------
@@ -557,9 +566,13 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
         Xc, key = X - X_mean, np.zeros(n)
     abs_tol = float(np.mean(var) * tol) if var is not None else 0.0
     try:
+        order = _k.stable_order(key, nt) if seeded else None
+        del key
+        # copy_x=False asks for little memory: the seeding re-reads X rather
+        # than keep its candidates' distances (up to X's size)
         best = _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol,
                            _runner(algorithm, p, n_clusters), convergence, X_mean,
-                           key if seeded else None, rng, nt, verbose)
+                           order, copy_x, rng, nt, verbose)
     finally:
         if in_place:  # x - (-m) is x + m: numpy's X += X_mean, on threads
             _k.center_rows(X, -X_mean, False, nt, X)
