@@ -324,8 +324,9 @@ def test_column_block_sums_on_threads_and_their_checks():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_seeding_without_kept_scores_is_the_same(dtype):
-    """keep_scores=False (what copy_x=False asks for: X re-read at each
-    update instead of n x n_local_trials kept distances) seeds the same rows,
+    """keep_scores=False (X re-read at each update instead of n x
+    n_local_trials kept distances) and "small" (what copy_x=False asks for:
+    kept only where at most a quarter of X's size) seed the same rows,
     weighted or not, for k-means++ and farthest-first."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(5000, 24)).astype(dtype)
@@ -333,9 +334,10 @@ def test_seeding_without_kept_scores_is_the_same(dtype):
     assert _kmeans.pp_keeps_scores(24, 4, dtype)  # the kept path is the default here
     for sw in (None, w):
         a = kmeans_plusplus(X, 12, sample_weight=sw, random_state=3)
-        b = kmeans_plusplus(X, 12, sample_weight=sw, random_state=3, keep_scores=False)
-        np.testing.assert_array_equal(a[1], b[1])
-        assert a[0].tobytes() == b[0].tobytes()
+        for keep in (False, "small"):
+            b = kmeans_plusplus(X, 12, sample_weight=sw, random_state=3, keep_scores=keep)
+            np.testing.assert_array_equal(a[1], b[1])
+            assert a[0].tobytes() == b[0].tobytes()
     a = farthest_first(X, 12, random_state=3)
     b = farthest_first(X, 12, random_state=3, keep_scores=False)
     np.testing.assert_array_equal(a[1], b[1])

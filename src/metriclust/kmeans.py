@@ -109,9 +109,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Ctrl-C), as scikit-learn's ``copy_x=False``: no copy and the same
         result bit for bit, but X can come back changed in its last bits and
         looks centered to another thread meanwhile; the seeding then also
-        re-reads X rather than keep its candidates' distances (measured at
-        1e6 x 64 float64, K = 32: peak memory above X 0.17x X's size against
-        1.17x, 4% more time). Only a writeable,
+        keeps its candidates' distances only where they take at most a
+        quarter of X's size (else it re-reads X: more time at small d). Only
+        a writeable,
         C-ordered float32 or float64 X is centered in place; anything else is
         converted (a copy) first. Ignored for out-of-core and dask arrays,
         which are read in blocks and never copied whole.

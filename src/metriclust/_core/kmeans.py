@@ -184,8 +184,11 @@ def _draw_first(order, w_ordered, u):
 def _pp_scores(X, n_candidates, keep=True):
     """The workspace of k-means++ steps with ``n_candidates`` candidates over X, where
     keeping the candidates' distances beats reading X again (``_k.pp_keeps_scores``)
-    and ``keep`` allows it."""
+    and ``keep`` allows it: True, False, or "small" (where it is at most a
+    quarter of X's size)."""
     n, p = X.shape
+    if keep == "small":
+        keep = 4 * 8 * n_candidates <= p * X.itemsize
     return np.empty(n * n_candidates) if keep and _k.pp_keeps_scores(
         p, n_candidates, X.dtype) else None
 
@@ -202,7 +205,8 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None,
     ``order``, if given, is that permutation computed once for several calls.
     ``keep_scores=False`` re-reads X to update the distances after each step
     instead of keeping the candidates' (``n * n_local_trials`` doubles where
-    that is faster): less memory, a little more time, the same result.
+    that is faster): less memory, more time (the same result); "small" keeps
+    them only where they take at most a quarter of X's size.
     Returns ``(centers, indices)``.
     """
     rng = check_random_state(random_state)
@@ -495,7 +499,8 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     same result bit for bit, but X can come back changed in its last bits
     (``(x - m) + m`` rounds), and a reader on another thread sees it centered
     meanwhile. A callable ``init`` is still called on X as given, and the
-    seeding keeps no candidate distances (``keep_scores=False``).
+    seeding keeps its candidate distances only where they are small
+    (``keep_scores="small"``).
 
     Returns
     -------
@@ -568,11 +573,11 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     try:
         order = _k.stable_order(key, nt) if seeded else None
         del key
-        # copy_x=False asks for little memory: the seeding re-reads X rather
-        # than keep its candidates' distances (up to X's size)
+        # copy_x=False asks for little memory: the seeding keeps its
+        # candidates' distances (up to X's size) only where they are small
         best = _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol,
                            _runner(algorithm, p, n_clusters), convergence, X_mean,
-                           order, copy_x, rng, nt, verbose)
+                           order, True if copy_x else "small", rng, nt, verbose)
     finally:
         if in_place:  # x - (-m) is x + m: numpy's X += X_mean, on threads
             _k.center_rows(X, -X_mean, False, nt, X)
