@@ -26,7 +26,7 @@ oversubscribed by other jobs, threads that spin at a barrier take the core
 from the thread they wait for.
 
 Usage: python benchmarks/bench_kmeans.py [--quick] [--repeats R] [--spin] [--out FILE]
-           [--rows I ...] [--shapes N,d,K,dtype ...] [--no-elkan]
+           [--rows I ...] [--shapes N,d,K,dtype ...] [--no-elkan] [--elkan-dtype float32 float64]
        python benchmarks/bench_kmeans.py --threads 1 2 4 8 16 [--rows I ...] [--quick]
        python benchmarks/bench_kmeans.py --crossover [--d 16 64 128] [--K 8 64 256]
        python benchmarks/bench_kmeans.py --kernels [--d 3 8 16 64 128] [--K 8 32 64 256]
@@ -286,9 +286,9 @@ def blob_data(N, d, K, rng, dtype):
     return (means[rng.integers(K, size=N)] + rng.normal(size=(N, d))).astype(dtype)
 
 
-def elkan_rows(repeats, say, N=200_000, d=16, K=256):
+def elkan_rows(repeats, say, N=200_000, d=16, K=256, dtype="float32"):
     rng = np.random.default_rng(0)
-    X = blob_data(N, d, K, rng, np.float32)
+    X = blob_data(N, d, K, rng, np.dtype(dtype))
     C0 = X[rng.choice(N, K, replace=False)].copy()
     runs = {"ours elkan": (fit_ours, "elkan"), "ours lloyd": (fit_ours, "lloyd"),
             "sklearn elkan": (fit_sklearn, "elkan")}
@@ -304,7 +304,7 @@ def elkan_rows(repeats, say, N=200_000, d=16, K=256):
     same = np.array_equal(labels["ours elkan"], labels["ours lloyd"])
     ratio = wall["sklearn elkan"] / wall["ours elkan"]
     say("")
-    say(f"Pruning: {N:.0e} x {d} float32, {K} Gaussian blobs, 30 iterations from the same init "
+    say(f"Pruning: {N:.0e} x {d} {dtype}, {K} Gaussian blobs, 30 iterations from the same init "
         "(whole fits, medians)")
     say("")
     say("| run | wall s | cpu s | x sklearn elkan (wall) | x (cpu) |")
@@ -527,6 +527,9 @@ def main():
     ap.add_argument("--n", type=int, default=200_000,
                     help="rows for --crossover (fewer for large K)")
     ap.add_argument("--no-elkan", action="store_true", help="skip the pruning rows")
+    ap.add_argument("--elkan-dtype", nargs="+", default=["float32"],
+                    choices=["float32", "float64"],
+                    help="the pruning rows' dtypes (the issue's row is float32)")
     ap.add_argument("--diff", type=int, default=None,
                     help="time (max_iter = 2 + DIFF) - (max_iter = 2) (default 4 or 8 by "
                          "size); many threads make an iteration short next to a fit's "
@@ -583,7 +586,8 @@ def main():
         else:
             lloyd_rows(rows, args.repeats, bw, gemm, have_faiss, say, args.diff)
             if not args.no_elkan:
-                elkan_rows(args.repeats, say)
+                for dt in args.elkan_dtype:
+                    elkan_rows(args.repeats, say, dtype=dt)
     load = os.getloadavg()
     say(f"\n- load average at end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     if args.out:
