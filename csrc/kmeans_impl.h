@@ -1808,6 +1808,15 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
     return no;
 }
 
+/* Whether this thread skips the screen for this chunk (screen_backoff). */
+static int FN(screen_skips)(km_screen_state *st)
+{
+    if (st->skip <= 0) return 0;
+    --st->skip;
+    KM_SCREEN_COUNT(4, 1);
+    return 1;
+}
+
 /* Whether the screen failed on a chunk, no of its m rows left to re-score
  * (more than ML_KM_SCREEN_MAX_OPEN of them): then the next 2^fails - 1
  * chunks of this thread skip it. */
@@ -1832,9 +1841,7 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
     const ptrdiff_t d = ws->d;
     unsigned char *sx = sc->sx;
     km_screen_state *st = (km_screen_state *)sx;
-    if (st->skip > 0) {
-        --st->skip;
-        KM_SCREEN_COUNT(4, 1);
+    if (FN(screen_skips)(st)) {
         FN(assign_chunk)(ws, Xc, m, C, sc, newlab, NULL);
         return;
     }
@@ -1878,11 +1885,8 @@ static ptrdiff_t FN(screen_pruned)(const FN(km_work) *ws, km_bounds *hs,
     const ptrdiff_t d = ws->d;
     unsigned char *sx = sc->sx;
     km_screen_state *st = (km_screen_state *)sx;
-    if (st->skip > 0) {
-        --st->skip;
-        KM_SCREEN_COUNT(4, 1);
+    if (FN(screen_skips)(st))
         return FN(assign_rows)(ws, hs, Xc, i0, m, C, sc, L, newlab);
-    }
     ptrdiff_t open[ML_KM_CHUNK], redo[ML_KM_CHUNK], mr;
     int32_t glab[ML_KM_CHUNK];
     const REAL *R;
