@@ -1786,6 +1786,20 @@ ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
     }
 }
 
+/* The screen of m rows: their float32 labels in lab, and ok and margin as
+ * screen_settled gives them (sx: the thread's screen scratch). */
+static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
+                              unsigned char *sx, int32_t *lab, int64_t *ok,
+                              double *margin)
+{
+    const ptrdiff_t d = ws->d;
+    float *x32 = (float *)(sx + KM_SX_X32(d));
+    float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
+    double *yn = (double *)(sx + KM_SX_XN(d));
+    ws->screen(Xc, ws->sb.r, m, d, ws->ct32, ws->snb, x32, lab, b32, s32, yn);
+    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin);
+}
+
 /* The screen of one chunk: float32 labels of its m rows in newlab, and the
  * rows whose label the bound does not settle (indices into the chunk) in
  * open[], their count returned; margin: screen_settled's. */
@@ -1793,13 +1807,8 @@ static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
                                  ptrdiff_t m, unsigned char *sx,
                                  int32_t *newlab, ptrdiff_t *open, double *margin)
 {
-    const ptrdiff_t d = ws->d;
-    float *x32 = (float *)(sx + KM_SX_X32(d));
-    float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
-    double *yn = (double *)(sx + KM_SX_XN(d));
-    ws->screen(Xc, ws->sb.r, m, d, ws->ct32, ws->snb, x32, newlab, b32, s32, yn);
     int64_t ok[ML_KM_CHUNK];
-    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin);
+    FN(screen_scores)(ws, Xc, m, sx, newlab, ok, margin);
     ptrdiff_t no = 0;
     for (ptrdiff_t b = 0; b < m; ++b) {
         open[no] = b;
@@ -1892,14 +1901,10 @@ static ptrdiff_t FN(screen_pruned)(const FN(km_work) *ws, km_bounds *hs,
     const REAL *R;
     const ptrdiff_t no = FN(open_rows)(hs, Xc, i0, m, d, C, sc, L, newlab, open, &R, &mr);
     if (no == 0) return 0;
-    float *x32 = (float *)(sx + KM_SX_X32(d));
-    float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
-    double *yn = (double *)(sx + KM_SX_XN(d));
     REAL *gx = (REAL *)(sx + KM_SX_GX(d));
     int64_t ok[ML_KM_CHUNK];
     double margin[ML_KM_CHUNK];
-    ws->screen(R, ws->sb.r, mr, d, ws->ct32, ws->snb, x32, glab, b32, s32, yn);
-    FN(screen_settled)(mr, d, b32, s32, yn, &ws->sb, ok, margin);
+    FN(screen_scores)(ws, R, mr, sx, glab, ok, margin);
     const double slack = 1 + ML_KM_BOUND_SLACK;
     ptrdiff_t nr = 0;
     for (ptrdiff_t g = 0; g < no; ++g) {
