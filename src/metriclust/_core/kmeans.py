@@ -36,7 +36,6 @@ seeding, restarts, the tolerance, BLAS held to one thread for the GEMM path.
 
 from collections import namedtuple
 import contextlib
-import functools
 import math
 import numbers
 
@@ -417,16 +416,10 @@ def _run_to_objective_tol(run, Xc, w, centers, max_iter, tol, n_threads):
     return labels, inertia, max_iter, False
 
 
-def _next_start(starts, init, X, n_clusters, rng):
-    """A callable init's next start: the next one drawn ahead (``starts``, a
-    list, when X was centered in place since), else one drawn now on X."""
-    return starts.pop(0) if starts is not None else init(X, n_clusters, random_state=rng)
-
-
 def _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol, run, convergence,
                 X_mean, order, keep_scores, rng, nt, verbose):
     """The lowest-inertia run of ``n_init`` from centered X (``kmeans``); a
-    callable ``init`` is ``(n_clusters, rng) -> centers`` here; ``order``: the
+    callable ``init``'s starts come as a list (one per run); ``order``: the
     seeding's value order, or None where init draws no seeds."""
     best = None
     n, p = Xc.shape
@@ -434,8 +427,8 @@ def _best_start(Xc, w, n_clusters, init, n_init, max_iter, tol, abs_tol, run, co
         for r in range(n_init):
             if isinstance(init, np.ndarray):
                 centers = init - X_mean
-            elif callable(init):
-                centers = _check_init_centers(init(n_clusters, rng), n_clusters, Xc) - X_mean
+            elif isinstance(init, list):
+                centers = _check_init_centers(init[r], n_clusters, Xc) - X_mean
             elif init == "random":
                 pr = None
                 if w is not None and np.count_nonzero(w) >= n_clusters:
@@ -560,11 +553,9 @@ def kmeans(X, n_clusters, *, sample_weight=None, init="k-means++", n_init=1,
     seeded = isinstance(init, str) and init in ("k-means++", "farthest")
     in_place = not copy_x and p > 0 and X.flags.writeable
     if callable(init):
-        # called on X as given: with X centered in place, every start is drawn
-        # first (nothing else draws from rng between them)
-        starts = [init(X, n_clusters, random_state=rng) for _ in range(n_init)] \
-            if in_place else None
-        init = functools.partial(_next_start, starts, init, X)
+        # every start drawn first, on X as given (X may be centered in place
+        # next; nothing else draws from rng between them)
+        init = [init(X, n_clusters, random_state=rng) for _ in range(n_init)]
     if p > 0:
         Xc, key = _k.center_rows(X, X_mean, seeded, nt, X if in_place else None)
     else:
