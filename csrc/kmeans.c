@@ -1,6 +1,7 @@
 /* The k-means core: see kmeans.h.  The kernels are written once
  * in kmeans_impl.h and instantiated here for float64 and float32. */
 #include "kmeans.h"
+#include "kmeans_q16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -45,9 +46,15 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
 int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
                       int itemsize)
 {
-    if (itemsize != 8 || d >= ((ptrdiff_t)1 << 20) ||
+    if (d >= ((ptrdiff_t)1 << 20) ||
         ml_kmeans_kernel(d, K, method, have_gemm, itemsize) != ML_KM_KERNEL_LANES)
         return 0;
+    if (itemsize == 4) {
+        if (!ml_q16_available()) return 0;
+        if (method == ML_KM_SCREEN) return 1;
+        return (method == ML_KM_AUTO || method == ML_KM_DIRECT) &&
+               d >= ML_KM_Q16_MIN_D && K >= ML_KM_Q16_MIN_K;
+    }
     if (method == ML_KM_SCREEN) return 1;
     if (method != ML_KM_AUTO && method != ML_KM_DIRECT) return 0;
 #if !(ML_HAVE_VECTOR_EXT && (defined(__clang__) || __GNUC__ >= 9))
@@ -98,7 +105,8 @@ static km_screen_fn lanes2_for_f32(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb);
 #undef REAL_INT
 #undef KM_SCREEN
 
-#define KM_SCREEN 0
+#define KM_SCREEN 1
+#define KM_SCREEN_Q16 1
 #define KM_LANES2 1
 #define REAL float
 #define SFX f32
@@ -112,6 +120,7 @@ static km_screen_fn lanes2_for_f32(ptrdiff_t K, ptrdiff_t *W, ptrdiff_t *nb);
 #undef REAL_EPS
 #undef REAL_INT
 #undef KM_SCREEN
+#undef KM_SCREEN_Q16
 #undef KM_LANES2
 
 #ifdef ML_KM_SCREEN_STATS

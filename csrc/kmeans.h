@@ -656,6 +656,14 @@
 #define ML_KM_SCREEN_MIN_K_LOW_D 32
 #define ML_KM_SCREEN_MAX_OPEN 0.375
 #define ML_KM_SCREEN_MAX_SKIP 63
+/* float32 data: the int16 screen (kmeans_q16.h) where d >= Q16_MIN_D and
+ * K >= Q16_MIN_K (measured in kmeans.h's table above). */
+#ifndef ML_KM_Q16_MIN_D
+#define ML_KM_Q16_MIN_D 32
+#endif
+#ifndef ML_KM_Q16_MIN_K
+#define ML_KM_Q16_MIN_K 32
+#endif
 
 /* The kernel that serves the unpruned assignment of (d, K) under `method`
  * for data of `itemsize` bytes per value (8: float64, 4: float32)
@@ -671,23 +679,28 @@ int ml_kmeans_kernel(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
  * and the pruned pass both ask it). */
 int ml_kmeans_uses_gemm(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm);
 
-/* Whether the float64 passes of (d, K) under `method` are screened in
- * float32 (itemsize 8 only; the lanes kernel serves them, see
- * ML_KM_SCREEN_MIN_D): labels identical, fewer float64 scores. */
+/* Whether the passes of (d, K) under `method` are screened: float64 data
+ * in float32 (see ML_KM_SCREEN_MIN_D), float32 data in int16 where the CPU
+ * has AVX-512 VNNI (kmeans_q16.h, ML_KM_Q16_MIN_D); the lanes kernel serves
+ * both.  Labels identical, fewer full-precision scores. */
 int ml_kmeans_screens(ptrdiff_t d, ptrdiff_t K, int method, int have_gemm,
                       int itemsize);
 
-/* Tests only: the float32 screen of one assignment pass of float64 data at
- * any (d, K) (ML_KM_SCREEN): labels[i] the float32 kernel's label of row i
- * (-1 where the centers are out of float32's range; meaningful where
- * settled), settled[i] 1 where the
- * bound proves it is the float64 kernel's label, 0 where the row would be
- * re-scored in float64; margin (or NULL) the bound's lower bound on a
- * settled row's squared distance to its second nearest center less that to
- * its nearest, within a relative 2^-53 (the pruned pass's second bound:
+/* Tests only: the screen of one assignment pass at any (d, K)
+ * (ML_KM_SCREEN; float32 data: ML_ERR_ARG where the int16 screen is not
+ * available): labels[i] the screen's label of row i (-1 where the centers
+ * are out of its range; meaningful where settled), settled[i] 1 where the
+ * bound proves it is the full-precision kernel's label, 0 where the row
+ * would be re-scored; margin (or NULL) the bound's lower bound on a settled
+ * row's squared distance to its second nearest center less that to its
+ * nearest, within a relative 2^-50 (the pruned pass's second bound:
  * screen_pruned), -inf where not settled.  One thread. */
 int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
                                const double *centers, ptrdiff_t K,
+                               int64_t *labels, unsigned char *settled,
+                               double *margin);
+int ml_kmeans_screen_probe_f32(const float *X, ptrdiff_t n, ptrdiff_t d,
+                               const float *centers, ptrdiff_t K,
                                int64_t *labels, unsigned char *settled,
                                double *margin);
 

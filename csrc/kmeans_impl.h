@@ -1066,7 +1066,7 @@ typedef struct {
 #endif
 } FN(km_scratch);
 
-#if KM_SCREEN
+#if KM_SCREEN && !KM_SCREEN_Q16
 /* The float32 screen's translations and bound (screen_rows), set per pass
  * by screen_centers: the centers' translation t (d doubles), the rows' r (t
  * or NULL: none); with e_k = c_k - t and f_k = e_k + 2 (t - r) (as
@@ -1108,13 +1108,19 @@ typedef struct {
     ptrdiff_t per_thread;
     const REAL *shift;    /* d: subtracted from every row first, or NULL */
 #if KM_SCREEN
-    /* The float32 screen of the passes (ml_kmeans_screens): of every row
+    /* The screen of the passes (ml_kmeans_screens): of every row
      * (screen_rows), or of the rows a pruned pass's bounds leave open
-     * (screen_pruned). */
+     * (screen_pruned); float32 for float64 data, int16 for float32 data
+     * (kmeans_q16.h). */
+#if KM_SCREEN_Q16
+    int screen;           /* whether the passes are screened */
+    ml_q16_centers q16;   /* its centers and the bound's constants */
+#else
     km_screen_fn screen;  /* its kernel, or NULL: no screen */
     ptrdiff_t sw, snb;    /* its block width and block count */
     float *ct32;          /* snb x (d + 1) x sw: the packed centers, float32 */
     km_screen_bound sb;   /* the translation and the bound's constants */
+#endif
     int s_on;             /* this pass is screened (centers in range) */
     unsigned char *sbuf;  /* nt x s_per bytes: per-thread screen scratch */
     ptrdiff_t s_per;
@@ -1185,18 +1191,23 @@ static void FN(work_free)(FN(km_work) *ws)
 {
     free(ws->cn); free(ws->cpk); free(ws->ct); free(ws->cblk); free(ws->cnb); free(ws->seg_mem);
     free(ws->seg_changed); free(ws->seg_open); free(ws->scratch);
-#if KM_SCREEN
+#if KM_SCREEN && KM_SCREEN_Q16
+    ml_q16_free(&ws->q16); free(ws->sbuf);
+#elif KM_SCREEN
     free(ws->ct32); free(ws->sbuf); free(ws->sb.t);
 #endif
 }
 
 #if KM_SCREEN
 /* Per-thread screen scratch, in bytes (each part 64-byte aligned): the
- * backoff state, one step's rows in float32 (KM_SX_STEP_ROWS x d: the
- * screen kernel's rows per step at most; the portable one takes a row at a
- * time), the chunk's float32 best and second-best scores
- * (B each), ||x||^2 (B doubles), the rows to re-score gathered (B x d
- * doubles). */
+ * backoff state; for the float32 screen one step's rows in float32
+ * (KM_SX_STEP_ROWS x d: the screen kernel's rows per step at most; the
+ * portable one takes a row at a time), the chunk's float32 best and
+ * second-best scores (B each), ||x||^2 (B doubles); for the int16 screen
+ * ml_q16_screen's scratch; then the rows to re-score gathered (B x d
+ * REAL). */
+#ifndef KM_SCREEN_STATE_DEFINED
+#define KM_SCREEN_STATE_DEFINED
 typedef struct { int skip, fails; } km_screen_state;
 #if KM_HAVE_VEC
 #define KM_SX_STEP_ROWS KM_CV_MAXP
@@ -1208,11 +1219,35 @@ typedef struct { int skip, fails; } km_screen_state;
 #define KM_SX_B32(d) (KM_SX_X32(d) + KM_SX_ALIGN((size_t)KM_SX_STEP_ROWS * (d) * sizeof(float)))
 #define KM_SX_S32(d) (KM_SX_B32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
 #define KM_SX_XN(d) (KM_SX_S32(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(float)))
+#define KM_SX_Q16 KM_SX_ALIGN(sizeof(km_screen_state))
+#endif
+#undef KM_SX_GX
+#if KM_SCREEN_Q16
+#define KM_SX_GX(d) (KM_SX_Q16 + KM_SX_ALIGN(ml_q16_scratch_bytes(d)))
+#else
 #define KM_SX_GX(d) (KM_SX_XN(d) + KM_SX_ALIGN(ML_KM_CHUNK * sizeof(double)))
-#define KM_SX_BYTES(d) (KM_SX_GX(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(double)))
+#endif
+#undef KM_SX_BYTES
+#define KM_SX_BYTES(d) (KM_SX_GX(d) + KM_SX_ALIGN((size_t)ML_KM_CHUNK * (d) * sizeof(REAL)))
 #endif
 
-#if KM_SCREEN
+#if KM_SCREEN && KM_SCREEN_Q16
+/* The int16 screen's centers and per-thread scratch (screen_rows); no
+ * screen where the CPU lacks AVX-512 VNNI. */
+static int FN(screen_init)(FN(km_work) *ws)
+{
+    if (!ml_q16_available()) return ML_OK;
+    const int st = ml_q16_init(&ws->q16, ws->d, ws->K);
+    if (st == ML_ERR_ARG) return ML_OK;  /* d too large for exact integers */
+    if (st != ML_OK) return st;
+    ws->s_per = (ptrdiff_t)KM_SX_BYTES(ws->d);
+    /* calloc: every thread's backoff state starts at zero. */
+    ws->sbuf = calloc((size_t)ws->nt * (size_t)ws->s_per + 64, 1);
+    if (!ws->sbuf) return ML_ERR_ALLOC;
+    ws->screen = 1;
+    return ML_OK;
+}
+#elif KM_SCREEN
 /* The screen's kernel, its centers and per-thread scratch (screen_rows). */
 static int FN(screen_init)(FN(km_work) *ws)
 {
@@ -1332,7 +1367,16 @@ static void FN(scratch_of)(const FN(km_work) *ws, int tid, FN(km_scratch) *sc)
 #endif
 }
 
-#if KM_SCREEN
+#if KM_SCREEN && KM_SCREEN_Q16
+/* The int16 screen's centers for this pass: the integers of C and the
+ * bound's constants, from the norms the float32 kernel starts from (ws->cn,
+ * center_prep). */
+static void FN(screen_centers)(FN(km_work) *ws, const REAL *C)
+{
+    ml_q16_prep(&ws->q16, C, ws->cn);
+    ws->s_on = ws->q16.on;
+}
+#elif KM_SCREEN
 /* The screen's centers for this pass (screen_rows): the translation t = the
  * centers' mean (any t is exact for the bound; near the rows it keeps the
  * float32 scores small), -2 (c_k - t) and the start P_k = sum_j e_kj (e_kj +
@@ -1756,6 +1800,7 @@ static long long km_screen_stats[5];
 #define KM_SCREEN_COUNT(i, v) ((void)0)
 #endif
 
+#if !KM_SCREEN_Q16
 /* ok[b] = whether row b is settled: second - best > 2 E in float32's range
  * (the bound above; compiled per ISA level, vectorized over the rows), and
  * margin[b] <= (second - best - 2 E)(1 + 2^-53): for a settled row, below
@@ -1796,9 +1841,20 @@ static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m
     float *x32 = (float *)(sx + KM_SX_X32(d));
     float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
     double *yn = (double *)(sx + KM_SX_XN(d));
+    double unused[ML_KM_CHUNK];  /* margin NULL: not wanted */
     ws->screen(Xc, ws->sb.r, m, d, ws->ct32, ws->snb, x32, lab, b32, s32, yn);
-    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin);
+    FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin ? margin : unused);
 }
+#else
+/* The int16 screen of m rows (kmeans_q16.h): its labels in lab, ok and
+ * margin as ml_q16_screen gives them. */
+static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
+                              unsigned char *sx, int32_t *lab, int64_t *ok,
+                              double *margin)
+{
+    (void)ml_q16_screen(&ws->q16, Xc, m, sx + KM_SX_Q16, lab, ok, margin);
+}
+#endif
 
 /* The screen of one chunk: float32 labels of its m rows in newlab, and the
  * rows whose label the bound does not settle (indices into the chunk) in
@@ -1856,8 +1912,7 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
     }
     REAL *gx = (REAL *)(sx + KM_SX_GX(d));
     ptrdiff_t open[ML_KM_CHUNK];
-    double margin[ML_KM_CHUNK];
-    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open, margin);
+    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open, NULL);
     KM_SCREEN_COUNT(0, 1);
     KM_SCREEN_COUNT(1, m);
     if (no == 0) {
@@ -2527,8 +2582,8 @@ done:
 }
 
 #if KM_SCREEN
-int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
-                               const double *centers, ptrdiff_t K,
+int FN(ml_kmeans_screen_probe)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
+                               const REAL *centers, ptrdiff_t K,
                                int64_t *labels, unsigned char *settled,
                                double *margin)
 {
@@ -2546,7 +2601,7 @@ int ml_kmeans_screen_probe_f64(const double *X, ptrdiff_t n, ptrdiff_t d,
         ptrdiff_t open[ML_KM_CHUNK], no = m;
         double mg[ML_KM_CHUNK];
         for (ptrdiff_t b = 0; b < m; ++b) { lab[b] = -1; open[b] = b; mg[b] = -INFINITY; }
-        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open, mg);
+        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open, margin ? mg : NULL);
         for (ptrdiff_t b = 0; b < m; ++b) {
             labels[i0 + b] = lab[b];
             settled[i0 + b] = 1;

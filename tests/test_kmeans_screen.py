@@ -61,20 +61,22 @@ def _same_run(a, b):
 
 def test_screen_table():
     """The screen serves float64 passes of the lanes kernel from the table's
-    crossover (kmeans.h: d >= 32 and K >= 8, or d >= 16 and K >= 32); never float32
-    data, the small-d kernel, BLAS, a forced "lanes" or "tile"; "screen"
-    forces it at any shape the lanes kernel serves."""
+    crossover (kmeans.h: d >= 32 and K >= 8, or d >= 16 and K >= 32); never
+    the small-d kernel, BLAS, a forced "lanes" or "tile"; "screen" forces it
+    at any shape the lanes kernel serves. (float32 data: the int16 screen,
+    test_kmeans_q16.py, where the CPU has it.)"""
+    q16 = _k.screens(64, 64, "screen", np.float32)
     for d in (16, 24, 32, 64, 128, 512):
         for K in (8, 32, 64, 4096):
             assert _k.kernel(d, K) == "lanes"
             assert _k.screens(d, K) == (d >= 32 or K >= 32)
             assert _k.screens(d, K, "direct") == _k.screens(d, K)
-            assert not _k.screens(d, K, dtype=np.float32)
+            assert _k.screens(d, K, dtype=np.float32) == (q16 and d >= 32 and K >= 32)
             assert not _k.screens(d, K, "lanes") and not _k.screens(d, K, "tile")
     assert not _k.screens(8, 32) and not _k.screens(3, 8)  # small-d kernel
     assert not _k.screens(513, 32) and not _k.screens(16, 4097)  # BLAS
     assert _k.screens(9, 2, "screen") and _k.screens(3, 8, "screen")
-    assert _k.screens(513, 32, "screen") and not _k.screens(513, 32, "screen", np.float32)
+    assert _k.screens(513, 32, "screen") and _k.screens(513, 32, "screen", np.float32) == q16
     assert _k.kernel(9, 2, "screen") == "lanes"
     with pytest.raises(ValueError, match="method"):
         _k.screens(16, 8, "fast")

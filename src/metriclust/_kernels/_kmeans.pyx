@@ -41,6 +41,9 @@ cdef extern from "kmeans.h" nogil:
     int ml_kmeans_screen_probe_f64(const double *X, Py_ssize_t n, Py_ssize_t d,
                                    const double *centers, Py_ssize_t K, int64_t *labels,
                                    unsigned char *settled, double *margin)
+    int ml_kmeans_screen_probe_f32(const float *X, Py_ssize_t n, Py_ssize_t d,
+                                   const float *centers, Py_ssize_t K, int64_t *labels,
+                                   unsigned char *settled, double *margin)
     int ml_kmeans_simd_level()
     int ml_kmeans_wide_lanes()
     int ml_kmeans_pp_keeps_scores(Py_ssize_t d, Py_ssize_t T, int itemsize)
@@ -131,8 +134,9 @@ ctypedef int (*run_f32_fn)(const float *, const float *, Py_ssize_t, Py_ssize_t,
 # "auto": the table in csrc/kmeans.h; "direct": the same without BLAS; "gemm":
 # BLAS; "tile", "small", "lanes": force one no-BLAS kernel (tests, crossover
 # benchmarks; "small" serves d <= 8 only, the tile above; "lanes" is never
-# screened); "screen": the lanes kernel behind the float32 screen for float64
-# data at any shape (the same labels; float32 data: "lanes").
+# screened); "screen": the lanes kernel behind the screen at any shape (the
+# same labels): float32 for float64 data, int16 for float32 data where the
+# CPU has AVX-512 VNNI (else "lanes").
 _METHODS = {"auto": 0, "direct": 1, "gemm": 2, "tile": 3, "small": 4, "lanes": 5,
             "screen": 6}
 _KERNELS = ("tile", "small", "lanes", "gemm")
@@ -168,9 +172,10 @@ def kernel(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np
 
 
 def screens(Py_ssize_t n_features, Py_ssize_t n_clusters, method="auto", dtype=np.float64):
-    """Whether Lloyd's unpruned passes for this shape and dtype run behind the
-    float32 screen (float64 data on the lanes kernel; the table in
-    csrc/kmeans.h): the same labels, most rows scored in float32."""
+    """Whether Lloyd's passes for this shape and dtype run behind a screen
+    (the lanes kernel; the table in csrc/kmeans.h): float64 data scored in
+    float32, float32 data in int16 (CPUs with AVX-512 VNNI); the same labels,
+    most rows never scored in the full precision."""
     code = _method_code(method)
     return bool(ml_kmeans_screens(n_features, n_clusters, code, 1, _itemsize(dtype)))
 
@@ -347,15 +352,18 @@ def assign(const real[:, ::1] X, const real[:, ::1] centers, method="auto",
     return labels, dist
 
 
-def screen_probe(const double[:, ::1] X, const double[:, ::1] centers):
-    """Tests only: the float32 screen of one assignment of float64 rows, at any
-    shape. Returns ``(labels int64, settled bool, margin float64)``: the
-    float32 kernel's label of each row (-1 where the centers are out of
-    float32's range), whether the screen's bound proves it is the float64
-    kernel's (else the row is re-scored in float64) and, for a settled row,
-    the lower bound the pruned pass keeps on its squared distance to the second
-    nearest center less that to the nearest (within a relative 2^-53; -inf
-    where not settled)."""
+def screen_probe(const real[:, ::1] X, const real[:, ::1] centers, bint with_margin=True):
+    """Tests only: the screen of one assignment at any shape (float64 rows in
+    float32; float32 rows in int16, ValueError where the CPU lacks AVX-512
+    VNNI). Returns ``(labels int64, settled bool, margin float64)``: the
+    screen's label of each row (-1 where the centers are out of its range),
+    whether the screen's bound proves it is the full-precision kernel's (else
+    the row is re-scored) and, for a settled row, the lower bound the pruned
+    pass keeps on its squared distance to the second nearest center less that
+    to the nearest (within a relative 2^-50; -inf where not settled).
+    ``with_margin=False`` asks for no margin (returned as -inf), as Lloyd's
+    unpruned passes do: the int16 screen then settles rows by its threshold
+    test instead (one block of centers, K <= 64)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], K = centers.shape[0]
     _check_rows_centers(n, d, centers.shape[1], K)
     labels = np.empty(n, dtype=np.int64)
@@ -363,11 +371,17 @@ def screen_probe(const double[:, ::1] X, const double[:, ::1] centers):
     margin = np.empty(n, dtype=np.float64)
     cdef int64_t[::1] lv = labels
     cdef unsigned char[::1] sv = settled
+    margin[:] = -np.inf
     cdef double[::1] mv = margin
+    cdef double *mp = &mv[0] if with_margin else NULL
     cdef int status
     with nogil:
-        status = ml_kmeans_screen_probe_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0], &sv[0],
-                                            &mv[0])
+        if real is double:
+            status = ml_kmeans_screen_probe_f64(&X[0, 0], n, d, &centers[0, 0], K, &lv[0],
+                                                &sv[0], mp)
+        else:
+            status = ml_kmeans_screen_probe_f32(&X[0, 0], n, d, &centers[0, 0], K, &lv[0],
+                                                &sv[0], mp)
     _raise(status, "screen_probe")
     return labels, settled.astype(bool), margin
 
