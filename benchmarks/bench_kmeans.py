@@ -233,7 +233,7 @@ def lloyd_rows(rows, repeats, bw, gemm, have_faiss, say, diff=None):
         auto_cpu = cpu["ours auto"] if pruned else cpu["ours"]
         kern = _kmeans.kernel(d, K, 'auto', dt)
         if getattr(_kmeans, "screens", None) and _kmeans.screens(d, K, "auto", dt):
-            kern += " + f32 screen"
+            kern += " + int16 screen" if np.dtype(dt) == np.float32 else " + f32 screen"
         say(f"| {N:.0e} | {d} | {K} | {dt} | {kern} | {auto} | "
             f"{wall['ours'] * 1e3:.2f} | "
             f"{wall['sklearn'] * 1e3:.2f} | {ratio:.2f} | {cpu['sklearn'] / cpu['ours']:.2f} | "
