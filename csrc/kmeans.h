@@ -533,6 +533,29 @@
  *   (untranslated screen), 22:19 UTC, load 0.3-1.2: 1.00 (offset 0, 1
  *   thread), 1.04 (2 threads), 2.23-2.30x faster at offset 10, 2.18-2.29x
  *   at 1000.
+ * ML_KM_Q16_MIN_D, ML_KM_Q16_MIN_K: float32 data whose passes the lanes
+ *   kernel serves are screened in int16 (kmeans_q16.h: exact integer
+ *   scores, vpdpwssd, where the CPU has AVX-512 VNNI) when d >= Q16_MIN_D
+ *   and K >= Q16_MIN_K (ml_kmeans_screens; method="screen" forces it at
+ *   any d and K): the float32 kernel scores only the rows the bound leaves
+ *   open (1.9% on centred uniform data, d = 64, K = 64), so the labels and
+ *   center bits are the float32 kernel's.  A fit keeps the rows' integers
+ *   from its second unpruned pass on (ml_q16_keep: half of X's bytes;
+ *   rounding them each pass took 13% of the harness's samples at d = 64,
+ *   K = 64; keeping them: 1.18x, 1 thread).  Measured before that (C
+ *   harness, N = 2e5 uniform rows centred (offset -0.5), 1 thread, 3
+ *   alternating rounds, 2026-11-28 04:48 UTC, load 0.1-1, Intel Xeon
+ *   family 6 model 207, main / screened, medians, labels and center bits
+ *   identical): d = 32: 1.03 (K = 32), 1.09 (64), 1.24 (256); d = 64: 1.25
+ *   (32), 1.16 (64), 1.53 (256); d = 128: 1.37 (32), 1.47 (64); N = 5e4,
+ *   K = 64: 1.34 (d = 256), 1.01 (d = 512: the integers get fewer bits as d
+ *   grows, 2^(bq + bc) 2 ceil(d / 2) <= 2^30); N = 1e6, d = 64, K = 64:
+ *   1.30 (1 thread), 1.23 (2 threads, wall); with the kept rows 1.30 on 2
+ *   threads (wall, 5 rounds).  Below the bounds (measured with Q16_MIN_D =
+ *   Q16_MIN_K = 16): d = 16: 0.61 (K = 16), 0.95 (32), 0.91 (64), 0.88
+ *   (128); d = 32, K = 16: 0.89; d = 64, K = 16: 0.99: the rounding of the
+ *   rows, the per-row test and the labels cost more there than the
+ *   integer products save.  Zen 4 (VNNI in 256-bit halves) not measured.
  * ML_KM_DELTA_MAX_MOVED: a Lloyd pass on unweighted rows adds to the
  *   running sums only the change its moved rows make (accum_delta), unless
  *   the pass before it moved more than this fraction of the rows (then, and
@@ -657,7 +680,7 @@
 #define ML_KM_SCREEN_MAX_OPEN 0.375
 #define ML_KM_SCREEN_MAX_SKIP 63
 /* float32 data: the int16 screen (kmeans_q16.h) where d >= Q16_MIN_D and
- * K >= Q16_MIN_K (measured in kmeans.h's table above). */
+ * K >= Q16_MIN_K (the table above). */
 #ifndef ML_KM_Q16_MIN_D
 #define ML_KM_Q16_MIN_D 32
 #endif

@@ -1114,7 +1114,8 @@ typedef struct {
      * (kmeans_q16.h). */
 #if KM_SCREEN_Q16
     int screen;           /* whether the passes are screened */
-    ml_q16_centers q16;   /* its centers and the bound's constants */
+    ml_q16_centers q16;   /* its centers, the bound's constants, the kept rows */
+    int passes;           /* passes so far (the second keeps the rows' integers) */
 #else
     km_screen_fn screen;  /* its kernel, or NULL: no screen */
     ptrdiff_t sw, snb;    /* its block width and block count */
@@ -1834,9 +1835,10 @@ ML_CLONES static void FN(screen_settled)(ptrdiff_t m, ptrdiff_t d,
 /* The screen of m rows: their float32 labels in lab, and ok and margin as
  * screen_settled gives them (sx: the thread's screen scratch). */
 static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
-                              unsigned char *sx, int32_t *lab, int64_t *ok,
-                              double *margin)
+                              ptrdiff_t c, unsigned char *sx, int32_t *lab,
+                              int64_t *ok, double *margin)
 {
+    (void)c;
     const ptrdiff_t d = ws->d;
     float *x32 = (float *)(sx + KM_SX_X32(d));
     float *b32 = (float *)(sx + KM_SX_B32(d)), *s32 = (float *)(sx + KM_SX_S32(d));
@@ -1846,25 +1848,26 @@ static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m
     FN(screen_settled)(m, d, b32, s32, yn, &ws->sb, ok, margin ? margin : unused);
 }
 #else
-/* The int16 screen of m rows (kmeans_q16.h): its labels in lab, ok and
- * margin as ml_q16_screen gives them. */
+/* The int16 screen of m rows (kmeans_q16.h; chunk c of the pass, or -1):
+ * its labels in lab, ok and margin as ml_q16_screen gives them. */
 static void FN(screen_scores)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
-                              unsigned char *sx, int32_t *lab, int64_t *ok,
-                              double *margin)
+                              ptrdiff_t c, unsigned char *sx, int32_t *lab,
+                              int64_t *ok, double *margin)
 {
-    (void)ml_q16_screen(&ws->q16, Xc, m, sx + KM_SX_Q16, lab, ok, margin);
+    (void)ml_q16_screen(&ws->q16, Xc, m, c, sx + KM_SX_Q16, lab, ok, margin);
 }
 #endif
 
-/* The screen of one chunk: float32 labels of its m rows in newlab, and the
- * rows whose label the bound does not settle (indices into the chunk) in
- * open[], their count returned; margin: screen_settled's. */
+/* The screen of one chunk (the pass's chunk c, or -1): the screen's labels
+ * of its m rows in newlab, and the rows whose label the bound does not
+ * settle (indices into the chunk) in open[], their count returned; margin:
+ * screen_scores'. */
 static ptrdiff_t FN(screen_open)(const FN(km_work) *ws, const REAL *Xc,
-                                 ptrdiff_t m, unsigned char *sx,
+                                 ptrdiff_t m, ptrdiff_t c, unsigned char *sx,
                                  int32_t *newlab, ptrdiff_t *open, double *margin)
 {
     int64_t ok[ML_KM_CHUNK];
-    FN(screen_scores)(ws, Xc, m, sx, newlab, ok, margin);
+    FN(screen_scores)(ws, Xc, m, c, sx, newlab, ok, margin);
     ptrdiff_t no = 0;
     for (ptrdiff_t b = 0; b < m; ++b) {
         open[no] = b;
@@ -1898,10 +1901,11 @@ static int FN(screen_backoff)(km_screen_state *st, ptrdiff_t no, ptrdiff_t m)
     return 1;
 }
 
-/* Labels of one chunk through the screen (the float64 kernel's, bit for
- * bit). */
+/* Labels of the pass's chunk c through the screen (the full-precision
+ * kernel's, bit for bit). */
 static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
-                            const REAL *C, FN(km_scratch) *sc, int32_t *newlab)
+                            ptrdiff_t c, const REAL *C, FN(km_scratch) *sc,
+                            int32_t *newlab)
 {
     const ptrdiff_t d = ws->d;
     unsigned char *sx = sc->sx;
@@ -1912,7 +1916,7 @@ static void FN(screen_rows)(const FN(km_work) *ws, const REAL *Xc, ptrdiff_t m,
     }
     REAL *gx = (REAL *)(sx + KM_SX_GX(d));
     ptrdiff_t open[ML_KM_CHUNK];
-    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, sx, newlab, open, NULL);
+    const ptrdiff_t no = FN(screen_open)(ws, Xc, m, c, sx, newlab, open, NULL);
     KM_SCREEN_COUNT(0, 1);
     KM_SCREEN_COUNT(1, m);
     if (no == 0) {
@@ -1959,7 +1963,7 @@ static ptrdiff_t FN(screen_pruned)(const FN(km_work) *ws, km_bounds *hs,
     REAL *gx = (REAL *)(sx + KM_SX_GX(d));
     int64_t ok[ML_KM_CHUNK];
     double margin[ML_KM_CHUNK];
-    FN(screen_scores)(ws, R, mr, sx, glab, ok, margin);
+    FN(screen_scores)(ws, R, mr, -1, sx, glab, ok, margin);
     const double slack = 1 + ML_KM_BOUND_SLACK;
     ptrdiff_t nr = 0;
     for (ptrdiff_t g = 0; g < no; ++g) {
@@ -2069,7 +2073,7 @@ static int64_t FN(pass_segment)(const FN(km_work) *ws, km_bounds *hs,
                            ws->acc_stride, ws->K);
 #if KM_SCREEN
         else if (!hs && ws->screen && ws->s_on && sc->sx)
-            FN(screen_rows)(ws, Xc, m, C, sc, newlab);
+            FN(screen_rows)(ws, Xc, m, c, C, sc, newlab);
         else if (hs && ws->screen && ws->s_on && sc->sx)
             *opened += FN(screen_pruned)(ws, hs, Xc, i0, m, C, sc, L, newlab);
 #endif
@@ -2129,6 +2133,11 @@ static void FN(pass)(FN(km_work) *ws, km_bounds *hs, const REAL *X,
     const int do_sums = sums != NULL;
     const ptrdiff_t copies = do_sums ? (delta ? 1 : ws->copies) : 0;
     if (hs && hs->off) hs = NULL;
+#if KM_SCREEN_Q16
+    /* From a fit's second unpruned pass on, the rows' integers are kept
+     * (the pruned passes screen rows gathered from several chunks). */
+    if (ws->screen && ws->passes++ >= 1 && !hs) ml_q16_keep(&ws->q16, ws->n);
+#endif
     FN(center_prep)(ws, C);
     if (hs) FN(bounds_prep)(hs, C, K, d);
     if (hs && !hs->fresh && !ws->shift &&
@@ -2601,7 +2610,8 @@ int FN(ml_kmeans_screen_probe)(const REAL *X, ptrdiff_t n, ptrdiff_t d,
         ptrdiff_t open[ML_KM_CHUNK], no = m;
         double mg[ML_KM_CHUNK];
         for (ptrdiff_t b = 0; b < m; ++b) { lab[b] = -1; open[b] = b; mg[b] = -INFINITY; }
-        if (ws.s_on) no = FN(screen_open)(&ws, X + i0 * d, m, sc.sx, lab, open, margin ? mg : NULL);
+        if (ws.s_on)
+            no = FN(screen_open)(&ws, X + i0 * d, m, -1, sc.sx, lab, open, margin ? mg : NULL);
         for (ptrdiff_t b = 0; b < m; ++b) {
             labels[i0 + b] = lab[b];
             settled[i0 + b] = 1;

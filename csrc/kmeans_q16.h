@@ -65,6 +65,13 @@ typedef struct {
     int32_t *cp;            /* nb x d2 x 16 Q: the pairs (p_k,2j, p_k,2j+1) */
     float *cn;              /* nb x 16 Q: the norms, +inf for padding */
     double C1, cnmax, gam;  /* the bound's constants (above) */
+    /* The rows' integers kept between the passes of a fit (ml_q16_keep):
+     * chunk c's rows at rq + c (ML_KM_CHUNK + 12) 2 d2 (each slot with
+     * room for a step's rows past its last: Q16_MAXP), their ||q||_1 in rq1, its largest |x| as a bit
+     * pattern in rbits[c] (UINT32_MAX: not yet rounded); NULL: none. */
+    int16_t *rq;
+    int32_t *rq1;
+    uint32_t *rbits;
 } ml_q16_centers;
 
 /* Whether this CPU and build run the screen: AVX-512 (the dispatch level,
@@ -78,14 +85,16 @@ static void ml_q16_prep(ml_q16_centers *qc, const float *C, const float *cn);
 /* Bytes of per-thread scratch that ml_q16_screen needs (64-byte aligned
  * start expected). */
 static size_t ml_q16_scratch_bytes(ptrdiff_t d);
-/* The screen of m <= ML_KM_CHUNK rows (ML_KM_CHUNK: kmeans.h): lab[b] the
+/* The screen of m <= ML_KM_CHUNK rows (ML_KM_CHUNK: kmeans.h), chunk
+ * `chunk` of the fit's rows (their integers kept, ml_q16_keep) or -1 (not a
+ * chunk: rows gathered from several): lab[b] the
  * screen's label of row b, ok[b] whether the bound proves it the float32
  * kernel's, margin[b] (may be NULL) a lower bound on the row's squared
  * distance to its second-nearest center less that to its nearest (where
  * ok; -inf elsewhere).  Returns the number of rows left open. */
 static ptrdiff_t ml_q16_screen(const ml_q16_centers *qc, const float *X,
-                               ptrdiff_t m, void *scratch, int32_t *lab,
-                               int64_t *ok, double *margin);
+                               ptrdiff_t m, ptrdiff_t chunk, void *scratch,
+                               int32_t *lab, int64_t *ok, double *margin);
 
 /* ------------------------------------------------------------------------- */
 #define Q16_CHUNK ML_KM_CHUNK
@@ -105,8 +114,33 @@ static void ml_q16_free(ml_q16_centers *qc)
 {
     free(qc->cp);
     free(qc->cn);
+    free(qc->rq);
+    free(qc->rq1);
+    free(qc->rbits);
     qc->cp = NULL;
     qc->cn = NULL;
+    qc->rq = NULL;
+    qc->rq1 = NULL;
+    qc->rbits = NULL;
+}
+
+/* Keep the integers of n rows between passes (a fit's second pass asks:
+ * its rows do not change, and rounding them again each pass took 13% of
+ * the samples at d = 64, K = 64).  Half the rows' float32 bytes; without
+ * the memory the screen rounds each pass, with the same integers. */
+static void ml_q16_keep(ml_q16_centers *qc, ptrdiff_t n)
+{
+    if (qc->rq) return;
+    const ptrdiff_t nc = (n + Q16_CHUNK - 1) / Q16_CHUNK;
+    qc->rq = calloc((size_t)(nc * (Q16_CHUNK + Q16_MAXP) * 2 * qc->d2), sizeof(int16_t));
+    qc->rq1 = malloc((size_t)(nc * Q16_CHUNK) * sizeof(int32_t));
+    qc->rbits = malloc((size_t)nc * sizeof(uint32_t));
+    if (!qc->rq || !qc->rq1 || !qc->rbits) {
+        free(qc->rq); free(qc->rq1); free(qc->rbits);
+        qc->rq = NULL; qc->rq1 = NULL; qc->rbits = NULL;
+        return;
+    }
+    for (ptrdiff_t c = 0; c < nc; ++c) qc->rbits[c] = UINT32_MAX;
 }
 
 static int ml_q16_init(ml_q16_centers *qc, ptrdiff_t d, ptrdiff_t K)
@@ -186,33 +220,30 @@ static void ml_q16_prep(ml_q16_centers *qc, const float *C, const float *cn)
     }
 }
 
+/* Every row open (the centers out of the screen's range, or no screen). */
+static ptrdiff_t q16_all_open(ptrdiff_t m, int32_t *lab, int64_t *ok, double *margin)
+{
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        ok[b] = 0;
+        lab[b] = 0;
+        if (margin) margin[b] = -INFINITY;
+    }
+    return m;
+}
+
 #if ML_Q16_BUILT
 #include <immintrin.h>
 #define Q16_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
-/* The m rows of X as integers q = x / sigma rounded to nearest, d2 pairs
- * per row, zero-padded, with one power-of-two scale for the chunk: sigma =
- * 2^(E - bq) for its largest |x| < 2^E, so |q| <= 2^bq.  Per row: q1[b] =
- * ||q_b||_1, hr[b] = h = 1 / (2 sigma rho) (NaN where sigma or h is not a
- * normal float32, an all-zero chunk among them: the rows stay open) and
- * mxr[b] = the chunk's largest |x|.  One scale per row instead (the row's
- * own largest |x|, found as it is rounded) cost more than it saved: 1.8%
- * of the rows were open either way (uniform data, d = 64, K = 64), and the
- * per-row scale's reduction and exponent took the rounding from 11% to 18%
- * of the pass's samples (C harness, perf). */
-Q16_TGT static void q16_rows(const float *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t d,
-                             ptrdiff_t d2, int bq, int ec, int16_t *ML_RESTRICT qb,
-                             int32_t *ML_RESTRICT q1, float *ML_RESTRICT hr,
-                             float *ML_RESTRICT mxr)
+/* The largest |x| of the m rows of X as a bit pattern: the largest bit
+ * pattern of |x| (the same order for non-negative floats, and NaN, above
+ * infinity, is kept: a chunk with a non-finite value stays open), in four
+ * running maxima (one would wait on its own latency every step). */
+Q16_TGT static uint32_t q16_maxbits(const float *ML_RESTRICT X, ptrdiff_t n)
 {
-    /* The largest |x| as the largest bit pattern of |x| (the same order for
-     * non-negative floats, and NaN, above infinity, is kept: a chunk with a
-     * non-finite value stays open), in four running maxima: one would wait
-     * on its own latency every step. */
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
     const int32_t *Xi = (const int32_t *)(const void *)X;
-    const ptrdiff_t n = m * d;
     ptrdiff_t i = 0;
     for (; i + 64 <= n; i += 64) {
         m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512(Xi + i), ab));
@@ -226,18 +257,37 @@ Q16_TGT static void q16_rows(const float *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t 
     if (i < n)
         mx = _mm512_max_epu32(mx, _mm512_and_si512(
                  _mm512_maskz_loadu_epi32((__mmask16)((1u << (n - i)) - 1), Xi + i), ab));
-    const uint32_t bits = _mm512_reduce_max_epu32(mx);
-    float mv;
-    memcpy(&mv, &bits, sizeof mv);
-    /* mv < 2^E (E = -126 for 0 and subnormals, 129 for infinity and NaN:
-     * then invalid below) */
+    return _mm512_reduce_max_epu32(mx);
+}
+
+/* A chunk's scale from its largest |x| (bits): sigma = 2^e with
+ * e = E - bq for |x| < 2^E, so |q| <= 2^bq; *inv = 1 / sigma and *h = 1 /
+ * (2 sigma rho), both 0 and NaN where either is not a normal float32 (an
+ * all-zero chunk, a non-finite value, a range far from the centers': the
+ * rows stay open); *mx = the largest |x|. */
+static void q16_scale(uint32_t bits, int bq, int ec, float *inv, float *h, float *mx)
+{
+    /* E = -126 for 0 and subnormals, 129 for infinity and NaN */
     const int E = (int)(bits >> 23) - 126, e = E - bq, sh = -1 - e - ec;
     const int valid = bits < 0x7f800000u && e >= -126 && e <= 126 && sh >= -126 && sh <= 127;
     const uint32_t ib = valid ? (uint32_t)(127 - e) << 23 : 0;
     const uint32_t hb = valid ? (uint32_t)(127 + sh) << 23 : 0x7fc00000u;
-    float inv, hv;
-    memcpy(&inv, &ib, sizeof inv);
-    memcpy(&hv, &hb, sizeof hv);
+    memcpy(inv, &ib, sizeof *inv);
+    memcpy(h, &hb, sizeof *h);
+    memcpy(mx, &bits, sizeof *mx);
+}
+
+/* The m rows of X as integers q = x / sigma rounded to nearest (iv = 1 /
+ * sigma, a power of two), d2 pairs per row, zero-padded, and q1[b] =
+ * ||q_b||_1.  One scale per chunk: one per row (the row's own largest |x|,
+ * found as it is rounded) cost more than it saved: 1.8% of the rows were
+ * open either way (uniform data, d = 64, K = 64), and the per-row
+ * reduction and exponent took the rounding from 11% to 18% of the
+ * samples (C harness, perf). */
+Q16_TGT static void q16_rows(const float *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t d,
+                             ptrdiff_t d2, float inv, int16_t *ML_RESTRICT qb,
+                             int32_t *ML_RESTRICT q1)
+{
     const __m512 iv = _mm512_set1_ps(inv);
     for (ptrdiff_t b = 0; b < m; ++b) {
         const float *x = X + b * d;
@@ -252,8 +302,6 @@ Q16_TGT static void q16_rows(const float *ML_RESTRICT X, ptrdiff_t m, ptrdiff_t 
         }
         if (d & 1) q[d] = 0;
         q1[b] = _mm512_reduce_add_epi32(s);
-        hr[b] = hv;
-        mxr[b] = mv;
     }
 }
 
@@ -462,45 +510,40 @@ static int ml_q16_available(void)
     return a;
 }
 
-static ptrdiff_t ml_q16_screen(const ml_q16_centers *qc, const float *X, ptrdiff_t m,
-                               void *scratch, int32_t *lab, int64_t *ok, double *margin)
+/* The integers of the m rows of X into *qb, *q1 (scratch), or the kept
+ * ones of chunk `chunk` (rounded at the first pass that asks); returns the
+ * rows' largest |x| as a bit pattern (q16_maxbits). */
+static uint32_t q16_integers(const ml_q16_centers *qc, const float *X, ptrdiff_t m,
+                             ptrdiff_t chunk, int16_t **qb, int32_t **q1)
 {
-    const ptrdiff_t d = qc->d, d2 = qc->d2, rows = Q16_CHUNK + Q16_MAXP;
-    unsigned char *base = Q16_ALIGN(scratch);
-    int16_t *qb = (int16_t *)(void *)base;
-    int32_t *q1 = (int32_t *)(void *)(base + (rows * (size_t)d2 * 4 + 63) / 64 * 64);
-    float *best = (float *)(q1 + rows), *second = best + rows;
-    double *E2 = (double *)(void *)(second + rows);
-    float *hr = (float *)(void *)(E2 + rows), *mxr = hr + rows;
-    if (!qc->on) {
-        for (ptrdiff_t b = 0; b < m; ++b) {
-            ok[b] = 0;
-            lab[b] = 0;
-            if (margin) margin[b] = -INFINITY;
-        }
-        return m;
+    const ptrdiff_t d = qc->d, d2 = qc->d2;
+    const int kept = chunk >= 0 && qc->rq;
+    if (kept) {
+        *qb = qc->rq + chunk * (Q16_CHUNK + Q16_MAXP) * 2 * d2;
+        *q1 = qc->rq1 + chunk * Q16_CHUNK;
+        if (qc->rbits[chunk] != UINT32_MAX) return qc->rbits[chunk];
     }
-    q16_rows(X, m, d, d2, qc->bq, qc->ec, qb, q1, hr, mxr);
-    for (ptrdiff_t b = m; b < m + Q16_MAXP; ++b) hr[b] = 1;
-    memset(qb + m * 2 * d2, 0, (size_t)(Q16_MAXP * 2 * d2) * sizeof(int16_t));
-    const double slack = 1 + 0x1p-20, g = qc->gam;
-    q16_bound(qc, m, q1, hr, mxr, E2);
-    /* The next chunk's rows (usually the caller's next call) are fetched
-     * while these are scored: their first touch otherwise stalled the
-     * rounding of the rows (C harness, perf). */
-    const char *pf = (const char *)(X + m * d);
-    const ptrdiff_t npf = (ptrdiff_t)((size_t)(m * d) * sizeof(float) / 64);
+    const uint32_t bits = q16_maxbits(X, m * d);
+    float inv, h, mx;
+    q16_scale(bits, qc->bq, 0, &inv, &h, &mx);
+    q16_rows(X, m, d, d2, inv, *qb, *q1);
+    if (kept)
+        qc->rbits[chunk] = bits;
+    else  /* the step past the last row reads zeros */
+        memset(*qb + m * 2 * d2, 0, (size_t)(Q16_MAXP * 2 * d2) * sizeof(int16_t));
+    return bits;
+}
+
+/* The gap test of the rows' best and second-best scores against 2 E, and
+ * the margins (kmeans_q16.h; the norms' own rounding included: ||c_k||^2
+ * against the float32 norm cn_k, since the margin is in distances);
+ * returns the rows left open. */
+static ptrdiff_t q16_gaps(const ml_q16_centers *qc, ptrdiff_t m, const float *best,
+                          const float *second, const double *E2, const float *hr,
+                          int64_t *ok, double *margin)
+{
+    const double g = qc->gam, dn = 2 * g * qc->cnmax * (1 + 2 * g) * (1 + 0x1p-20);
     ptrdiff_t no = 0;
-    if (qc->nb == 1 && !margin) {
-        float *T = (float *)(void *)best;
-        q16_threshold(qc, m, q1, hr, E2, T);
-        q16_scores(qc, qb, m, hr, T, pf, npf, lab, ok, NULL, NULL);
-        for (ptrdiff_t b = 0; b < m; ++b) no += !ok[b];
-        return no;
-    }
-    q16_scores(qc, qb, m, hr, NULL, pf, npf, lab, NULL, best, second);
-    /* ||c_k||^2 against the float32 norm cn_k (the margin is in distances) */
-    const double dn = 2 * g * qc->cnmax * (1 + 2 * g) * slack;
     for (ptrdiff_t b = 0; b < m; ++b) {
         const double gap = ((double)second[b] - (double)best[b]) * (1 - 0x1p-52);
         ok[b] = gap > E2[b];
@@ -510,19 +553,53 @@ static ptrdiff_t ml_q16_screen(const ml_q16_centers *qc, const float *X, ptrdiff
     return no;
 }
 
+static ptrdiff_t ml_q16_screen(const ml_q16_centers *qc, const float *X, ptrdiff_t m,
+                               ptrdiff_t chunk, void *scratch, int32_t *lab, int64_t *ok,
+                               double *margin)
+{
+    const ptrdiff_t d = qc->d, d2 = qc->d2, rows = Q16_CHUNK + Q16_MAXP;
+    unsigned char *base = Q16_ALIGN(scratch);
+    int16_t *qb = (int16_t *)(void *)base;
+    int32_t *q1 = (int32_t *)(void *)(base + (rows * (size_t)d2 * 4 + 63) / 64 * 64);
+    float *best = (float *)(q1 + rows), *second = best + rows;
+    double *E2 = (double *)(void *)(second + rows);
+    float *hr = (float *)(void *)(E2 + rows), *mxr = hr + rows;
+    if (!qc->on) return q16_all_open(m, lab, ok, margin);
+    const uint32_t bits = q16_integers(qc, X, m, chunk, &qb, &q1);
+    float inv, h, mx;
+    q16_scale(bits, qc->bq, qc->ec, &inv, &h, &mx);
+    for (ptrdiff_t b = 0; b < m; ++b) {
+        hr[b] = h;
+        mxr[b] = mx;
+    }
+    for (ptrdiff_t b = m; b < m + Q16_MAXP; ++b) hr[b] = 1;
+    q16_bound(qc, m, q1, hr, mxr, E2);
+    /* The next chunk's rows (usually the caller's next call) are fetched
+     * while these are scored: their first touch otherwise stalled the
+     * rounding of the rows (C harness, perf). */
+    const char *pf = (const char *)(X + m * d);
+    const ptrdiff_t npf = (ptrdiff_t)((size_t)(m * d) * sizeof(float) / 64);
+    if (qc->nb == 1 && !margin) {
+        float *T = best;
+        q16_threshold(qc, m, q1, hr, E2, T);
+        q16_scores(qc, qb, m, hr, T, pf, npf, lab, ok, NULL, NULL);
+        ptrdiff_t no = 0;
+        for (ptrdiff_t b = 0; b < m; ++b) no += !ok[b];
+        return no;
+    }
+    q16_scores(qc, qb, m, hr, NULL, pf, npf, lab, NULL, best, second);
+    return q16_gaps(qc, m, best, second, E2, hr, ok, margin);
+}
+
 #else
 static int ml_q16_available(void) { return 0; }
 
 static ptrdiff_t ml_q16_screen(const ml_q16_centers *qc, const float *X, ptrdiff_t m,
-                               void *scratch, int32_t *lab, int64_t *ok, double *margin)
+                               ptrdiff_t chunk, void *scratch, int32_t *lab, int64_t *ok,
+                               double *margin)
 {
-    (void)qc; (void)X; (void)scratch;
-    for (ptrdiff_t b = 0; b < m; ++b) {
-        ok[b] = 0;
-        lab[b] = 0;
-        if (margin) margin[b] = -INFINITY;
-    }
-    return m;
+    (void)qc; (void)X; (void)scratch; (void)chunk;
+    return q16_all_open(m, lab, ok, margin);
 }
 #endif
 
