@@ -47,7 +47,8 @@ elif [ $# -eq 0 ]; then
     # hostile sweep drives the raw bridges; the property suite every public
     # entry point; the kernel tests the float32/float64 and threaded paths).
     set -- tests/test_core.py tests/test_kernels.py tests/test_robustness.py \
-        tests/test_reliability.py tests/test_properties.py tests/test_kmeans1d.py
+        tests/test_reliability.py tests/test_properties.py tests/test_kmeans1d.py \
+        tests/test_kmeans_q16.py
 fi
 
 cd "$root"
