@@ -314,3 +314,33 @@ def test_q16_kmeans_estimator_same_with_and_without():
         out[flag] = res.stdout.split()
     assert out["1"][0] == "True" and out["0"][0] == "False"
     assert out["1"][1:] == out["0"][1:]
+
+
+def test_q16_centers_rounding_against_the_gap():
+    """Centers whose rounding to integers reverses their order for these rows:
+    on half the coordinates c1 and c2 straddle a rounding boundary (1.5 +- 1/64
+    at rho = 1: the integers differ by 1, the values by 1/32), on the other half
+    they round to the same integer though they differ by 7/8 (9/16 and 23/16),
+    and a shared coordinate of 3072 sets rho = 1. For rows with every coordinate
+    equal to M > 0 the integer scores put c1 far ahead (by about ||q_A||_1) while
+    c2 is the nearer, by 0.875 (d / 2 - 1) M: the bound's center-rounding term
+    (||q||_1 / 2) is what keeps these rows open. The float32 kernel's label (c2,
+    as in float64) must come out, and the screen must not settle a row."""
+    d = 64
+    c1 = np.empty(d)
+    c2 = np.empty(d)
+    c1[0] = c2[0] = 3072.0
+    c1[1:33], c2[1:33] = 1.5 + 1 / 64, 1.5 - 1 / 64
+    c1[33:], c2[33:] = 9 / 16, 23 / 16
+    C = np.ascontiguousarray([c1, c2], dtype=F32)
+    M = np.linspace(50.0, 150.0, 600)
+    X = np.ascontiguousarray(np.repeat(M[:, None], d, axis=1), dtype=F32)
+    D = ((X.astype(np.float64)[:, None, :] - C[None]) ** 2).sum(-1)
+    assert (D.argmin(1) == 1).all()
+    ref, _ = _k.assign(X, C, "lanes", 1, False)
+    np.testing.assert_array_equal(ref, 1)
+    for nt in (1, 2):
+        np.testing.assert_array_equal(_k.assign(X, C, "screen", nt, False)[0], ref)
+    for with_margin in (True, False):
+        lab, settled, _ = _k.screen_probe(X, C, with_margin)
+        assert not settled.any()
