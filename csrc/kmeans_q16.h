@@ -66,7 +66,7 @@ typedef struct {
     float *cn;              /* nb x 16 Q: the norms, +inf for padding */
     double C1, cnmax, gam;  /* the bound's constants (above) */
     /* The rows' integers kept between the passes of a fit (ml_q16_keep):
-     * chunk c's rows at rq + c (ML_KM_CHUNK + 12) 2 d2 (each slot with
+     * chunk c's rows at rq + c (ML_KM_CHUNK + Q16_MAXP) 2 d2 (each slot with
      * room for a step's rows past its last: Q16_MAXP), their ||q||_1 in rq1, its largest |x| as a bit
      * pattern in rbits[c] (UINT32_MAX: not yet rounded); NULL: none. */
     int16_t *rq;

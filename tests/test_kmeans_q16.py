@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from metriclust._kernels import _kmeans as _k
 
-from test_kmeans_screen import _near_ties, _same_run, _second_gap
+from test_kmeans_screen import (_lloyd, _margin_below_gap, _near_ties, _pruned_equals_lloyd,
+                                _same_fits_any_way, _same_run, _screen_equals_lanes)
 
 F32 = np.float32
 pytestmark = pytest.mark.skipif(not _k.screens(64, 64, "screen", F32),
@@ -66,12 +67,6 @@ def _data(kind, n, d, K, seed):
     return X, C
 
 
-def _lloyd(X, C, method, nt, max_iter=6, w=None):
-    C = C.copy()
-    lab, inertia, n_iter, strict = _k.lloyd(X, w, C, max_iter, 0.0, method, nt)
-    return lab, C, inertia, n_iter, strict
-
-
 def test_q16_table():
     """float32 passes of the lanes kernel are screened from d = 32 and K = 32
     (the measured crossover, csrc/kmeans.h); never with "lanes" or where the
@@ -96,14 +91,7 @@ def test_q16_labels_and_centers_bitwise(kind, d):
     n_iter bit for bit, for K across one and several blocks of centers."""
     for K in _KS:
         X, C = _data(kind, _N, d, K, seed=1000 * d + K)
-        ref, dref = _k.assign(X, C, "lanes", 1, True)
-        for nt in (1, 2):
-            lab, dist = _k.assign(X, C, "screen", nt, True)
-            np.testing.assert_array_equal(lab, ref)
-            assert dist.tobytes() == dref.tobytes()
-        base = _lloyd(X, C, "lanes", 1)
-        _same_run(_lloyd(X, C, "screen", 1), base)
-        _same_run(_lloyd(X, C, "screen", 2), base)
+        _screen_equals_lanes(X, C)
 
 
 @pytest.mark.parametrize("d", _DS)
@@ -201,19 +189,7 @@ def test_q16_thread_invariance_and_auto(d, K):
     w = rng.uniform(0.5, 2.0, len(X)).astype(F32)
     C = X[rng.choice(len(X), K, replace=False)].copy()
     assert _k.screens(d, K, dtype=F32) == (d >= 32 and K >= 32)
-    runs = [_lloyd(X, C, m, nt, max_iter=8, w=w) for m, nt in
-            (("auto", 1), ("auto", 2), ("screen", 2), ("lanes", 2))]
-    for r in runs[1:]:
-        _same_run(r, runs[0])
-    outs = []
-    for method, nt in (("auto", 1), ("screen", 2), ("lanes", 1)):
-        sums, counts = np.empty((K, d)), np.empty(K)
-        lab = np.empty(len(X), dtype=np.int64)
-        inertia = _k.assign_accumulate(X, w, C, sums, counts, lab, method, nt)
-        outs.append((lab, sums.tobytes(), counts.tobytes(), inertia))
-    for o in outs[1:]:
-        np.testing.assert_array_equal(o[0], outs[0][0])
-        assert o[1:] == outs[0][1:]
+    _same_fits_any_way(X, w, C)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -253,16 +229,9 @@ def test_q16_margin_bounds_the_second_gap(kind, d):
             X, C = X.astype(F32), C.astype(F32)
         else:
             X, C = _data(kind, _N, d, K, seed=3 * d + K)
-        lab, settled, margin = _k.screen_probe(X, C)
-        assert np.all(margin[~settled] == -np.inf)
-        if not settled.any():
-            continue
-        gap, err = _second_gap(X[settled].astype(np.float64), C.astype(np.float64),
-                               lab[settled])
-        m = margin[settled].astype(np.longdouble)
-        assert np.all(m <= gap * (1 + 2.0 ** -50) + err), (kind, K)
+        tight = _margin_below_gap(X, C)
         if kind in ("centred", "blobs"):
-            assert np.mean(m > gap / 2) > (0.8 if kind == "centred" else 0.6), (kind, K)
+            assert tight > (0.8 if kind == "centred" else 0.6), (kind, K)
 
 
 @pytest.mark.parametrize("kind", ["centred", "blobs", "uniform", "grid", "ties0"])
@@ -278,14 +247,7 @@ def test_q16_pruned_fit_equals_lloyd(kind, d):
             X, C = X.astype(F32), C.astype(F32)
         else:
             X, C = _data(kind, 3 * _N, d, K, seed=5 * d + K)
-        w = np.random.default_rng(K).uniform(0.5, 2.0, len(X)).astype(F32)
-        for weights in (None, w):
-            for max_iter in (1, 3, 100):
-                ref = _lloyd(X, C, "lanes", 1, max_iter, weights)
-                for method, nt in (("screen", 1), ("screen", 2), ("auto", 3)):
-                    Cb = C.copy()
-                    got = _k.hamerly(X, weights, Cb, max_iter, 0.0, method, nt)
-                    _same_run((got[0], Cb) + tuple(got[1:]), ref)
+        _pruned_equals_lloyd(X, C, np.random.default_rng(K).uniform(0.5, 2.0, len(X)).astype(F32))
 
 
 _FIT = """

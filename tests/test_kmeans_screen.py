@@ -84,6 +84,20 @@ def test_screen_table():
         _k.screens(16, 8, dtype=np.int32)
 
 
+def _screen_equals_lanes(X, C):
+    """Assignment (labels, distances) and Lloyd (labels, center bits,
+    inertia, n_iter) through the screen on 1 and 2 threads equal the
+    unscreened lanes kernel's, bit for bit."""
+    ref, dref = _k.assign(X, C, "lanes", 1, True)
+    for nt in (1, 2):
+        lab, dist = _k.assign(X, C, "screen", nt, True)
+        np.testing.assert_array_equal(lab, ref)
+        assert dist.tobytes() == dref.tobytes()
+    base = _lloyd(X, C, "lanes", 1)
+    _same_run(_lloyd(X, C, "screen", 1), base)
+    _same_run(_lloyd(X, C, "screen", 2), base)
+
+
 @pytest.mark.parametrize("kind", _KINDS)
 @pytest.mark.parametrize("d", _DS)
 def test_screen_labels_and_centers_bitwise(kind, d):
@@ -92,14 +106,7 @@ def test_screen_labels_and_centers_bitwise(kind, d):
     distances bit for bit, for K across one to several blocks of centers."""
     for K in _KS:
         X, C = _data(kind, _N, d, K, seed=1000 * d + K)
-        ref, dref = _k.assign(X, C, "lanes", 1, True)
-        for nt in (1, 2):
-            lab, dist = _k.assign(X, C, "screen", nt, True)
-            np.testing.assert_array_equal(lab, ref)
-            assert dist.tobytes() == dref.tobytes()
-        base = _lloyd(X, C, "lanes", 1)
-        _same_run(_lloyd(X, C, "screen", 1), base)
-        _same_run(_lloyd(X, C, "screen", 2), base)
+        _screen_equals_lanes(X, C)
 
 
 @pytest.mark.parametrize("d", _DS)
@@ -227,12 +234,20 @@ def test_screen_thread_invariance_and_auto(d, K):
     w = rng.uniform(0.5, 2.0, len(X))
     C = X[rng.choice(len(X), K, replace=False)].copy()
     assert _k.screens(d, K) == (d >= 32)
+    _same_fits_any_way(X, w, C)
+
+
+def _same_fits_any_way(X, w, C):
+    """Lloyd as "auto" picks it on 1 and 2 threads, forced through the screen
+    and forced around it (lanes), and the block entry (assign_accumulate)
+    likewise: labels, center bits, sums, inertia and n_iter all the same."""
+    K, d = C.shape
     runs = [_lloyd(X, C, m, nt, max_iter=8, w=w) for m, nt in
             (("auto", 1), ("auto", 2), ("screen", 2), ("lanes", 2))]
     for r in runs[1:]:
         _same_run(r, runs[0])
     outs = []
-    for method, nt in (("auto", 1), ("auto", 2), ("lanes", 1)):
+    for method, nt in (("auto", 1), ("auto", 2), ("screen", 2), ("lanes", 1)):
         sums, counts = np.empty((K, d)), np.empty(K)
         lab = np.empty(len(X), dtype=np.int64)
         inertia = _k.assign_accumulate(X, w, C, sums, counts, lab, method, nt)
@@ -274,6 +289,22 @@ def _second_gap(X, C, lab):
     return other - own, 4 * X.shape[1] * 2.0 ** -63 * (other + own)
 
 
+def _margin_below_gap(X, C):
+    """screen_probe's margin against the true second gap (long double, from
+    the float64 values of X and C): never above it (to 2^-50 relative), -inf
+    where not settled. Returns the fraction of settled rows whose margin is
+    more than half the gap (1.0 where none is settled)."""
+    lab, settled, margin = _k.screen_probe(X, C)
+    assert np.all(margin[~settled] == -np.inf)
+    if not settled.any():
+        return 1.0
+    gap, err = _second_gap(X[settled].astype(np.float64), C.astype(np.float64),
+                           lab[settled])
+    m = margin[settled].astype(np.longdouble)
+    assert np.all(m <= gap * (1 + 2.0 ** -50) + err)
+    return float(np.mean(m > gap / 2))
+
+
 @pytest.mark.parametrize("kind", _KINDS + ["ties0", "ties1e4"])
 @pytest.mark.parametrize("d", _DS)
 def test_screen_margin_bounds_the_second_gap(kind, d):
@@ -289,15 +320,22 @@ def test_screen_margin_bounds_the_second_gap(kind, d):
             X, C = _near_ties(d, K, seed=11 * d + K, offset=float(kind[4:]))
         else:
             X, C = _data(kind, _N, d, K, seed=3 * d + K)
-        lab, settled, margin = _k.screen_probe(X, C)
-        assert np.all(margin[~settled] == -np.inf)
-        if not settled.any():
-            continue
-        gap, err = _second_gap(X[settled], C, lab[settled])
-        m = margin[settled].astype(np.longdouble)
-        assert np.all(m <= gap * (1 + 2.0 ** -50) + err), (kind, K)
+        tight = _margin_below_gap(X, C)
         if kind in ("uniform", "blobs", "offset1e4"):
-            assert np.mean(m > gap / 2) > 0.8, (kind, K)
+            assert tight > 0.8, (kind, K)
+
+
+def _pruned_equals_lloyd(X, C, w):
+    """Hamerly-pruned fits through the screen (forced on 1 and 2 threads,
+    "auto" on 3), unweighted and with weights w, after 1, 3 and 100 passes:
+    labels, center bits, inertia and n_iter are the unscreened Lloyd's."""
+    for weights in (None, w):
+        for max_iter in (1, 3, 100):
+            ref = _lloyd(X, C, "lanes", 1, max_iter, weights)
+            for method, nt in (("screen", 1), ("screen", 2), ("auto", 3)):
+                Cb = C.copy()
+                got = _k.hamerly(X, weights, Cb, max_iter, 0.0, method, nt)
+                _same_run((got[0], Cb) + tuple(got[1:]), ref)
 
 
 @pytest.mark.parametrize("kind", _KINDS + ["ties0", "ties1e4"])
@@ -314,14 +352,7 @@ def test_screened_pruned_fit_equals_lloyd(kind, d):
             X, C = _near_ties(d, K, seed=13 * d + K, offset=float(kind[4:]))
         else:
             X, C = _data(kind, 3 * _N, d, K, seed=5 * d + K)
-        w = np.random.default_rng(K).uniform(0.5, 2.0, len(X))
-        for weights in (None, w):
-            for max_iter in (1, 3, 100):
-                ref = _lloyd(X, C, "lanes", 1, max_iter, weights)
-                for method, nt in (("screen", 1), ("screen", 2), ("auto", 3)):
-                    Cb = C.copy()
-                    got = _k.hamerly(X, weights, Cb, max_iter, 0.0, method, nt)
-                    _same_run((got[0], Cb) + tuple(got[1:]), ref)
+        _pruned_equals_lloyd(X, C, np.random.default_rng(K).uniform(0.5, 2.0, len(X)))
 
 
 def test_screen_probe_arguments():
