@@ -427,7 +427,6 @@ Q16_TGT static void q16_scores(const ml_q16_centers *qc, const int16_t *qb,
 {
     ptrdiff_t tp = 0;  /* next of the npf lines at pf to prefetch */
     const ptrdiff_t d2 = qc->d2, W = 16 * qc->Q;
-    (void)tp;
     const int Q = qc->Q, P = Q == 1 ? 12 : 6;
     const int32_t *cp = Q16_ALIGN(qc->cp);
     const float *cnb = Q16_ALIGN(qc->cn);
